@@ -1,0 +1,172 @@
+"""The Python API: ``hpo()`` turns a plain training function into an experiment on Dask.
+
+This module is where the pieces meet: it validates the user's input before any work starts, resolves the
+cluster, wires the search (the source) and the Experiment (the sink) to the trial scheduler, and chooses a view.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .experiment import Experiment, ExperimentFailed, MetricError
+from .runtime import TrialScheduler, get_client, worker_threads
+from .space import validate_space
+
+__all__ = ["hpo"]
+
+MODES = ("max", "min")
+
+
+def hpo(
+    fn: Callable,
+    search_space: dict[str, Any],
+    trials: int | None = 32,
+    metric: str | None = None,
+    mode: str = "max",
+    sampler: Any = "tpe",
+    pruner: Any = None,
+    cluster: Any = None,
+    parallel: int | None = None,
+    name: str | None = None,
+    seed: int | None = None,
+    progress: Any = "auto",
+) -> Experiment:
+    """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
+
+    Parameters
+    ----------
+    fn
+        The training function. Searched arguments are passed by keyword; it reports with
+        ``jupyter_dist.report(...)`` and returns a number, a dict of metrics, or None.
+    search_space
+        ``{argument: space.uniform(...) | space.loguniform(...) | space.integer(...) | space.choice([...])}``;
+        plain values are constants passed to every trial.
+    trials
+        How many trials to run (with ``sampler="grid"``: at most the grid's size; None means the whole grid).
+    metric, mode
+        The objective's name and whether to maximise ("max") or minimise ("min") it.
+    sampler
+        "tpe", "random", "grid", "gp", "cmaes", or an ``optuna.samplers.BaseSampler`` instance.
+    pruner
+        Early stopping of running trials; not available yet, must be None.
+    cluster
+        None (``JUPYTER_DIST_CLUSTER``, else the embedded LocalCluster), "local", a scheduler address
+        ("tcp://host:8786"), a ``distributed.Client``, or a Dask cluster object.
+    parallel
+        Trials in flight at once; default: the cluster's worker threads.
+    name
+        A name for the experiment (default: the function's name).
+    seed
+        Seeds the sampler, making the search reproducible.
+    progress
+        "auto" (a live widget in a notebook, text elsewhere), "widget", "text", False, or a callable
+        ``view(experiment)`` returning an object with ``start()``, ``idle()`` and ``finish()``.
+    """
+    from .search import OptunaSearch
+
+    _check_training_function(fn)
+    if not isinstance(metric, str) or not metric:
+        raise ValueError(
+            "hpo() needs metric=..., the name of the metric to optimise: one that the training function "
+            "reports with jupyter_dist.report(...) or returns"
+        )
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: use 'max' or 'min'")
+    if pruner is not None:
+        raise ValueError(f"pruner={pruner!r}: early stopping is not available yet; leave pruner=None")
+    _check_parallel(parallel)
+    _check_progress(progress)
+    validate_space(fn, search_space)
+    search = OptunaSearch(search_space, trials=trials, mode=mode, sampler=sampler, seed=seed)
+
+    client = get_client(cluster)
+    exp = Experiment(
+        "hpo",
+        name or fn.__name__,
+        metric,
+        mode,
+        search_space,
+        total=search.total,
+        dashboard_link=_dashboard_link(client),
+    )
+    return run_experiment(exp, fn, search, client, parallel=parallel, progress=progress)
+
+
+def run_experiment(
+    exp: Experiment, fn: Callable, source, client, *, parallel: int | None, progress: Any
+) -> Experiment:
+    """Run ``source``'s trials of ``fn`` on ``client``'s cluster, recording into ``exp`` and showing a view."""
+    scheduler = TrialScheduler(client, fn, exp.id, parallel=parallel or max(1, worker_threads(client)))
+    scheduler.check_function()
+    exp._stop = scheduler.request_stop
+    view = make_view(progress, exp)
+    view.start()
+    try:
+        try:
+            scheduler.run(source, exp, idle=view.idle)
+        except MetricError as exc:
+            exp.state, exp.error = "failed", str(exc)
+            raise ExperimentFailed(str(exc), exp) from None
+        except BaseException as exc:
+            exp.state, exp.error = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        counts = exp.counts()
+        every_trial_failed = counts["failed"] and not (counts["completed"] or counts["pruned"])
+        if every_trial_failed:
+            first = next(r for r in exp.trial_records() if r.state == "failed")
+            exp.state, exp.error = "failed", first.error
+        else:
+            exp.state = "stopped" if scheduler.stopping else "completed"
+    finally:
+        exp.ended = time.time()
+        view.finish()
+    if every_trial_failed:
+        raise ExperimentFailed(
+            f"every trial failed; the first (trial {first.trial_id}) with:\n{first.error}", exp
+        )
+    return exp
+
+
+class _Silent:
+    def start(self) -> None: ...
+
+    def idle(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+def make_view(progress: Any, exp: Experiment):
+    """The view that shows ``exp`` while it runs (see ``hpo(progress=...)``)."""
+    if progress is False or progress is None:
+        return _Silent()
+    if callable(progress):
+        return progress(exp)
+    from .widgets import view_for
+
+    return view_for(exp, progress)
+
+
+def _check_training_function(fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"the training function must be callable, got {type(fn).__name__} {fn!r:.60}")
+
+
+def _check_parallel(parallel: Any) -> None:
+    if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
+        raise ValueError(f"parallel={parallel!r}: give a positive number of trials to run at once, or None")
+
+
+def _check_progress(progress: Any) -> None:
+    from .widgets import PROGRESS
+
+    if isinstance(progress, str) and progress not in PROGRESS:
+        raise ValueError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
+
+
+def _dashboard_link(client) -> str | None:
+    try:
+        return client.dashboard_link
+    except Exception:  # a scheduler without a dashboard (no bokeh) has no link to show
+        return None

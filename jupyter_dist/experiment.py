@@ -1,0 +1,296 @@
+"""Experiment: the live record of a run — trials, streamed metrics, logs — and its DataFrames and plots.
+
+It is the scheduler's *sink*: ``report``/``log`` are called on the Dask IO thread as events arrive,
+``trial_started``/``trial_finished`` on the kernel's main thread. Views read it; they never write to it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Experiment", "TrialRecord", "Best", "ExperimentFailed", "MetricError"]
+
+FINAL_STATES = ("completed", "pruned", "failed", "stopped")
+
+
+class ExperimentFailed(RuntimeError):
+    """Every trial failed, or the experiment could not go on; ``.experiment`` keeps what was recorded."""
+
+    def __init__(self, message: str, experiment: Experiment) -> None:
+        super().__init__(message)
+        self.experiment = experiment
+
+
+class MetricError(ValueError):
+    """The training function neither returns nor reports the metric the experiment optimises."""
+
+
+@dataclass
+class TrialRecord:
+    trial_id: int
+    params: dict[str, Any]
+    state: str = "running"
+    value: float | None = None
+    started: float = field(default_factory=time.time)
+    duration: float | None = None
+    steps: int = 0
+    attempts: int = 0
+    last: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    # The objective's learning curve of the current attempt, for live plots.
+    curve_steps: list[int] = field(default_factory=list)
+    curve_values: list[float] = field(default_factory=list)
+    _attempt_ids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def attempt_number(self, attempt: str) -> int:
+        number = self._attempt_ids.get(attempt)
+        if number is None:
+            number = self._attempt_ids[attempt] = len(self._attempt_ids)
+            self.attempts = number + 1
+            if number:  # a worker died and Dask re-ran the trial: its curve starts over
+                self.curve_steps, self.curve_values = [], []
+                for stream in (self.stdout, self.stderr):
+                    stream.append(f"\n--- attempt {number + 1} (the previous worker was lost) ---\n")
+        return number
+
+    @property
+    def logs(self) -> str:
+        """Captured stdout, then stderr, then the traceback if the trial failed."""
+        parts = ["".join(self.stdout), "".join(self.stderr), self.error or ""]
+        return "\n".join(p.rstrip("\n") for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Best:
+    trial_id: int
+    value: float
+    params: dict[str, Any]
+
+
+class Experiment:
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        metric: str,
+        mode: str,
+        space: dict[str, Any] | None = None,
+        total: int | None = None,
+        dashboard_link: str | None = None,
+    ) -> None:
+        self.id = uuid.uuid4().hex[:10]
+        self.kind = kind
+        self.name = name
+        self.metric = metric
+        self.mode = mode
+        self.space = dict(space or {})
+        self.total = total
+        self.dashboard_link = dashboard_link
+        self.state = "running"
+        self.error: str | None = None
+        self.started = time.time()
+        self.ended: float | None = None
+        self._trials: dict[int, TrialRecord] = {}
+        self._best: TrialRecord | None = None
+        self._lock = threading.Lock()
+        self._history: dict[str, list] = {
+            c: [] for c in ("trial_id", "attempt", "step", "metric", "value", "time")
+        }
+        self._report_listeners: list[Callable] = []
+        self._stop: Callable[[], None] | None = None
+
+    # --- what users read ---------------------------------------------------------------------------------
+    @property
+    def best(self) -> Best:
+        """The best completed trial so far."""
+        if self._best is None:
+            raise ValueError(f"experiment {self.name!r} has no completed trial yet (state: {self.state})")
+        rec = self._best
+        return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
+
+    @property
+    def trials(self):
+        """One row per trial: trial_id, state, value, params_<name>..., duration, steps, error."""
+        import pandas as pd
+
+        rows = []
+        for rec in self.trial_records():
+            row = {"trial_id": rec.trial_id, "state": rec.state, "value": rec.value}
+            row.update({f"params_{k}": v for k, v in rec.params.items()})
+            row.update(duration=rec.duration, steps=rec.steps, attempts=rec.attempts, error=rec.error)
+            rows.append(row)
+        columns = ["trial_id", "state", "value", "duration", "steps", "attempts", "error"]
+        frame = pd.DataFrame(rows, columns=None if rows else columns)
+        # pandas would store a missing traceback as NaN in a string column; the contract says None.
+        frame["error"] = pd.Series([r["error"] for r in rows], dtype=object, index=frame.index)
+        return frame
+
+    @property
+    def history(self):
+        """One row per reported metric: trial_id, attempt, step, metric, value, time (when it was reported)."""
+        import pandas as pd
+
+        with self._lock:
+            columns = {name: list(values) for name, values in self._history.items()}
+        frame = pd.DataFrame(columns)
+        frame["time"] = pd.to_datetime(frame["time"], unit="s")
+        return frame
+
+    def logs(self, trial_id: int) -> str:
+        """What a trial printed (stdout, stderr) and its traceback if it failed."""
+        return self._trials[trial_id].logs
+
+    def trial_records(self) -> list[TrialRecord]:
+        return [self._trials[k] for k in sorted(self._trials)]
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(("running",) + FINAL_STATES, 0)
+        for rec in list(self._trials.values()):
+            counts[rec.state] += 1
+        return counts
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended or time.time()) - self.started
+
+    def plot(self):
+        """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters."""
+        from .plots import experiment_figure
+
+        return experiment_figure(self)
+
+    def stop(self) -> None:
+        """Stop gracefully: no new trials, running ones told to stop, finished ones kept. Safe from any thread."""
+        if self._stop is not None and self.state == "running":
+            self._stop()
+
+    def add_report_listener(self, listener: Callable[[int, int, dict, float], None]) -> None:
+        """Call ``listener(trial_id, step, metrics, sent_at)`` for each report, on the Dask IO thread."""
+        self._report_listeners.append(listener)
+
+    # --- the scheduler's sink ----------------------------------------------------------------------------
+    def trial_started(self, trial_id: int, params: dict[str, Any]) -> None:
+        self._trials[trial_id] = TrialRecord(trial_id, dict(params))
+
+    def report(self, trial_id: int, attempt: str, step: int, metrics: dict, sent_at: float) -> None:
+        rec = self._trials.get(trial_id)
+        if rec is None:
+            return
+        with self._lock:
+            number = rec.attempt_number(attempt)
+            h = self._history
+            for name, value in metrics.items():
+                h["trial_id"].append(trial_id)
+                h["attempt"].append(number)
+                h["step"].append(step)
+                h["metric"].append(name)
+                h["value"].append(value)
+                h["time"].append(sent_at)
+            rec.steps = max(rec.steps, step + 1)
+            rec.last.update(metrics)
+            if self.metric in metrics:
+                rec.curve_steps.append(step)
+                rec.curve_values.append(metrics[self.metric])
+        for listener in self._report_listeners:
+            listener(trial_id, step, metrics, sent_at)
+
+    def log(self, trial_id: int, attempt: str, stream: str, text: str) -> None:
+        rec = self._trials.get(trial_id)
+        if rec is not None:
+            with self._lock:
+                rec.attempt_number(attempt)
+                (rec.stdout if stream == "stdout" else rec.stderr).append(text)
+
+    def trial_finished(self, trial_id: int, outcome: dict) -> TrialRecord:
+        rec = self._trials[trial_id]
+        with self._lock:
+            if outcome["attempt"] is not None:
+                rec.attempt_number(outcome["attempt"])
+            rec.last.update(outcome["last"])
+            if outcome["steps"] is not None:
+                rec.steps = outcome["steps"]
+            if outcome["started"] is not None:
+                rec.started = outcome["started"]  # when the worker began it, not when it was queued
+            rec.duration = (
+                outcome["duration"] if outcome["duration"] is not None else time.time() - rec.started
+            )
+            rec.error = outcome["error"]
+        state = outcome["state"]
+        if state == "completed":
+            rec.value, problem = self._objective(outcome["returned"], rec.last)
+            if problem and self._best is None and not self._completed_any():
+                rec.state, rec.error = "failed", problem
+                raise MetricError(problem)
+            if problem:
+                state, rec.error = "failed", problem
+        elif state != "failed":  # pruned or stopped: its last value, as Optuna keeps it
+            rec.value = rec.last.get(self.metric)
+        rec.state = state
+        if state == "completed" and (self._best is None or self._better(rec.value, self._best.value)):
+            self._best = rec
+        return rec
+
+    # --- helpers -----------------------------------------------------------------------------------------
+    def _completed_any(self) -> bool:
+        return any(r.state == "completed" for r in self._trials.values())
+
+    def _better(self, a: float, b: float) -> bool:
+        return a > b if self.mode == "max" else a < b
+
+    def _objective(self, returned: Any, last: dict[str, float]) -> tuple[float | None, str | None]:
+        if isinstance(returned, float):
+            value = returned
+        elif isinstance(returned, dict) and self.metric in returned:
+            value = returned[self.metric]
+        elif self.metric in last:
+            value = last[self.metric]
+        else:
+            seen = sorted(set(last) | set(returned or {}))
+            return None, (
+                f"the training function neither returned nor reported metric {self.metric!r} "
+                f"(it reported/returned: {', '.join(seen) or 'nothing'}); report it with "
+                f"jupyter_dist.report({self.metric}=...) or return it, or pick another metric"
+            )
+        if math.isnan(value):
+            return None, f"the objective {self.metric!r} is NaN"
+        return value, None
+
+    def summary(self) -> str:
+        c = self.counts()
+        done = c["completed"] + c["pruned"] + c["failed"] + c["stopped"]
+        parts = [f"{self.kind} {self.name!r} {self.state}: {done}/{self.total or '?'} trials done"]
+        parts += [f"{c[s]} {s}" for s in ("running", "pruned", "failed", "stopped") if c[s]]
+        if self._best is not None:
+            b = self._best
+            parts.append(f"best {self.metric}={b.value:.6g} (trial {b.trial_id}, {_format_params(b.params)})")
+        parts.append(f"{self.elapsed:.1f}s")
+        return " · ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<Experiment {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        table = self.trials
+        if len(table):
+            table = (
+                table.drop(columns=["error"])
+                .sort_values("value", ascending=self.mode == "min", na_position="last")
+                .head(10)
+            )
+        return (
+            f"<div><b>{html.escape(self.summary())}</b>"
+            f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}') if len(table) else ''}</div>"
+        )
+
+
+def _format_params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())

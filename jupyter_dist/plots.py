@@ -1,0 +1,101 @@
+"""Plotly figures of an experiment. Shared by ``Experiment.plot()`` and the live view's curve styling."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .experiment import Experiment, TrialRecord
+
+DIMMED_STATES = ("pruned", "stopped", "failed")
+
+
+def curve_style(rec: TrialRecord) -> dict:
+    """How a trial's learning curve is drawn: stopped early or failed trials are dimmed."""
+    dimmed = rec.state in DIMMED_STATES
+    return {"opacity": 0.25 if dimmed else 0.9, "line": {"dash": "dot" if dimmed else "solid", "width": 1.5}}
+
+
+def curve_trace(rec: TrialRecord):
+    import plotly.graph_objects as go
+
+    return go.Scatter(
+        x=list(rec.curve_steps),
+        y=list(rec.curve_values),
+        mode="lines",
+        name=f"trial {rec.trial_id}",
+        legendgroup=rec.state,
+        **curve_style(rec),
+    )
+
+
+def _best_so_far(values: list[float], mode: str) -> list[float]:
+    best, out = None, []
+    for v in values:
+        best = v if best is None or (v > best if mode == "max" else v < best) else best
+        out.append(best)
+    return out
+
+
+def experiment_figure(exp: Experiment):
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(
+        rows=2,
+        cols=2,
+        specs=[[{"type": "xy"}, {"type": "xy"}], [{"type": "domain", "colspan": 2}, None]],
+        subplot_titles=(f"learning curves ({exp.metric})", f"{exp.metric} by trial", "parameters"),
+        vertical_spacing=0.15,
+    )
+    records = exp.trial_records()
+    for rec in records:
+        if rec.curve_steps:
+            fig.add_trace(curve_trace(rec), row=1, col=1)
+
+    done = [r for r in records if r.state == "completed" and r.value is not None]
+    ids = [r.trial_id for r in done]
+    values = [r.value for r in done]
+    fig.add_trace(
+        go.Scatter(x=ids, y=values, mode="markers", name="completed trial", marker={"size": 7}), row=1, col=2
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=ids, y=_best_so_far(values, exp.mode), mode="lines", name="best so far", line={"shape": "hv"}
+        ),
+        row=1,
+        col=2,
+    )
+
+    dims = _parameter_dimensions(done)
+    if dims:
+        dims.append({"label": exp.metric, "values": values})
+        fig.add_trace(
+            go.Parcoords(dimensions=dims, line={"color": values, "colorscale": "Viridis", "showscale": True}),
+            row=2,
+            col=1,
+        )
+    fig.update_xaxes(title_text="step", row=1, col=1)
+    fig.update_xaxes(title_text="trial", row=1, col=2)
+    fig.update_layout(height=760, title=exp.summary(), showlegend=False, template="plotly_white")
+    return fig
+
+
+def _parameter_dimensions(done: list[TrialRecord]) -> list[dict]:
+    dims = []
+    names = sorted({k for r in done for k in r.params})
+    for name in names:
+        raw = [r.params.get(name) for r in done]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
+            dims.append({"label": name, "values": raw})
+        else:  # categorical: encode as positions, label the ticks with the options
+            options = sorted({repr(v) for v in raw})
+            dims.append(
+                {
+                    "label": name,
+                    "values": [options.index(repr(v)) for v in raw],
+                    "tickvals": list(range(len(options))),
+                    "ticktext": options,
+                }
+            )
+    return dims

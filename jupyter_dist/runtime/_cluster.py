@@ -1,0 +1,125 @@
+"""Which Dask cluster trials run on: the embedded LocalCluster, a scheduler address, or a given client/cluster.
+
+Resolution order for ``cluster=None``: the cluster chosen with ``%distribute_cluster`` in this kernel, the
+``JUPYTER_DIST_CLUSTER`` environment variable (a JupyterHub admin sets it for every user), dask config
+``jupyter_dist.cluster``, and finally the embedded local cluster.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from typing import Any
+
+import dask
+
+__all__ = ["get_client", "ClusterError", "close_local_cluster", "worker_threads"]
+
+LOCAL = "local"
+CONNECT_TIMEOUT = "5s"
+
+
+class ClusterError(RuntimeError):
+    """The Dask cluster asked for cannot be reached or used."""
+
+
+_lock = threading.Lock()
+_local: dict[str, Any] = {}  # "cluster" and "client" of the embedded LocalCluster, made once per process
+_remote: dict[str, Any] = {}  # address -> Client, so later cells reuse the connection
+
+
+_chosen: list[str] = []  # set by %distribute_cluster
+
+
+def set_default_cluster(target: str) -> None:
+    """Make ``target`` ('local' or an address) the cluster of later experiments that name none."""
+    _chosen[:] = [target]
+
+
+def _default_target() -> str:
+    return (
+        (_chosen[0] if _chosen else None)
+        or os.environ.get("JUPYTER_DIST_CLUSTER")
+        or dask.config.get("jupyter_dist.cluster", None)
+        or LOCAL
+    )
+
+
+def get_client(cluster: Any = None, **local_options: Any):
+    """A ``distributed.Client`` for ``cluster``: None, "local", "tcp://host:port", a Client, or a cluster object.
+
+    ``local_options`` (n_workers, threads_per_worker, ...) apply only when the embedded cluster is first made.
+    """
+    from distributed import Client
+
+    if cluster is None:
+        cluster = _default_target()
+    if isinstance(cluster, Client):
+        return cluster
+    if isinstance(cluster, str):
+        return local_client(**local_options) if cluster == LOCAL else _connect(cluster)
+    if hasattr(cluster, "scheduler_address"):  # LocalCluster, GatewayCluster, KubeCluster, SLURMCluster, ...
+        return _connect(cluster.scheduler_address)
+    raise ClusterError(
+        f"cluster= takes 'local', a scheduler address like 'tcp://host:8786', a distributed.Client or a Dask "
+        f"cluster object; got {type(cluster).__name__} {cluster!r:.60}"
+    )
+
+
+def _connect(address: str):
+    from distributed import Client
+
+    with _lock:
+        client = _remote.get(address)
+        if client is not None and client.status == "running":
+            return client
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise ClusterError(
+                f"could not reach the Dask scheduler at {address!r} within {CONNECT_TIMEOUT}: {exc}. "
+                "Is the scheduler running, and is the address right?"
+            ) from None
+        _remote[address] = client
+        return client
+
+
+def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **options: Any):
+    """The client of the embedded LocalCluster, started on first use and reused by later cells."""
+    from distributed import Client, LocalCluster
+
+    with _lock:
+        client = _local.get("client")
+        if client is not None and client.status == "running":
+            return client
+        cluster = LocalCluster(
+            n_workers=n_workers or min(os.cpu_count() or 1, 8),
+            threads_per_worker=threads_per_worker,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+            **options,
+        )
+        _local["cluster"] = cluster
+        _local["client"] = client = Client(cluster, set_as_default=False)
+        return client
+
+
+def close_local_cluster() -> None:
+    """Shut the embedded cluster down (it is also shut down when the kernel exits)."""
+    with _lock:
+        client, cluster = _local.pop("client", None), _local.pop("cluster", None)
+    if client is not None:
+        client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+atexit.register(close_local_cluster)
+
+
+def worker_threads(client) -> int:
+    """How many trials the cluster can run at once right now."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return sum(w.get("nthreads", 1) for w in workers.values())

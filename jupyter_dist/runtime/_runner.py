@@ -1,0 +1,207 @@
+"""The worker side of a trial: load the function, run it with its parameters, capture what it prints.
+
+Everything here runs inside a Dask worker process. The outcome is a plain dict so it survives any transport.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from .. import report as report_module
+from ..report import Reporter, TrialContext, TrialPruned, activate, current_trial
+
+# Unpickled training functions by experiment id: the function travels as bytes with every task (cheap), but is
+# unpickled once per worker process.
+_functions: dict[str, Callable] = {}
+_functions_lock = threading.Lock()
+
+
+def load_function(key: str, blob: bytes) -> Callable:
+    fn = _functions.get(key)
+    if fn is None:
+        with _functions_lock:
+            fn = _functions.get(key)
+            if fn is None:
+                fn = _functions[key] = cloudpickle.loads(blob)
+    return fn
+
+
+def forget_experiment(exp_id: str) -> None:
+    """Drop an ended experiment's function and stop flags from this worker process."""
+    _functions.pop(exp_id, None)
+    report_module.forget_experiment(exp_id)
+
+
+def probe_function(key: str, blob: bytes) -> str | None:
+    """Try to load the training function on a worker: None if it loads, else the reason it cannot."""
+    try:
+        load_function(key, blob)
+    except Exception as exc:  # any import or unpickling failure is the user's to read, not a crash
+        missing = getattr(exc, "name", None)
+        if isinstance(exc, ModuleNotFoundError) and missing:
+            return (
+                f"the workers cannot import module {missing!r}, which the training function needs. "
+                f"Install it on the workers, upload it (client.upload_file), or have it pickled by value with "
+                f"cloudpickle.register_pickle_by_value({missing}) before starting the experiment."
+            )
+        return f"the workers cannot load the training function: {type(exc).__name__}: {exc}"
+    return None
+
+
+class _CapturedStream(io.TextIOBase):
+    """Stands in for sys.stdout/sys.stderr in a worker: a trial thread's writes go to its trial, others pass."""
+
+    def __init__(self, name: str, original) -> None:
+        self.name = name
+        self.original = original
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        capture = _captures.get(id(current_trial()))
+        if capture is None:
+            return self.original.write(text)
+        capture.write(self.name, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.original.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self):  # some libraries ask the stream for its encoding
+        return getattr(self.original, "encoding", "utf-8")
+
+
+class _TrialOutput:
+    """The stdout/stderr of one trial attempt, streamed to the kernel a line at a time."""
+
+    def __init__(self, ctx: TrialContext) -> None:
+        self.ctx = ctx
+        self.pending = {"stdout": "", "stderr": ""}
+
+    def write(self, stream: str, text: str) -> None:
+        pending = self.pending[stream] + text
+        cut = pending.rfind("\n") + 1
+        if cut:
+            self.ctx.send({"k": "l", "n": stream, "x": pending[:cut]})
+            pending = pending[cut:]
+        self.pending[stream] = pending
+
+    def close(self) -> None:
+        for stream, text in self.pending.items():
+            if text:
+                self.ctx.send({"k": "l", "n": stream, "x": text})
+
+
+_captures: dict[int, _TrialOutput] = {}
+_install_lock = threading.Lock()
+
+
+def _install_capture() -> None:
+    with _install_lock:
+        if not isinstance(sys.stdout, _CapturedStream):
+            sys.stdout = _CapturedStream("stdout", sys.stdout)
+        if not isinstance(sys.stderr, _CapturedStream):
+            sys.stderr = _CapturedStream("stderr", sys.stderr)
+
+
+def _wants_reporter(fn: Callable) -> bool:
+    try:
+        return "reporter" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def run_trial(
+    fn_key: str, fn_blob: bytes, params: dict[str, Any], exp_id: str, trial_id: int, topic: str
+) -> dict:
+    """Run one trial attempt on this worker and describe how it went (a plain, msgpack-able dict).
+
+    Every attempt gets a fresh id: when a worker dies Dask re-runs the task elsewhere, and the kernel must tell
+    the second attempt's reports from the first's.
+    """
+    from distributed import get_worker
+
+    fn = load_function(fn_key, fn_blob)
+    worker = get_worker()
+    ctx = TrialContext(exp_id, trial_id, uuid.uuid4().hex[:12], topic, worker.log_event)
+    output = _TrialOutput(ctx)
+    _install_capture()
+    kwargs = dict(params)
+    if _wants_reporter(fn):
+        kwargs["reporter"] = Reporter(ctx)
+
+    activate(ctx)
+    _captures[id(ctx)] = output
+    started = time.time()
+    returned, error, state = None, None, "completed"
+    try:
+        if ctx.should_stop:  # queued before the stop, started after it
+            raise TrialPruned
+        returned = fn(**kwargs)
+        if ctx.should_stop:
+            state = "pruned"  # it returned by itself, but after it was told to stop
+    except TrialPruned:
+        state = "pruned"
+    except (Exception, SystemExit):  # a failing trial is recorded, never a crashed worker
+        state, error = "failed", traceback.format_exc()
+    finally:
+        duration = time.time() - started
+        del _captures[id(ctx)]
+        activate(None)
+    output.close()
+
+    if state == "completed":
+        returned, error = _plain_result(fn, returned)
+        if error:
+            state = "failed"
+    outcome = {
+        "state": state,
+        "returned": returned,
+        "last": ctx.last,
+        "steps": ctx.steps,
+        "started": started,
+        "duration": duration,
+        "error": error,
+        "worker": worker.address,
+    }
+    # The outcome travels on the event stream too, behind the trial's reports and output: the kernel learns of
+    # the end ~2 ms later without a gather round trip, and knows every earlier message has arrived.
+    ctx.send({"k": "f", "o": outcome})
+    return dict(outcome, attempt=ctx.attempt)
+
+
+def _plain_result(fn: Callable, returned: Any) -> tuple[Any, str | None]:
+    """A return value as a float, a dict of floats or None; or an error saying what was wrong with it."""
+    if returned is None:
+        return None, None
+    if isinstance(returned, dict):
+        metrics = {}
+        for name, value in returned.items():
+            try:
+                metrics[str(name)] = float(value)
+            except (TypeError, ValueError):
+                pass  # non-numeric entries (a model, a path) are the user's business, not a metric
+        return metrics, None
+    try:
+        return float(returned), None
+    except (TypeError, ValueError):
+        name = getattr(fn, "__name__", "the training function")
+        return None, (
+            f"{name}() returned {type(returned).__name__} {returned!r:.80}; "
+            "return a number, a dict of metrics, or None (then the last reported value counts)"
+        )

@@ -1,0 +1,91 @@
+"""HPO as a trial source: Optuna's ask/tell interface drives which parameters each new trial gets."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Any
+
+from ..space import constants, searched
+from ._samplers import grid_size, make_sampler
+
+
+class _QuietTell(logging.Filter):
+    """Drops Optuna's INFO lines (study created, each trial told; the live view shows them) while we call it;
+    the user's own Optuna logging is untouched. A filter, because set_verbosity() clears logging's caches."""
+
+    active = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not getattr(self.active, "on", False)
+
+
+_quiet = _QuietTell()
+# Logger filters see only records logged to that very logger, so attach to the modules that log per trial.
+for _name in ("optuna.study.study", "optuna.study._tell", "optuna.storages._in_memory"):
+    logging.getLogger(_name).addFilter(_quiet)
+
+
+@contextlib.contextmanager
+def _quiet_optuna():
+    _quiet.active.on = True
+    try:
+        yield
+    finally:
+        _quiet.active.on = False
+
+
+class OptunaSearch:
+    """Asks Optuna for each next trial's parameters and tells it how each trial ended."""
+
+    def __init__(
+        self,
+        space: dict[str, Any],
+        *,
+        trials: int | None,
+        mode: str,
+        sampler: Any = "tpe",
+        seed: int | None = None,
+    ) -> None:
+        import optuna
+
+        self.searched = searched(space)
+        self.constants = constants(space)
+        self.distributions = {name: s.to_optuna(name) for name, s in self.searched.items()}
+        if sampler == "grid":
+            size = grid_size(self.searched)
+            trials = size if trials is None else min(trials, size)
+        if trials is None or trials < 1:
+            raise ValueError(f"trials must be a positive number of trials, got {trials!r}")
+        self.total = trials
+        with _quiet_optuna():
+            self.study = optuna.create_study(
+                direction="maximize" if mode == "max" else "minimize",
+                sampler=make_sampler(sampler, self.searched, seed),
+            )
+        self._pending: dict[int, Any] = {}
+        self._asked = 0
+
+    def next_trial(self) -> tuple[int, dict[str, Any]] | None:
+        if self._asked >= self.total:
+            return None
+        with _quiet_optuna():
+            trial = self.study.ask(self.distributions)
+        self._asked += 1
+        self._pending[trial.number] = trial
+        params = dict(self.constants)
+        params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
+        return trial.number, params
+
+    def tell(self, record) -> None:
+        from optuna.trial import TrialState
+
+        trial = self._pending.pop(record.trial_id)
+        with _quiet_optuna():
+            if record.state == "completed":
+                self.study.tell(trial, record.value)
+            elif record.state == "failed":
+                self.study.tell(trial, state=TrialState.FAIL)
+            else:  # pruned or stopped: Optuna keeps its last intermediate value
+                self.study.tell(trial, state=TrialState.PRUNED)

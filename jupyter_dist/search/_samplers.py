@@ -1,0 +1,62 @@
+"""Sampler names → Optuna samplers. We choose and configure them; Optuna implements them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..space import Choice, SearchSpaceError, Space
+
+SAMPLERS = ("tpe", "random", "grid", "gp", "cmaes")
+
+
+def make_sampler(sampler: Any, searched: dict[str, Space], seed: int | None):
+    """An Optuna sampler for ``sampler``: one of SAMPLERS or an ``optuna.samplers.BaseSampler`` instance."""
+    import optuna
+
+    if isinstance(sampler, optuna.samplers.BaseSampler):
+        return sampler  # configured by the user, seed included
+    if not isinstance(sampler, str) or sampler not in SAMPLERS:
+        raise ValueError(
+            f"sampler={sampler!r} is not known; use one of {', '.join(SAMPLERS)} or an Optuna sampler instance"
+        )
+    if sampler == "grid":
+        return _ask_tell_grid_sampler()(grid_of(searched), seed=seed)
+    if sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if sampler == "tpe":
+        # The constant liar keeps TPE from proposing the same point to several in-flight trials.
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    if sampler == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
+    return optuna.samplers.CmaEsSampler(seed=seed)
+
+
+def _ask_tell_grid_sampler():
+    import optuna
+
+    class AskTellGridSampler(optuna.samplers.GridSampler):
+        """GridSampler ends ``study.optimize`` when the grid is used up by calling ``study.stop()``, which
+        raises under ask/tell; we stop at the grid's size ourselves, so that hook has nothing to do."""
+
+        def after_trial(self, study, trial, state, values) -> None:
+            pass
+
+    return AskTellGridSampler
+
+
+def grid_of(searched: dict[str, Space]) -> dict[str, list]:
+    """The grid Optuna's GridSampler walks: every searched argument must be a choice."""
+    not_choices = [name for name, s in searched.items() if not isinstance(s, Choice)]
+    if not_choices:
+        raise SearchSpaceError(
+            f"{', '.join(not_choices)}: sampler='grid' searches only space.choice([...]) arguments; "
+            "make these choices or use another sampler"
+        )
+    return {name: s.to_optuna(name).choices for name, s in searched.items()}
+
+
+def grid_size(searched: dict[str, Space]) -> int:
+    size = 1
+    for options in grid_of(searched).values():
+        size *= len(options)
+    return size

@@ -1,0 +1,40 @@
+"""The one observer base of the live views: they read an Experiment, throttled, and draw it.
+
+The scheduler calls ``idle()`` from the kernel's main thread between waits, so drawing happens there — at most
+``max_rate`` times a second however fast reports arrive — and outputs land in the cell that runs the experiment.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..experiment import Experiment
+
+
+class ExperimentView:
+    max_rate = 5.0  # redraws per second
+
+    def __init__(self, exp: Experiment) -> None:
+        self.exp = exp
+        self._last_draw = 0.0
+
+    def start(self) -> None:
+        self.draw()
+
+    def idle(self) -> None:
+        now = time.monotonic()
+        if now - self._last_draw >= 1.0 / self.max_rate:
+            self._last_draw = now
+            self.draw()
+
+    def finish(self) -> None:
+        self.draw()
+
+    def draw(self) -> None:
+        raise NotImplementedError
+
+
+def format_duration(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"

@@ -1,0 +1,259 @@
+"""The live widget: progress, best so far, learning curves, a trials table, each trial's output, a Stop button.
+
+ipywidgets and plotly are imported here, not at package import, so ``%load_ext jupyter_dist`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import html
+
+from ..experiment import FINAL_STATES, Experiment, TrialRecord
+from ..plots import curve_style
+from ._base import ExperimentView, format_duration
+
+MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
+MAX_TABLE_ROWS = 200
+MAX_LOG_CHARS = 50_000
+
+
+def _stride(steps: list, values: list) -> tuple[list, list]:
+    n = min(len(steps), len(values))
+    step = max(1, n // MAX_CURVE_POINTS)
+    return steps[:n:step], values[:n:step]
+
+
+class LiveView(ExperimentView):
+    def __init__(self, exp: Experiment) -> None:
+        import ipywidgets as w
+        import plotly.graph_objects as go
+
+        super().__init__(exp)
+        self._drawn: dict[int, tuple[int, str]] = {}  # trial id -> (points drawn, state drawn)
+        self._trace_index: dict[int, int] = {}
+        self._table_key = None
+        self._log_choice_by_user = False
+        self._poll = None
+
+        self.title = w.HTML()
+        self.progress = w.IntProgress(
+            min=0, max=max(exp.total or 1, 1), bar_style="info", layout=w.Layout(width="40%")
+        )
+        self.counts = w.HTML()
+        self.stats = w.HTML()
+        self.stop_button = w.Button(
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            tooltip="Stop gracefully: finished trials are kept",
+        )
+        self.stop_button.on_click(self._on_stop)
+        self.figure = go.FigureWidget(
+            layout=go.Layout(
+                height=320,
+                margin={"l": 50, "r": 10, "t": 30, "b": 40},
+                template="plotly_white",
+                title={"text": f"{exp.metric} per step", "font": {"size": 13}},
+                xaxis={"title": "step"},
+                yaxis={"title": exp.metric},
+                showlegend=False,
+            )
+        )
+        self.table = w.HTML()
+        self.log_picker = w.Dropdown(description="trial", options=[], layout=w.Layout(width="260px"))
+        self.log_picker.observe(self._on_pick, names="value")
+        self.log_text = w.HTML()
+        tabs = w.Tab(
+            children=[self.figure, self.table, w.VBox([self.log_picker, self.log_text])],
+            titles=["Learning curves", "Trials", "Output"],
+        )
+        self.box = w.VBox(
+            [
+                self.title,
+                w.HBox([self.progress, self.counts, self.stop_button], layout=w.Layout(align_items="center")),
+                self.stats,
+                tabs,
+            ]
+        )
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        from IPython.display import display
+
+        bundle = self.box._repr_mimebundle_()
+        # Where no widget frontend renders it (nbconvert, a terminal), this text stands in for the view.
+        bundle["text/plain"] = f"jupyter_dist live view of {self.exp.kind} {self.exp.name!r} (needs a widget frontend)"
+        display(bundle, raw=True)
+        self._poll = _ui_poller()
+        super().start()
+
+    def idle(self) -> None:
+        if self._poll is not None:
+            self._poll.poll()  # hear the Stop button and the trial picker while the cell is busy
+        super().idle()
+
+    def finish(self) -> None:
+        if self._poll is not None:
+            self._poll.close()
+            self._poll = None
+        self.stop_button.disabled = True
+        self.draw()
+
+    def _on_stop(self, _button) -> None:
+        self.stop_button.description = "Stopping…"
+        self.stop_button.disabled = True
+        self.exp.stop()
+
+    def _on_pick(self, change) -> None:
+        if change["new"] is not None and change["old"] is not None:
+            self._log_choice_by_user = True
+        self._draw_log()
+
+    # --- drawing ---------------------------------------------------------------------------------------
+    def draw(self) -> None:
+        exp = self.exp
+        records = exp.trial_records()
+        c = exp.counts()
+        done = sum(c[s] for s in FINAL_STATES)
+        state_colour = {"running": "#1f77b4", "completed": "#2ca02c", "stopped": "#ff7f0e"}.get(
+            exp.state, "#d62728"
+        )
+        self.title.value = (
+            f"<b>{html.escape(exp.kind)} · {html.escape(exp.name)}</b> "
+            f"<span style='color:{state_colour}'>{exp.state}</span>"
+        )
+        self.progress.value = done
+        self.progress.bar_style = "success" if exp.state == "completed" else "info"
+        self.counts.value = (
+            f"&nbsp;{done}/{exp.total or '?'} done · {c['running']} running · "
+            f"{c['pruned']} pruned · {c['failed']} failed"
+            + (f" · {c['stopped']} stopped" if c["stopped"] else "")
+        )
+        best = ""
+        if exp._best is not None:
+            b = exp._best
+            params = ", ".join(f"{k}={_fmt(v)}" for k, v in b.params.items())
+            best = (
+                f"best <b>{exp.metric} = {_fmt(b.value)}</b> (trial {b.trial_id}: {html.escape(params)}) · "
+            )
+        link = (
+            f" · <a href='{html.escape(exp.dashboard_link)}' target='_blank'>Dask dashboard</a>"
+            if exp.dashboard_link
+            else ""
+        )
+        self.stats.value = f"{best}elapsed {format_duration(exp.elapsed)}{link}"
+        self._draw_curves(records)
+        self._draw_table(records)
+        self._draw_log_picker(records)
+        self._draw_log()
+
+    def _draw_curves(self, records: list[TrialRecord]) -> None:
+        changed = [
+            r
+            for r in records
+            if self._drawn.get(r.trial_id) != (len(r.curve_values), r.state) and r.curve_values
+        ]
+        if not changed:
+            return
+        with self.figure.batch_update():
+            for rec in changed:
+                x, y = _stride(rec.curve_steps, rec.curve_values)
+                index = self._trace_index.get(rec.trial_id)
+                if index is None:
+                    self.figure.add_scatter(
+                        x=x, y=y, mode="lines", name=f"trial {rec.trial_id}", **curve_style(rec)
+                    )
+                    self._trace_index[rec.trial_id] = len(self.figure.data) - 1
+                else:
+                    trace = self.figure.data[index]
+                    trace.x, trace.y = x, y
+                    trace.update(curve_style(rec))
+                self._drawn[rec.trial_id] = (len(rec.curve_values), rec.state)
+
+    def _draw_table(self, records: list[TrialRecord]) -> None:
+        key = tuple((r.trial_id, r.state, r.steps) for r in records)
+        if key == self._table_key:
+            return
+        self._table_key = key
+        names = sorted({k for r in records for k in r.params})
+        head = "".join(
+            f"<th>{html.escape(h)}</th>"
+            for h in ["trial", "state", self.exp.metric, *names, "steps", "duration"]
+        )
+        rows = []
+        for r in sorted(records, key=lambda r: r.trial_id, reverse=True)[:MAX_TABLE_ROWS]:
+            cells = [
+                r.trial_id,
+                r.state,
+                _fmt(r.value),
+                *(_fmt(r.params.get(n)) for n in names),
+                r.steps,
+                f"{r.duration:.1f}s" if r.duration is not None else "",
+            ]
+            style = (
+                " style='opacity:0.5'"
+                if r.state in ("pruned", "stopped")
+                else (" style='color:#d62728'" if r.state == "failed" else "")
+            )
+            rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+        self.table.value = (
+            f"<div style='max-height:320px;overflow:auto'><table class='jupyter-dist-trials'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
+
+    def _draw_log_picker(self, records: list[TrialRecord]) -> None:
+        options = [(f"trial {r.trial_id} · {r.state}", r.trial_id) for r in records]
+        if options != list(self.log_picker.options):
+            current = self.log_picker.value
+            self.log_picker.options = options
+            self.log_picker.value = current if current in self.exp._trials else None
+        if not self._log_choice_by_user and records:
+            failed = [r for r in records if r.state == "failed"]
+            follow = (failed or records)[-1].trial_id
+            if self.log_picker.value != follow:
+                self.log_picker.value = follow
+
+    def _draw_log(self) -> None:
+        trial_id = self.log_picker.value
+        text = self.exp.logs(trial_id) if trial_id in self.exp._trials else ""
+        if len(text) > MAX_LOG_CHARS:
+            text = "…" + text[-MAX_LOG_CHARS:]
+        value = (
+            f"<pre style='max-height:300px;overflow:auto;font-size:12px'>{html.escape(text or '(no output yet)')}"
+            "</pre>"
+        )
+        if value != self.log_text.value:
+            self.log_text.value = value
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+class _UiPoller:
+    """Processes pending frontend messages (widget clicks) while the cell's code is still running.
+
+    A kernel handles comm messages only between cells; jupyter-ui-poll lets us hear the Stop button meanwhile.
+    """
+
+    def __init__(self) -> None:
+        from jupyter_ui_poll import ui_events
+
+        self._events = ui_events()
+        self._poll = self._events.__enter__()
+
+    def poll(self) -> None:
+        self._poll(20)
+
+    def close(self) -> None:
+        self._events.__exit__(None, None, None)
+
+
+def _ui_poller() -> _UiPoller | None:
+    try:
+        return _UiPoller()
+    except Exception:  # not in a ZMQ kernel (e.g. IPython embedded elsewhere): the view still draws
+        return None

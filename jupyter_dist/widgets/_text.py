@@ -1,0 +1,44 @@
+"""Text progress for terminals, scripts and frontends without widgets."""
+
+from __future__ import annotations
+
+import sys
+
+from ._base import ExperimentView
+
+
+class TextView(ExperimentView):
+    """A progress line every couple of seconds, each failure as it happens, and a summary at the end."""
+
+    max_rate = 0.5
+
+    def __init__(self, exp, stream=None) -> None:
+        super().__init__(exp)
+        self.stream = stream or sys.stdout
+        self._reported_failures: set[int] = set()
+        self._last_line = ""
+
+    def start(self) -> None:
+        self._print(
+            f"{self.exp.kind} {self.exp.name!r}: {self.exp.total or '?'} trials on Dask"
+            + (f" · dashboard {self.exp.dashboard_link}" if self.exp.dashboard_link else "")
+        )
+
+    def draw(self) -> None:
+        for rec in self.exp.trial_records():
+            if rec.state == "failed" and rec.trial_id not in self._reported_failures:
+                self._reported_failures.add(rec.trial_id)
+                last_line = (rec.error or "").strip().splitlines()[-1:] or ["(no traceback)"]
+                self._print(
+                    f"  trial {rec.trial_id} failed: {last_line[0]}  (exp.logs({rec.trial_id}) has it all)"
+                )
+        line = self.exp.summary()
+        if line != self._last_line:
+            self._last_line = line
+            self._print(line)
+
+    def finish(self) -> None:
+        self.draw()
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)

@@ -1,0 +1,18 @@
+"""Shared fixtures: one real embedded LocalCluster (2 worker processes x 1 thread) for the whole session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("JUPYTER_DIST_PROGRESS", "text")  # tests outside a kernel print text progress
+
+
+@pytest.fixture(scope="session")
+def client():
+    import jupyter_dist
+
+    client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
+    yield client
+    jupyter_dist.close_local_cluster()

@@ -1,0 +1,194 @@
+"""hpo() end to end on a real LocalCluster (2 worker processes)."""
+
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import jupyter_dist as jd
+from jupyter_dist import space
+
+SPACE = {"lr": space.loguniform(1e-3, 1.0), "width": space.choice([8, 16, 32])}
+
+
+def quadratic(lr=0.1, width=8):
+    for step in range(3):
+        jd.report(step=step, loss=(lr - 0.1) ** 2 + 1 / (step + 1), score=-((lr - 0.1) ** 2) + width / 100)
+    return None
+
+
+def test_hpo_returns_an_experiment_with_results(client):
+    exp = jd.hpo(quadratic, SPACE, trials=8, metric="score", mode="max", sampler="random", seed=3,
+                 cluster=client, progress=False)
+    assert exp.state == "completed"
+    trials = exp.trials
+    assert len(trials) == 8
+    assert set(trials.columns) >= {"trial_id", "state", "value", "params_lr", "params_width", "duration",
+                                   "steps", "error"}
+    assert (trials.state == "completed").all()
+    assert (trials.steps == 3).all()
+    # None returned: the objective is the last reported value of the metric
+    history = exp.history
+    last = history[(history.metric == "score") & (history.step == 2)].set_index("trial_id").value
+    assert np.allclose(trials.set_index("trial_id").value.sort_index(), last.sort_index())
+    assert exp.best.value == trials.value.max()
+    assert exp.best.params == {"lr": trials.loc[trials.value.idxmax(), "params_lr"],
+                               "width": trials.loc[trials.value.idxmax(), "params_width"]}
+    assert list(history.columns) == ["trial_id", "attempt", "step", "metric", "value", "time"]
+    assert len(history) == 8 * 3 * 2
+    fig = exp.plot()
+    assert {t.type for t in fig.data} >= {"scatter", "parcoords"}
+
+
+def returns_number(x=0.0):
+    return np.float64(x * 2)
+
+
+def returns_dict(x=0.0):
+    return {"obj": torch.tensor(x + 1), "model": object()}
+
+
+def test_return_kinds_set_the_objective(client):
+    exp = jd.hpo(returns_number, {"x": space.uniform(0, 1)}, trials=3, metric="obj", mode="min",
+                 sampler="random", cluster=client, progress=False)
+    t = exp.trials
+    assert np.allclose(t.value, t.params_x * 2)
+    assert exp.best.value == t.value.min()
+    exp = jd.hpo(returns_dict, {"x": space.uniform(0, 1)}, trials=3, metric="obj", sampler="random",
+                 cluster=client, progress=False)
+    assert np.allclose(exp.trials.value, exp.trials.params_x + 1)
+
+
+def sometimes_fails(x=0.0):
+    print("starting", x)
+    print("careful", file=sys.stderr)
+    if x > 0.5:
+        raise ValueError(f"x too large: {x}")
+    return x
+
+
+def test_a_failing_trial_is_recorded_with_its_traceback_and_others_go_on(client):
+    exp = jd.hpo(sometimes_fails, {"x": space.choice([0.1, 0.9])}, trials=2, metric="x", sampler="grid",
+                 cluster=client, progress=False)
+    t = exp.trials.set_index("params_x")
+    assert t.loc[0.9, "state"] == "failed"
+    assert "ValueError: x too large: 0.9" in t.loc[0.9, "error"]
+    assert "Traceback" in t.loc[0.9, "error"]
+    assert t.loc[0.1, "state"] == "completed" and t.loc[0.1, "error"] is None
+    failed_id = int(t.loc[0.9, "trial_id"])
+    logs = exp.logs(failed_id)
+    assert "starting 0.9" in logs and "careful" in logs and "x too large" in logs
+    assert exp.state == "completed"
+
+
+def always_fails(x=0.0):
+    raise RuntimeError("broken on purpose")
+
+
+def test_when_every_trial_fails_the_experiment_fails_with_the_first_traceback(client):
+    with pytest.raises(jd.ExperimentFailed, match="RuntimeError: broken on purpose") as info:
+        jd.hpo(always_fails, {"x": space.uniform(0, 1)}, trials=3, metric="x", sampler="random",
+               cluster=client, progress=False)
+    exp = info.value.experiment
+    assert exp.state == "failed"
+    assert (exp.trials.state == "failed").all() and len(exp.trials) == 3
+
+
+def reports_other_metric(x=0.0):
+    jd.report(loss=x)
+    time.sleep(0.2)
+
+
+def test_a_metric_never_reported_fails_at_the_end_of_the_first_trial(client):
+    with pytest.raises(jd.ExperimentFailed, match="neither returned nor reported metric 'acc'.*loss") as info:
+        jd.hpo(reports_other_metric, {"x": space.uniform(0, 1)}, trials=20, metric="acc", sampler="random",
+               cluster=client, parallel=1, progress=False)
+    assert len(info.value.experiment.trials) <= 2  # it stopped right there, not after 20 trials
+
+
+def test_bad_input_is_refused_before_any_work(client):
+    submitted = []
+    client.subscribe_topic("never", submitted.append)  # nothing to do with it; just a live client
+    with pytest.raises(ValueError, match="needs metric="):
+        jd.hpo(quadratic, SPACE, cluster=client)
+    with pytest.raises(ValueError, match="mode='up'"):
+        jd.hpo(quadratic, SPACE, metric="score", mode="up", cluster=client)
+    with pytest.raises(jd.SearchSpaceError, match="depth: quadratic\\(\\) has no argument 'depth'"):
+        jd.hpo(quadratic, {"depth": space.integer(1, 3)}, metric="score", cluster=client)
+    with pytest.raises(ValueError, match="sampler='bogus' is not known"):
+        jd.hpo(quadratic, SPACE, metric="score", sampler="bogus", cluster=client)
+    with pytest.raises(jd.SearchSpaceError, match="lr: sampler='grid' searches only"):
+        jd.hpo(quadratic, SPACE, metric="score", sampler="grid", cluster=client)
+    with pytest.raises(ValueError, match="parallel=0"):
+        jd.hpo(quadratic, SPACE, metric="score", parallel=0, cluster=client)
+    with pytest.raises(ValueError, match="trials must be a positive number"):
+        jd.hpo(quadratic, SPACE, metric="score", trials=0, cluster=client)
+    with pytest.raises(TypeError, match="must be callable"):
+        jd.hpo("train", SPACE, metric="score", cluster=client)
+    with pytest.raises(jd.ClusterError, match="cluster= takes"):
+        jd.hpo(quadratic, SPACE, metric="score", cluster=42)
+
+
+def test_grid_runs_every_combination_once(client):
+    grid = {"lr": space.choice([0.01, 0.1, 1.0]), "width": space.choice([8, 16])}
+    exp = jd.hpo(quadratic, grid, trials=None, metric="score", sampler="grid", cluster=client, progress=False)
+    combos = {(r.params_lr, r.params_width) for r in exp.trials.itertuples()}
+    assert len(exp.trials) == 6 and len(combos) == 6
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "gp", "cmaes", "random"])
+def test_each_sampler_runs_and_a_seed_makes_it_reproducible(client, sampler):
+    def run():
+        exp = jd.hpo(quadratic, {"lr": space.uniform(0.0, 0.5), "width": 8}, trials=5, metric="score",
+                     sampler=sampler, seed=7, cluster=client, parallel=1, progress=False)
+        return list(exp.trials.params_lr)
+
+    first = run()
+    assert len(set(first)) == 5
+    assert run() == first
+
+
+def test_an_optuna_sampler_instance_is_used_as_given(client):
+    import optuna
+
+    exp = jd.hpo(quadratic, {"lr": space.uniform(0.0, 0.5)}, trials=3, metric="score",
+                 sampler=optuna.samplers.TPESampler(multivariate=True, n_startup_trials=1, seed=0), cluster=client, progress=False)
+    assert len(exp.trials) == 3
+
+
+def takes_reporter(lr=0.1, reporter=None):
+    for step in range(2):
+        reporter.report(step=step, acc=lr + step)
+    assert reporter.should_stop is False
+    return None
+
+
+def test_a_reporter_parameter_is_injected(client):
+    exp = jd.hpo(takes_reporter, {"lr": space.uniform(0, 1)}, trials=2, metric="acc", sampler="random",
+                 cluster=client, progress=False)
+    assert np.allclose(exp.trials.value, exp.trials.params_lr + 1)
+
+
+def first_one_is_slow(x=0.0, marker=""):
+    try:
+        os.mkdir(marker)  # atomic: exactly one trial, the first to get here, is the slow one
+        seconds = 2.0
+    except FileExistsError:
+        seconds = 0.1
+    time.sleep(seconds)
+    return seconds
+
+
+def test_trials_are_asynchronous_not_rounds(client, tmp_path):
+    # While one slow trial runs, the other worker keeps taking new trials; rounds would wait for the slow one.
+    exp = jd.hpo(first_one_is_slow, {"x": space.uniform(0, 1), "marker": str(tmp_path / "slow")}, trials=9,
+                 metric="seconds", sampler="random", cluster=client, parallel=2, progress=False)
+    recs = exp.trial_records()
+    slow = next(r for r in recs if r.value == 2.0)
+    slow_end = slow.started + slow.duration
+    during = [r for r in recs if r is not slow and r.started >= slow.started and r.started + r.duration <= slow_end]
+    assert len(during) >= 5
