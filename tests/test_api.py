@@ -2,7 +2,6 @@
 
 import os
 import sys
-import threading
 import time
 
 import numpy as np
@@ -22,13 +21,30 @@ def quadratic(lr=0.1, width=8):
 
 
 def test_hpo_returns_an_experiment_with_results(client):
-    exp = jd.hpo(quadratic, SPACE, trials=8, metric="score", mode="max", sampler="random", seed=3,
-                 cluster=client, progress=False)
+    exp = jd.hpo(
+        quadratic,
+        SPACE,
+        trials=8,
+        metric="score",
+        mode="max",
+        sampler="random",
+        seed=3,
+        cluster=client,
+        progress=False,
+    )
     assert exp.state == "completed"
     trials = exp.trials
     assert len(trials) == 8
-    assert set(trials.columns) >= {"trial_id", "state", "value", "params_lr", "params_width", "duration",
-                                   "steps", "error"}
+    assert set(trials.columns) >= {
+        "trial_id",
+        "state",
+        "value",
+        "params_lr",
+        "params_width",
+        "duration",
+        "steps",
+        "error",
+    }
     assert (trials.state == "completed").all()
     assert (trials.steps == 3).all()
     # None returned: the objective is the last reported value of the metric
@@ -36,8 +52,10 @@ def test_hpo_returns_an_experiment_with_results(client):
     last = history[(history.metric == "score") & (history.step == 2)].set_index("trial_id").value
     assert np.allclose(trials.set_index("trial_id").value.sort_index(), last.sort_index())
     assert exp.best.value == trials.value.max()
-    assert exp.best.params == {"lr": trials.loc[trials.value.idxmax(), "params_lr"],
-                               "width": trials.loc[trials.value.idxmax(), "params_width"]}
+    assert exp.best.params == {
+        "lr": trials.loc[trials.value.idxmax(), "params_lr"],
+        "width": trials.loc[trials.value.idxmax(), "params_width"],
+    }
     assert list(history.columns) == ["trial_id", "attempt", "step", "metric", "value", "time"]
     assert len(history) == 8 * 3 * 2
     fig = exp.plot()
@@ -53,13 +71,28 @@ def returns_dict(x=0.0):
 
 
 def test_return_kinds_set_the_objective(client):
-    exp = jd.hpo(returns_number, {"x": space.uniform(0, 1)}, trials=3, metric="obj", mode="min",
-                 sampler="random", cluster=client, progress=False)
+    exp = jd.hpo(
+        returns_number,
+        {"x": space.uniform(0, 1)},
+        trials=3,
+        metric="obj",
+        mode="min",
+        sampler="random",
+        cluster=client,
+        progress=False,
+    )
     t = exp.trials
     assert np.allclose(t.value, t.params_x * 2)
     assert exp.best.value == t.value.min()
-    exp = jd.hpo(returns_dict, {"x": space.uniform(0, 1)}, trials=3, metric="obj", sampler="random",
-                 cluster=client, progress=False)
+    exp = jd.hpo(
+        returns_dict,
+        {"x": space.uniform(0, 1)},
+        trials=3,
+        metric="obj",
+        sampler="random",
+        cluster=client,
+        progress=False,
+    )
     assert np.allclose(exp.trials.value, exp.trials.params_x + 1)
 
 
@@ -72,8 +105,15 @@ def sometimes_fails(x=0.0):
 
 
 def test_a_failing_trial_is_recorded_with_its_traceback_and_others_go_on(client):
-    exp = jd.hpo(sometimes_fails, {"x": space.choice([0.1, 0.9])}, trials=2, metric="x", sampler="grid",
-                 cluster=client, progress=False)
+    exp = jd.hpo(
+        sometimes_fails,
+        {"x": space.choice([0.1, 0.9])},
+        trials=2,
+        metric="x",
+        sampler="grid",
+        cluster=client,
+        progress=False,
+    )
     t = exp.trials.set_index("params_x")
     assert t.loc[0.9, "state"] == "failed"
     assert "ValueError: x too large: 0.9" in t.loc[0.9, "error"]
@@ -91,8 +131,15 @@ def always_fails(x=0.0):
 
 def test_when_every_trial_fails_the_experiment_fails_with_the_first_traceback(client):
     with pytest.raises(jd.ExperimentFailed, match="RuntimeError: broken on purpose") as info:
-        jd.hpo(always_fails, {"x": space.uniform(0, 1)}, trials=3, metric="x", sampler="random",
-               cluster=client, progress=False)
+        jd.hpo(
+            always_fails,
+            {"x": space.uniform(0, 1)},
+            trials=3,
+            metric="x",
+            sampler="random",
+            cluster=client,
+            progress=False,
+        )
     exp = info.value.experiment
     assert exp.state == "failed"
     assert (exp.trials.state == "failed").all() and len(exp.trials) == 3
@@ -105,8 +152,16 @@ def reports_other_metric(x=0.0):
 
 def test_a_metric_never_reported_fails_at_the_end_of_the_first_trial(client):
     with pytest.raises(jd.ExperimentFailed, match="neither returned nor reported metric 'acc'.*loss") as info:
-        jd.hpo(reports_other_metric, {"x": space.uniform(0, 1)}, trials=20, metric="acc", sampler="random",
-               cluster=client, parallel=1, progress=False)
+        jd.hpo(
+            reports_other_metric,
+            {"x": space.uniform(0, 1)},
+            trials=20,
+            metric="acc",
+            sampler="random",
+            cluster=client,
+            parallel=1,
+            progress=False,
+        )
     assert len(info.value.experiment.trials) <= 2  # it stopped right there, not after 20 trials
 
 
@@ -143,8 +198,17 @@ def test_grid_runs_every_combination_once(client):
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "cmaes", "random"])
 def test_each_sampler_runs_and_a_seed_makes_it_reproducible(client, sampler):
     def run():
-        exp = jd.hpo(quadratic, {"lr": space.uniform(0.0, 0.5), "width": 8}, trials=5, metric="score",
-                     sampler=sampler, seed=7, cluster=client, parallel=1, progress=False)
+        exp = jd.hpo(
+            quadratic,
+            {"lr": space.uniform(0.0, 0.5), "width": 8},
+            trials=5,
+            metric="score",
+            sampler=sampler,
+            seed=7,
+            cluster=client,
+            parallel=1,
+            progress=False,
+        )
         return list(exp.trials.params_lr)
 
     first = run()
@@ -155,8 +219,15 @@ def test_each_sampler_runs_and_a_seed_makes_it_reproducible(client, sampler):
 def test_an_optuna_sampler_instance_is_used_as_given(client):
     import optuna
 
-    exp = jd.hpo(quadratic, {"lr": space.uniform(0.0, 0.5)}, trials=3, metric="score",
-                 sampler=optuna.samplers.TPESampler(multivariate=True, n_startup_trials=1, seed=0), cluster=client, progress=False)
+    exp = jd.hpo(
+        quadratic,
+        {"lr": space.uniform(0.0, 0.5)},
+        trials=3,
+        metric="score",
+        sampler=optuna.samplers.TPESampler(multivariate=True, n_startup_trials=1, seed=0),
+        cluster=client,
+        progress=False,
+    )
     assert len(exp.trials) == 3
 
 
@@ -168,8 +239,15 @@ def takes_reporter(lr=0.1, reporter=None):
 
 
 def test_a_reporter_parameter_is_injected(client):
-    exp = jd.hpo(takes_reporter, {"lr": space.uniform(0, 1)}, trials=2, metric="acc", sampler="random",
-                 cluster=client, progress=False)
+    exp = jd.hpo(
+        takes_reporter,
+        {"lr": space.uniform(0, 1)},
+        trials=2,
+        metric="acc",
+        sampler="random",
+        cluster=client,
+        progress=False,
+    )
     assert np.allclose(exp.trials.value, exp.trials.params_lr + 1)
 
 
@@ -185,10 +263,20 @@ def first_one_is_slow(x=0.0, marker=""):
 
 def test_trials_are_asynchronous_not_rounds(client, tmp_path):
     # While one slow trial runs, the other worker keeps taking new trials; rounds would wait for the slow one.
-    exp = jd.hpo(first_one_is_slow, {"x": space.uniform(0, 1), "marker": str(tmp_path / "slow")}, trials=9,
-                 metric="seconds", sampler="random", cluster=client, parallel=2, progress=False)
+    exp = jd.hpo(
+        first_one_is_slow,
+        {"x": space.uniform(0, 1), "marker": str(tmp_path / "slow")},
+        trials=9,
+        metric="seconds",
+        sampler="random",
+        cluster=client,
+        parallel=2,
+        progress=False,
+    )
     recs = exp.trial_records()
     slow = next(r for r in recs if r.value == 2.0)
     slow_end = slow.started + slow.duration
-    during = [r for r in recs if r is not slow and r.started >= slow.started and r.started + r.duration <= slow_end]
+    during = [
+        r for r in recs if r is not slow and r.started >= slow.started and r.started + r.duration <= slow_end
+    ]
     assert len(during) >= 5

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import jupyter_dist
-from jupyter_dist.report import Reporter, TrialContext, TrialPruned, activate, mark_stopped, forget_experiment
+from jupyter_dist.report import Reporter, TrialContext, TrialPruned, activate, forget_experiment, mark_stopped
 
 
 def test_report_outside_an_experiment_does_nothing():
@@ -35,7 +35,7 @@ def context():
 def test_numpy_and_torch_scalars_become_floats(context):
     ctx, sent = context
     jupyter_dist.report(step=2, a=np.float32(0.5), b=torch.tensor(1.5), c=np.int64(3), d=1)
-    (topic, msg), = sent
+    ((topic, msg),) = sent
     assert topic == "topic"
     assert msg["m"] == {"a": 0.5, "b": 1.5, "c": 3.0, "d": 1.0}
     assert all(type(v) is float for v in msg["m"].values())

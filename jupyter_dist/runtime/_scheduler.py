@@ -1,13 +1,16 @@
 """Asynchronous trial scheduling on Dask: keep ``parallel`` trials in flight, start the next as each one ends.
 
 The scheduler is generic: a *source* decides what to run (HPO asks Optuna, ablation walks its plan) and a
-*sink* records what happened (the Experiment). It runs on the kernel's main thread so that Ctrl-C reaches it,
-and calls ``idle()`` between waits so a view can redraw and a Stop button can be heard.
+*sink* records what happened (the Experiment). It runs on the kernel's main thread, where it turns Ctrl-C (the
+kernel's interrupt) into a graceful stop, and calls ``idle()`` between waits so a view can redraw and a Stop
+button can be heard.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -51,16 +54,17 @@ class TrialSink(Protocol):
 
 def _lost_outcome(state: str, error: str | None) -> dict:
     """The outcome of a trial whose task never gave one (worker lost, cancelled, abandoned)."""
-    return {
-        "attempt": None,
-        "state": state,
-        "returned": None,
-        "last": {},
-        "steps": None,
-        "started": None,
-        "duration": None,
-        "error": error,
-    }
+    return dict(
+        attempt=None,
+        state=state,
+        returned=None,
+        last={},
+        steps=None,
+        started=None,
+        duration=None,
+        error=error,
+        worker=None,
+    )
 
 
 class TrialScheduler:
@@ -86,16 +90,19 @@ class TrialScheduler:
         self.topic = f"jupyter_dist-{exp_id}"
         self._fn_blob = cloudpickle.dumps(fn)
         self._stop = threading.Event()
+        self._interrupts = 0
 
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
 
     def request_stop(self) -> None:
-        """Stop gracefully: start no more trials, tell the running ones to stop, keep what finished."""
-        if not self._stop.is_set():
-            self._stop.set()
-            stop_on_workers(self.client, self.exp_id)
+        """Stop gracefully: start no more trials, tell the running ones to stop, keep what finished.
+
+        Only sets a flag, so it is safe from any thread and from a signal handler; the run loop passes the stop
+        on to the workers within ``poll_interval``.
+        """
+        self._stop.set()
 
     def check_function(self, timeout: float = 60.0) -> None:
         """Load the training function on a worker once, so an unimportable module fails fast and clearly."""
@@ -117,119 +124,173 @@ class TrialScheduler:
             raise TrialFunctionError(problem)
 
     def run(self, source: TrialSource, sink: TrialSink, idle: Callable[[], None] = lambda: None) -> None:
-        """Run the source's trials until it has no more, the stop is requested, or a callback raises."""
-        # Outcomes arrive on the event stream (fast path); a finished future whose outcome event has not come
-        # within OUTCOME_GRACE is gathered instead. Errored or cancelled futures mean the trial was lost.
-        events: queue.SimpleQueue = queue.SimpleQueue()
-        running: dict[int, Any] = {}  # trial id -> future
-        unreported: dict[int, float] = {}  # trial id -> when its future finished without an outcome event
-        stop_deadline = None
-        last_idle = 0.0
-        interrupts = 0
-        recent: list[float] = []  # durations of the last few trials, to spot short ones
-        # Workers that just finished a trial. The outcome event reaches us before the scheduler has marked the
-        # task done, so a plain submit could land behind a long trial on the other worker: name the free one.
-        freed: list[str] = []
-
-        def submit(trial_id: int, params: dict) -> None:
-            sink.trial_started(trial_id, params)
-            hint = {"workers": [freed.pop()], "allow_other_workers": True} if freed else {}
-            future = self.client.submit(
-                run_trial,
-                self.exp_id,
-                self._fn_blob,
-                params,
-                self.exp_id,
-                trial_id,
-                self.topic,
-                key=f"jupyter_dist-{self.exp_id}-trial-{trial_id}",
-                pure=False,
-                **hint,
-            )
-            running[trial_id] = future
-            future.add_done_callback(lambda f, t=trial_id: events.put(("future", t, f)))
-
-        def finish(trial_id: int, outcome: dict) -> None:
-            running.pop(trial_id)
-            unreported.pop(trial_id, None)
-            if outcome["worker"] is not None:
-                freed.append(outcome["worker"])
-            if outcome["duration"] is not None:
-                recent.append(outcome["duration"])
-                del recent[:-8]
-            if outcome["state"] == "pruned" and self.stopping:
-                outcome["state"] = "stopped"
-            source.tell(sink.trial_finished(trial_id, outcome))
-
-        def handle(item: tuple) -> None:
-            kind, trial_id, payload = item
-            future = running.get(trial_id)
-            if future is None:
-                return  # already finished through the other path
-            if kind == "outcome":
-                finish(trial_id, payload)
-            elif payload is future and future.status == "finished":
-                unreported.setdefault(trial_id, time.monotonic())
-            elif payload is future and future.status == "error":
-                exc = future.exception()
-                text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
-                finish(trial_id, _lost_outcome("failed", f"the trial's task failed on Dask:\n{text}"))
-            elif payload is future and future.status == "cancelled":
-                finish(trial_id, _lost_outcome("stopped", None))
-
-        def on_outcome(trial_id: int, outcome: dict) -> None:
-            events.put(("outcome", trial_id, outcome))
-
-        with EventChannel(self.client, self.topic, sink.report, sink.log, on_outcome):
+        """Run the source's trials until it has no more or a stop is requested; a callback that raises aborts."""
+        run = _Run(self, source, sink)
+        with (
+            EventChannel(self.client, self.topic, sink.report, sink.log, run.outcome_arrived),
+            self._interrupts_stop(),
+        ):
             try:
-                while True:
-                    try:
-                        short = len(recent) >= 4 and sorted(recent)[len(recent) // 2] < SHORT_TRIAL
-                        capacity = self.parallel * (4 if short else 1)
-                        while not self.stopping and len(running) < capacity:
-                            planned = source.next_trial()
-                            if planned is None:
-                                break
-                            submit(*planned)
-                        if not running:
-                            break
-                        now = time.monotonic()
-                        if now - last_idle >= self.idle_interval:
-                            last_idle = now
-                            idle()
-                        if self.stopping and stop_deadline is None:
-                            stop_deadline = now + self.stop_grace
-                        if stop_deadline is not None and now > stop_deadline:
-                            self._abandon(running, finish, "did not stop within the grace period")
-                            break
-                        overdue = [t for t, since in unreported.items() if now - since > OUTCOME_GRACE]
-                        if overdue:
-                            for trial_id, outcome in zip(
-                                overdue, self.client.gather([running[t] for t in overdue]), strict=True
-                            ):
-                                finish(trial_id, outcome)
-                        try:
-                            handle(events.get(timeout=self.poll_interval))
-                        except queue.Empty:
-                            continue
-                        while not events.empty():
-                            handle(events.get_nowait())
-                    except KeyboardInterrupt:
-                        interrupts += 1
-                        self.request_stop()
-                        if interrupts > 1:  # a second Ctrl-C: do not wait for the running trials
-                            self._abandon(running, finish, "interrupted")
-                            break
+                last_idle = 0.0
+                while run.step():
+                    now = time.monotonic()
+                    if now - last_idle >= self.idle_interval:
+                        last_idle = now
+                        idle()
             except BaseException:
-                self.request_stop()
-                for future in running.values():
-                    future.cancel()
+                stop_on_workers(self.client, self.exp_id)
+                run.cancel_all()
                 raise
             finally:
                 forget_on_workers(self.client, self.exp_id)
                 idle()
 
-    def _abandon(self, running: dict, finish: Callable, why: str) -> None:
-        for trial_id, future in list(running.items()):
+    @contextlib.contextmanager
+    def _interrupts_stop(self):
+        """While running, Ctrl-C asks for a graceful stop, a second one abandons the running trials, a third
+        raises KeyboardInterrupt. A handler, not ``except KeyboardInterrupt``: the exception could land
+        anywhere in the loop, even between two statements that must not be torn apart."""
+
+        def on_interrupt(signum, frame):
+            self._interrupts += 1
+            self.request_stop()
+            if self._interrupts > 2:
+                raise KeyboardInterrupt
+
+        try:
+            previous = signal.signal(signal.SIGINT, on_interrupt)
+        except ValueError:  # not the main thread: there is no Ctrl-C to catch here
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+class _Run:
+    """The state of one ``TrialScheduler.run``: which trials are in flight and what has arrived."""
+
+    def __init__(self, scheduler: TrialScheduler, source: TrialSource, sink: TrialSink) -> None:
+        self.s = scheduler
+        self.source = source
+        self.sink = sink
+        # Outcomes arrive on the event stream (the fast path); a finished future whose outcome event has not
+        # come within OUTCOME_GRACE is gathered instead. An errored or cancelled future means the trial was lost.
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.running: dict[int, Any] = {}  # trial id -> future
+        self.unreported: dict[
+            int, float
+        ] = {}  # trial id -> when its future finished without an outcome event
+        self.recent: list[float] = []  # durations of the last few trials, to spot short ones
+        # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
+        # the task done, so a plain submit could land behind a long trial on a busy worker: name the free one.
+        self.freed: list[str] = []
+        self.stop_broadcast = False
+        self.stop_deadline: float | None = None
+
+    def step(self) -> bool:
+        """Start what may start, then handle what arrives within one poll interval. False when all is done."""
+        s = self.s
+        if s.stopping:
+            self._stopping()
+        else:
+            self._fill()
+        if not self.running:
+            return False
+        if s._interrupts > 1 or (self.stop_deadline is not None and time.monotonic() > self.stop_deadline):
+            self._abandon("interrupted" if s._interrupts > 1 else "it did not stop within the grace period")
+            return False
+        self._gather_overdue()
+        try:
+            self._handle(self.events.get(timeout=s.poll_interval))
+        except queue.Empty:
+            return True
+        while not self.events.empty():
+            self._handle(self.events.get_nowait())
+        return True
+
+    def _fill(self) -> None:
+        short = len(self.recent) >= 4 and sorted(self.recent)[len(self.recent) // 2] < SHORT_TRIAL
+        capacity = self.s.parallel * (4 if short else 1)
+        while len(self.running) < capacity:
+            planned = self.source.next_trial()
+            if planned is None:
+                return
+            self._submit(*planned)
+
+    def _stopping(self) -> None:
+        if not self.stop_broadcast:
+            self.stop_broadcast = True
+            stop_on_workers(self.s.client, self.s.exp_id)
+            self.stop_deadline = time.monotonic() + self.s.stop_grace
+
+    def _submit(self, trial_id: int, params: dict) -> None:
+        s = self.s
+        self.sink.trial_started(trial_id, params)
+        hint = {"workers": [self.freed.pop()], "allow_other_workers": True} if self.freed else {}
+        future = s.client.submit(
+            run_trial,
+            s.exp_id,
+            s._fn_blob,
+            params,
+            s.exp_id,
+            trial_id,
+            s.topic,
+            key=f"jupyter_dist-{s.exp_id}-trial-{trial_id}",
+            pure=False,
+            **hint,
+        )
+        self.running[trial_id] = future
+        future.add_done_callback(lambda f: self.events.put(("future", trial_id, f)))
+
+    def outcome_arrived(self, trial_id: int, outcome: dict) -> None:
+        """Called on the IO thread by the event channel."""
+        self.events.put(("outcome", trial_id, outcome))
+
+    def _finish(self, trial_id: int, outcome: dict) -> None:
+        self.running.pop(trial_id)
+        self.unreported.pop(trial_id, None)
+        if outcome["worker"] is not None:
+            self.freed.append(outcome["worker"])
+        if outcome["duration"] is not None:
+            self.recent.append(outcome["duration"])
+            del self.recent[:-8]
+        if outcome["state"] == "pruned" and self.s.stopping:
+            outcome["state"] = "stopped"
+        self.source.tell(self.sink.trial_finished(trial_id, outcome))
+
+    def _handle(self, item: tuple) -> None:
+        kind, trial_id, payload = item
+        future = self.running.get(trial_id)
+        if future is None:
+            return  # already finished through the other path
+        if kind == "outcome":
+            self._finish(trial_id, payload)
+        elif payload is not future:
+            return
+        elif future.status == "finished":
+            self.unreported.setdefault(trial_id, time.monotonic())
+        elif future.status == "error":
+            exc = future.exception()
+            text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
+            self._finish(trial_id, _lost_outcome("failed", f"the trial's task failed on Dask:\n{text}"))
+        elif future.status == "cancelled":
+            self._finish(trial_id, _lost_outcome("stopped", None))
+
+    def _gather_overdue(self) -> None:
+        now = time.monotonic()
+        overdue = [t for t, since in self.unreported.items() if now - since > OUTCOME_GRACE]
+        if overdue:
+            outcomes = self.s.client.gather([self.running[t] for t in overdue])
+            for trial_id, outcome in zip(overdue, outcomes, strict=True):
+                self._finish(trial_id, outcome)
+
+    def _abandon(self, why: str) -> None:
+        for trial_id, future in list(self.running.items()):
             future.cancel()
-            finish(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
+            self._finish(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
+
+    def cancel_all(self) -> None:
+        for future in self.running.values():
+            future.cancel()

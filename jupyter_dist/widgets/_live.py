@@ -32,6 +32,7 @@ class LiveView(ExperimentView):
         self._trace_index: dict[int, int] = {}
         self._table_key = None
         self._log_choice_by_user = False
+        self._picking = False  # True while the view itself moves the trial picker
         self._poll = None
 
         self.title = w.HTML()
@@ -81,7 +82,9 @@ class LiveView(ExperimentView):
 
         bundle = self.box._repr_mimebundle_()
         # Where no widget frontend renders it (nbconvert, a terminal), this text stands in for the view.
-        bundle["text/plain"] = f"jupyter_dist live view of {self.exp.kind} {self.exp.name!r} (needs a widget frontend)"
+        bundle["text/plain"] = (
+            f"jupyter_dist live view of {self.exp.kind} {self.exp.name!r} (needs a widget frontend)"
+        )
         display(bundle, raw=True)
         self._poll = _ui_poller()
         super().start()
@@ -104,7 +107,7 @@ class LiveView(ExperimentView):
         self.exp.stop()
 
     def _on_pick(self, change) -> None:
-        if change["new"] is not None and change["old"] is not None:
+        if not self._picking:  # the user chose a trial: stop following the latest one
             self._log_choice_by_user = True
         self._draw_log()
 
@@ -202,15 +205,18 @@ class LiveView(ExperimentView):
 
     def _draw_log_picker(self, records: list[TrialRecord]) -> None:
         options = [(f"trial {r.trial_id} · {r.state}", r.trial_id) for r in records]
-        if options != list(self.log_picker.options):
-            current = self.log_picker.value
-            self.log_picker.options = options
-            self.log_picker.value = current if current in self.exp._trials else None
+        follow = self.log_picker.value
         if not self._log_choice_by_user and records:
             failed = [r for r in records if r.state == "failed"]
             follow = (failed or records)[-1].trial_id
+        self._picking = True
+        try:
+            if options != list(self.log_picker.options):
+                self.log_picker.options = options
             if self.log_picker.value != follow:
                 self.log_picker.value = follow
+        finally:
+            self._picking = False
 
     def _draw_log(self) -> None:
         trial_id = self.log_picker.value

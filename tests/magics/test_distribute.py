@@ -1,0 +1,92 @@
+"""%%distribute in a real IPython shell (no kernel), on the session's embedded LocalCluster."""
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import get_ipython
+
+import jupyter_dist as jd
+
+BODY = """
+from jupyter_dist import space, report
+grid = {"lr": space.choice([0.1, 0.2, 0.3])}
+
+def train(lr=0.5, epochs=2):
+    for e in range(epochs):
+        report(step=e, acc=lr * (e + 1))
+"""
+
+
+@pytest.fixture(scope="module")
+def ip(client):
+    shell = get_ipython()
+    shell.run_line_magic("load_ext", "jupyter_dist")
+    return shell
+
+
+def test_the_cell_runs_and_the_experiment_is_bound_to_out(ip):
+    result = ip.run_cell_magic("distribute", "hpo --trials 5 --metric acc --sampler grid --out result", BODY)
+    exp = ip.user_ns["result"]
+    assert result is exp and isinstance(exp, jd.Experiment)
+    assert exp.state == "completed"
+    assert len(exp.trials) == 3  # grid size caps --trials
+    assert exp.best.params == {"lr": 0.3} and exp.best.value == pytest.approx(0.6)
+    assert callable(ip.user_ns["train"]) and "grid" in ip.user_ns  # what the cell defined stays usable
+    assert ip.user_ns["train"](lr=0.1) is None  # and runs unchanged when called directly
+
+
+def test_the_training_function_is_found_among_helpers(ip):
+    body = BODY + "\ndef helper(x):\n    return x\n"
+    ip.run_cell_magic("distribute", "hpo --trials 2 --metric acc --sampler random --mode min", body)
+    exp = ip.user_ns["exp"]
+    assert exp.name == "train" and exp.mode == "min"
+
+
+def test_fn_and_space_can_be_named(ip):
+    body = BODY + "\nother = {'lr': space.uniform(0, 1)}\ndef train2(lr=0.1):\n    return lr\n"
+    ip.run_cell_magic("distribute", "hpo --trials 2 --metric obj --sampler random --fn train2 --space other "
+                      "--name named --seed 1 --parallel 1", body)
+    exp = ip.user_ns["exp"]
+    assert (exp.name, len(exp.trials)) == ("named", 2)
+    assert exp.trials.params_lr.between(0, 1).all()
+
+
+@pytest.mark.parametrize(
+    "line, body, message",
+    [
+        ("hpo --trials 2", BODY, "needs --metric"),
+        ("tune --metric acc", BODY, "unknown mode"),
+        ("ablation --metric acc", BODY, "not available yet"),
+        ("hpo --metric acc", "from jupyter_dist import space\ns = {'lr': space.uniform(0, 1)}\n", "defines no training"),
+        ("hpo --metric acc", "def f(lr=1):\n    return lr\n", "defines no search space"),
+        ("hpo --metric acc", BODY + "\ndef train3(lr=1, epochs=1):\n    return lr\n", "several functions (train, train3)"),
+        ("hpo --metric acc", BODY + "\ng2 = {'lr': space.choice([1])}\n", "several search spaces (grid, g2)"),
+        ("hpo --metric acc --fn missing", BODY, "no function named 'missing'"),
+        ("hpo --metric acc --out 1x", BODY, "not a valid variable name"),
+    ],
+)
+def test_ambiguity_or_a_missing_piece_is_a_clear_error(ip, line, body, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ip.run_cell_magic("distribute", line, body)
+
+
+def test_a_bad_space_fails_before_any_trial(ip):
+    body = BODY.replace("space.choice([0.1, 0.2, 0.3])", "space.loguniform(0, 1)")
+    with pytest.raises(jd.SearchSpaceError, match="lr: loguniform"):
+        ip.run_cell_magic("distribute", "hpo --metric acc", body)
+
+
+def test_a_failed_experiment_is_still_bound(ip):
+    body = "from jupyter_dist import space\nsp = {'x': space.uniform(0, 1)}\ndef bad(x=0):\n    raise ValueError('nope')\n"
+    with pytest.raises(jd.ExperimentFailed, match="ValueError: nope"):
+        ip.run_cell_magic("distribute", "hpo --trials 2 --metric x --sampler random --out failed_exp", body)
+    assert ip.user_ns["failed_exp"].state == "failed"
+
+
+def test_distribute_cluster_shows_and_chooses_the_cluster(ip, client, monkeypatch):
+    from jupyter_dist.runtime import _cluster
+
+    monkeypatch.setattr(_cluster, "_chosen", [])
+    assert ip.run_line_magic("distribute_cluster", "") is client
+    monkeypatch.setenv("JUPYTER_DIST_CLUSTER", "tcp://127.0.0.1:9")  # chosen in the notebook beats the env
+    assert ip.run_line_magic("distribute_cluster", "local") is client
+    assert jd.get_client() is client

@@ -1,0 +1,114 @@
+"""Cluster resolution against real Dask processes: `dask scheduler` / `dask worker` started by the test."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import jupyter_dist as jd
+from jupyter_dist import space
+from jupyter_dist.runtime import _cluster
+
+DASK = os.path.join(os.path.dirname(sys.executable), "dask")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def scheduler_address():
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = [
+        subprocess.Popen(
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    procs.append(
+        subprocess.Popen(
+            [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    try:
+        client = jd.get_client(address)
+        client.wait_for_workers(1, timeout=60)
+        yield address
+    finally:
+        client = _cluster._remote.pop(address, None)
+        if client is not None:
+            client.close()
+        for proc in reversed(procs):  # only the processes this test started, by their PID
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def test_an_existing_scheduler_runs_the_trials(scheduler_address):
+    def train(x=0.0):
+        jd.report(step=0, y=x)
+        return x
+
+    exp = jd.hpo(
+        train,
+        {"x": space.uniform(0, 1)},
+        trials=3,
+        metric="y",
+        sampler="random",
+        cluster=scheduler_address,
+        progress=False,
+    )
+    assert exp.state == "completed" and len(exp.trials) == 3
+    assert len(exp.history) == 3
+    assert jd.get_client(scheduler_address) is jd.get_client(scheduler_address)  # later cells reuse it
+
+
+def test_the_environment_variable_chooses_the_cluster(scheduler_address, monkeypatch):
+    monkeypatch.setattr(_cluster, "_chosen", [])  # nothing chosen with %distribute_cluster in this process
+    monkeypatch.setenv("JUPYTER_DIST_CLUSTER", scheduler_address)
+    assert jd.get_client().scheduler.address == scheduler_address
+
+
+def test_an_address_that_does_not_answer_fails_within_seconds():
+    started = time.monotonic()
+    with pytest.raises(jd.ClusterError, match=r"could not reach the Dask scheduler at 'tcp://127.0.0.1:\d+'"):
+        jd.hpo(
+            lambda x=0: x, {"x": space.uniform(0, 1)}, metric="x", cluster=f"tcp://127.0.0.1:{_free_port()}"
+        )
+    assert time.monotonic() - started < 15
+
+
+def test_a_module_the_workers_cannot_import_is_named(client, tmp_path, monkeypatch):
+    (tmp_path / "only_here_mod.py").write_text("def train(x=0.0):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the kernel can import it; the worker processes cannot
+    import only_here_mod
+
+    with pytest.raises(
+        jd.TrialFunctionError, match="cannot import module 'only_here_mod'.*register_pickle_by_value"
+    ):
+        jd.hpo(only_here_mod.train, {"x": space.uniform(0, 1)}, metric="x", cluster=client, progress=False)
+
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(only_here_mod)  # the fix the message suggests
+    try:
+        exp = jd.hpo(
+            only_here_mod.train,
+            {"x": space.uniform(0, 1)},
+            trials=2,
+            metric="x",
+            sampler="random",
+            cluster=client,
+            progress=False,
+        )
+    finally:
+        cloudpickle.unregister_pickle_by_value(only_here_mod)
+    assert exp.state == "completed"

@@ -1,0 +1,131 @@
+"""Stopping and worker loss, on the real LocalCluster."""
+
+import _thread
+import os
+import threading
+import time
+
+import jupyter_dist as jd
+from jupyter_dist import space
+
+
+def dies_once(x=0.0, marker=""):
+    for step in range(3):
+        jd.report(step=step, v=x + step)
+    try:
+        os.mkdir(marker)
+        time.sleep(0.3)  # let the reports leave the worker, as in a crash some time into training
+        os._exit(1)  # the first attempt kills its worker process mid-trial; the nanny restarts it
+    except FileExistsError:
+        pass
+    return x
+
+
+def test_a_trial_whose_worker_dies_is_rerun_and_its_attempts_told_apart(client, tmp_path):
+    exp = jd.hpo(
+        dies_once,
+        {"x": 1.0, "marker": str(tmp_path / "died")},
+        trials=1,
+        metric="v",
+        cluster=client,
+        progress=False,
+    )
+    t = exp.trials.iloc[0]
+    assert t.state == "completed" and t.value == 1.0
+    assert t.attempts == 2
+    h = exp.history
+    assert sorted(h.attempt.unique()) == [0, 1]
+    assert len(h[h.attempt == 1]) == 3
+    client.wait_for_workers(2, timeout=60)
+
+
+def slow_steps(x=0.0, steps=100):
+    for step in range(steps):
+        time.sleep(0.05)
+        jd.report(step=step, v=x)
+    return x
+
+
+def _ticket(folder: str) -> int:
+    """The order in which trials got here, across worker processes: 0, 1, 2, ..."""
+    n = 0
+    while True:
+        try:
+            os.close(os.open(os.path.join(folder, str(n)), os.O_CREAT | os.O_EXCL))
+            return n
+        except FileExistsError:
+            n += 1
+
+
+def two_short_then_long(x=0.0, folder=""):
+    return slow_steps(x, steps=2 if _ticket(folder) < 2 else 200)
+
+
+def _capture_experiment(exp_holder):
+    def view(exp):
+        exp_holder.append(exp)
+
+        class Watch:
+            def start(self):
+                pass
+
+            def idle(self):
+                pass
+
+            def finish(self):
+                pass
+
+        return Watch()
+
+    return view
+
+
+def test_stop_keeps_finished_trials_and_stops_running_ones(client, tmp_path):
+    holder = []
+
+    def stop_after_two():
+        while not holder or holder[0].counts()["completed"] < 2:
+            time.sleep(0.02)
+        holder[0].stop()
+
+    threading.Thread(target=stop_after_two, daemon=True).start()
+    started = time.monotonic()
+    exp = jd.hpo(
+        two_short_then_long,
+        {"x": space.uniform(0, 1), "folder": str(tmp_path)},
+        trials=20,
+        metric="v",
+        sampler="random",
+        cluster=client,
+        progress=_capture_experiment(holder),
+    )
+    assert exp.state == "stopped"
+    c = exp.counts()
+    assert c["completed"] >= 2 and c["stopped"] >= 1 and c["running"] == 0
+    assert time.monotonic() - started < 8  # long trials (200 x 50 ms) were cut short
+    stopped = exp.trials[exp.trials.state == "stopped"]
+    assert (stopped.steps < 200).all()
+    assert len(exp.trials) < 20  # no new trial started after the stop
+
+
+def test_ctrl_c_stops_gracefully(client):
+    holder = []
+
+    def interrupt_when_running():
+        while not holder or sum(bool(r.curve_values) for r in holder[0].trial_records()) < 2:
+            time.sleep(0.02)
+        _thread.interrupt_main()  # what the kernel's interrupt (Ctrl-C, the stop square) does
+
+    threading.Thread(target=interrupt_when_running, daemon=True).start()
+    exp = jd.hpo(
+        slow_steps,
+        {"x": space.uniform(0, 1)},
+        trials=10,
+        metric="v",
+        sampler="random",
+        cluster=client,
+        progress=_capture_experiment(holder),
+    )
+    assert exp.state == "stopped"
+    assert set(exp.trials.state) <= {"completed", "stopped"}
+    assert (exp.trials.steps < 100).all()

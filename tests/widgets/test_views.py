@@ -1,0 +1,84 @@
+"""The live widget and the text view, driven by real experiments on the LocalCluster; assertions on trait values."""
+
+import io
+import threading
+import time
+
+import jupyter_dist as jd
+from jupyter_dist import space
+from jupyter_dist.widgets import TextView, view_for
+from jupyter_dist.widgets._live import LiveView
+
+
+def curve(lr=0.1, fail=False):
+    for step in range(4):
+        jd.report(step=step, acc=lr * step)
+    print(f"trained with lr={lr}")
+    if fail:
+        raise ValueError("diverged")
+
+
+def _live(views):
+    def make(exp):
+        views.append(LiveView(exp))
+        return views[-1]
+
+    return make
+
+
+def test_the_live_view_shows_progress_best_curves_table_and_output(client):
+    views = []
+    exp = jd.hpo(curve, {"lr": space.choice([0.1, 0.2, 0.3]), "fail": space.choice([False, True])},
+                 trials=None, metric="acc", sampler="grid", cluster=client, progress=_live(views))
+    view = views[0]
+    assert view.progress.value == 6 and view.progress.max == 6
+    assert "6/6 done" in view.counts.value and "3 failed" in view.counts.value
+    assert f"acc = {exp.best.value:.4g}" in view.stats.value and "elapsed" in view.stats.value
+    assert "dashboard" in view.stats.value
+    assert len(view.figure.data) == 6  # one learning curve per trial
+    assert all(len(t.y) == 4 for t in view.figure.data)
+    failed_traces = [t for t in view.figure.data if t.opacity < 0.5]
+    assert len(failed_traces) == 3  # failed trials are dimmed
+    assert view.table.value.count("<tr") == 7  # header + 6 trials
+    # the output tab follows the latest failure: its print and its traceback
+    assert "trained with lr=" in view.log_text.value and "ValueError: diverged" in view.log_text.value
+    assert view.stop_button.disabled  # finished
+
+
+def test_the_stop_button_stops_the_experiment_gracefully(client):
+    views = []
+
+    def slow(x=0.0):
+        for step in range(100):
+            time.sleep(0.05)
+            jd.report(step=step, v=x)
+
+    def press_stop():
+        while not views or not any(r.curve_values for r in views[0].exp.trial_records()):
+            time.sleep(0.02)
+        views[0].stop_button.click()
+
+    threading.Thread(target=press_stop, daemon=True).start()
+    started = time.monotonic()
+    exp = jd.hpo(slow, {"x": space.uniform(0, 1)}, trials=6, metric="v", sampler="random", cluster=client,
+                 progress=_live(views))
+    assert exp.state == "stopped" and time.monotonic() - started < 5
+    assert views[0].stop_button.description == "Stopping…"
+
+
+def test_the_text_view_prints_progress_failures_and_a_summary(client):
+    out = io.StringIO()
+    exp = jd.hpo(curve, {"lr": 0.1, "fail": space.choice([False, True])}, trials=None, metric="acc",
+                 sampler="grid", cluster=client, progress=lambda e: TextView(e, stream=out))
+    text = out.getvalue()
+    assert text.startswith("hpo 'curve': 2 trials on Dask")
+    assert "failed: ValueError: diverged" in text
+    assert text.rstrip().splitlines()[-1].startswith("hpo 'curve' completed: 2/2 trials done · 1 failed")
+    assert exp.state == "completed"
+
+
+def test_auto_gives_text_outside_a_kernel(monkeypatch):
+    exp = jd.Experiment("hpo", "x", "acc", "max")
+    monkeypatch.delenv("JUPYTER_DIST_PROGRESS", raising=False)
+    assert isinstance(view_for(exp, "auto"), TextView)
+    assert isinstance(view_for(exp, "widget"), LiveView)
