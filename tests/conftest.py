@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-os.environ.setdefault("JUPYTER_DIST_PROGRESS", "text")  # tests outside a kernel print text progress
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import html
 from ..experiment import FINAL_STATES, Experiment, TrialRecord
 from ..plots import curve_style
 from ._base import ExperimentView, format_duration
+from ._side_thread import route_to, side_thread
 
 MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
 MAX_TABLE_ROWS = 200
@@ -33,7 +34,6 @@ class LiveView(ExperimentView):
         self._table_key = None
         self._log_choice_by_user = False
         self._picking = False  # True while the view itself moves the trial picker
-        self._poll = None
 
         self.title = w.HTML()
         self.progress = w.IntProgress(
@@ -80,24 +80,22 @@ class LiveView(ExperimentView):
     def start(self) -> None:
         from IPython.display import display
 
+        subshell = side_thread()
+        if subshell is None:
+            self.stop_button.disabled = True
+            self.stop_button.tooltip = "This kernel cannot hear buttons mid-run: interrupt the kernel to stop"
+        else:  # routed before it is shown, so even the first click is heard while this cell is busy
+            route_to(self.stop_button, subshell)
+            route_to(self.log_picker, subshell)
         bundle = self.box._repr_mimebundle_()
         # Where no widget frontend renders it (nbconvert, a terminal), this text stands in for the view.
         bundle["text/plain"] = (
             f"jupyter_dist live view of {self.exp.kind} {self.exp.name!r} (needs a widget frontend)"
         )
         display(bundle, raw=True)
-        self._poll = _ui_poller()
         super().start()
 
-    def idle(self) -> None:
-        if self._poll is not None:
-            self._poll.poll()  # hear the Stop button and the trial picker while the cell is busy
-        super().idle()
-
     def finish(self) -> None:
-        if self._poll is not None:
-            self._poll.close()
-            self._poll = None
         self.stop_button.disabled = True
         self.draw()
 
@@ -237,29 +235,3 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
-
-
-class _UiPoller:
-    """Processes pending frontend messages (widget clicks) while the cell's code is still running.
-
-    A kernel handles comm messages only between cells; jupyter-ui-poll lets us hear the Stop button meanwhile.
-    """
-
-    def __init__(self) -> None:
-        from jupyter_ui_poll import ui_events
-
-        self._events = ui_events()
-        self._poll = self._events.__enter__()
-
-    def poll(self) -> None:
-        self._poll(20)
-
-    def close(self) -> None:
-        self._events.__exit__(None, None, None)
-
-
-def _ui_poller() -> _UiPoller | None:
-    try:
-        return _UiPoller()
-    except Exception:  # not in a ZMQ kernel (e.g. IPython embedded elsewhere): the view still draws
-        return None

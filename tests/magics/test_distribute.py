@@ -43,8 +43,12 @@ def test_the_training_function_is_found_among_helpers(ip):
 
 def test_fn_and_space_can_be_named(ip):
     body = BODY + "\nother = {'lr': space.uniform(0, 1)}\ndef train2(lr=0.1):\n    return lr\n"
-    ip.run_cell_magic("distribute", "hpo --trials 2 --metric obj --sampler random --fn train2 --space other "
-                      "--name named --seed 1 --parallel 1", body)
+    ip.run_cell_magic(
+        "distribute",
+        "hpo --trials 2 --metric obj --sampler random --fn train2 --space other "
+        "--name named --seed 1 --parallel 1",
+        body,
+    )
     exp = ip.user_ns["exp"]
     assert (exp.name, len(exp.trials)) == ("named", 2)
     assert exp.trials.params_lr.between(0, 1).all()
@@ -56,9 +60,17 @@ def test_fn_and_space_can_be_named(ip):
         ("hpo --trials 2", BODY, "needs --metric"),
         ("tune --metric acc", BODY, "unknown mode"),
         ("ablation --metric acc", BODY, "not available yet"),
-        ("hpo --metric acc", "from jupyter_dist import space\ns = {'lr': space.uniform(0, 1)}\n", "defines no training"),
+        (
+            "hpo --metric acc",
+            "from jupyter_dist import space\ns = {'lr': space.uniform(0, 1)}\n",
+            "defines no training",
+        ),
         ("hpo --metric acc", "def f(lr=1):\n    return lr\n", "defines no search space"),
-        ("hpo --metric acc", BODY + "\ndef train3(lr=1, epochs=1):\n    return lr\n", "several functions (train, train3)"),
+        (
+            "hpo --metric acc",
+            BODY + "\ndef train3(lr=1, epochs=1):\n    return lr\n",
+            "several functions (train, train3)",
+        ),
         ("hpo --metric acc", BODY + "\ng2 = {'lr': space.choice([1])}\n", "several search spaces (grid, g2)"),
         ("hpo --metric acc --fn missing", BODY, "no function named 'missing'"),
         ("hpo --metric acc --out 1x", BODY, "not a valid variable name"),

@@ -28,8 +28,15 @@ def _live(views):
 
 def test_the_live_view_shows_progress_best_curves_table_and_output(client):
     views = []
-    exp = jd.hpo(curve, {"lr": space.choice([0.1, 0.2, 0.3]), "fail": space.choice([False, True])},
-                 trials=None, metric="acc", sampler="grid", cluster=client, progress=_live(views))
+    exp = jd.hpo(
+        curve,
+        {"lr": space.choice([0.1, 0.2, 0.3]), "fail": space.choice([False, True])},
+        trials=None,
+        metric="acc",
+        sampler="grid",
+        cluster=client,
+        progress=_live(views),
+    )
     view = views[0]
     assert view.progress.value == 6 and view.progress.max == 6
     assert "6/6 done" in view.counts.value and "3 failed" in view.counts.value
@@ -60,16 +67,30 @@ def test_the_stop_button_stops_the_experiment_gracefully(client):
 
     threading.Thread(target=press_stop, daemon=True).start()
     started = time.monotonic()
-    exp = jd.hpo(slow, {"x": space.uniform(0, 1)}, trials=6, metric="v", sampler="random", cluster=client,
-                 progress=_live(views))
+    exp = jd.hpo(
+        slow,
+        {"x": space.uniform(0, 1)},
+        trials=6,
+        metric="v",
+        sampler="random",
+        cluster=client,
+        progress=_live(views),
+    )
     assert exp.state == "stopped" and time.monotonic() - started < 5
     assert views[0].stop_button.description == "Stopping…"
 
 
 def test_the_text_view_prints_progress_failures_and_a_summary(client):
     out = io.StringIO()
-    exp = jd.hpo(curve, {"lr": 0.1, "fail": space.choice([False, True])}, trials=None, metric="acc",
-                 sampler="grid", cluster=client, progress=lambda e: TextView(e, stream=out))
+    exp = jd.hpo(
+        curve,
+        {"lr": 0.1, "fail": space.choice([False, True])},
+        trials=None,
+        metric="acc",
+        sampler="grid",
+        cluster=client,
+        progress=lambda e: TextView(e, stream=out),
+    )
     text = out.getvalue()
     assert text.startswith("hpo 'curve': 2 trials on Dask")
     assert "failed: ValueError: diverged" in text

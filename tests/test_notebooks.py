@@ -1,0 +1,152 @@
+"""The example notebooks, executed in a real Jupyter kernel, and the live view seen from the kernel's messages."""
+
+from __future__ import annotations
+
+import queue
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client.manager import start_new_kernel
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_example_notebook_runs_without_error(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    if path.name.startswith("01_"):
+        assert (tmp_path / "quickstart_report.html").stat().st_size > 100_000
+        printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+        assert "best trial" in printed and "val_acc=" in printed
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        reply = kc.execute_interactive("%load_ext jupyter_dist", timeout=60)
+        assert reply["content"]["status"] == "ok"
+        yield km, kc
+    finally:
+        kc.execute_interactive("import jupyter_dist; jupyter_dist.close_local_cluster()", timeout=60)
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+
+
+CELL = """%%distribute hpo --trials {trials} --metric v --sampler random --seed 0
+import time
+from jupyter_dist import report, space
+sp = {{"x": space.uniform(0, 1)}}
+def slow(x=0.0):
+    for step in range({steps}):
+        time.sleep(0.05)
+        report(step=step, v=x * step)
+"""
+
+
+class IopubLog:
+    """Reads the kernel's iopub messages of one execution, with the time each arrived."""
+
+    def __init__(self, kc, msg_id: str) -> None:
+        self.kc, self.msg_id = kc, msg_id
+        self.messages: list[tuple[float, dict]] = []
+        self.comms: dict[str, dict] = {}  # comm id -> widget state at open
+
+    def read(self, until, timeout: float = 180):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != self.msg_id:
+                continue
+            self.messages.append((time.monotonic(), msg))
+            if msg["msg_type"] == "comm_open":
+                self.comms[msg["content"]["comm_id"]] = msg["content"]["data"].get("state", {})
+            if until(msg):
+                return msg
+        raise AssertionError(f"timed out; last messages: {[m['msg_type'] for _, m in self.messages[-5:]]}")
+
+    def comm_of(self, model: str, **state) -> str:
+        return next(
+            cid
+            for cid, s in self.comms.items()
+            if s.get("_model_name") == model and all(s.get(k) == v for k, v in state.items())
+        )
+
+    def updates(self, comm_id: str, key: str) -> list[tuple[float, object]]:
+        return [
+            (t, m["content"]["data"]["state"][key])
+            for t, m in self.messages
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and key in m["content"]["data"].get("state", {})
+        ]
+
+
+def _idle(msg) -> bool:
+    return msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
+
+
+def _result_of(kc, code: str) -> str:
+    out = []
+    kc.execute_interactive(code, timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
+    return "".join(out).strip()
+
+
+def test_widget_updates_arrive_while_the_cell_is_running(kernel):
+    _, kc = kernel
+    log = IopubLog(kc, kc.execute(CELL.format(trials=6, steps=10)))
+    log.read(_idle)
+    progress = log.comm_of("IntProgressModel")
+    values = log.updates(progress, "value")
+    seen = [v for _, v in values]
+    assert seen == sorted(seen) and seen[-1] == 6
+    assert len(set(seen)) >= 3  # several intermediate values, not one jump at the end
+    finished_at = next(t for t, m in log.messages if m["msg_type"] == "execute_result")
+    first_partial = next(t for t, v in values if 0 < v < 6)
+    assert finished_at - first_partial > 0.3  # that update was on screen well before the cell finished
+    figure = log.comm_of("AnyModel")  # plotly 7's FigureWidget is an anywidget
+    figure_updates = [
+        m for _, m in log.messages if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == figure
+    ]
+    assert len(figure_updates) >= 2  # live learning curves
+    assert _result_of(kc, "print(exp.state)") == "completed"
+
+
+def test_the_stop_button_stops_a_running_experiment(kernel):
+    _, kc = kernel
+    started = time.monotonic()
+    log = IopubLog(kc, kc.execute(CELL.format(trials=20, steps=200)))
+    log.read(lambda m: m["msg_type"] == "display_data")  # the live view is on screen
+    stop = log.comm_of("ButtonModel", description="Stop")
+    time.sleep(1.0)  # trials are running
+    click = kc.session.msg(
+        "comm_msg", {"comm_id": stop, "data": {"method": "custom", "content": {"event": "click"}}}
+    )
+    kc.shell_channel.send(click)
+    log.read(_idle)
+    assert time.monotonic() - started < 20  # 20 trials x 10 s would take minutes
+    assert _result_of(kc, "print(exp.state, exp.counts()['stopped'] > 0)") == "stopped True"
+
+
+def test_interrupting_the_kernel_stops_gracefully(kernel):
+    km, kc = kernel
+    msg_id = kc.execute(CELL.format(trials=20, steps=200))
+    log = IopubLog(kc, msg_id)
+    log.read(lambda m: m["msg_type"] == "comm_open")
+    time.sleep(1.0)
+    km.interrupt_kernel()
+    log.read(_idle)
+    errors = [m for _, m in log.messages if m["msg_type"] == "error"]
+    assert not errors  # a graceful stop, not a KeyboardInterrupt traceback
+    assert _result_of(kc, "print(exp.state)") == "stopped"
