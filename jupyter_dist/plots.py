@@ -45,7 +45,7 @@ def experiment_figure(exp: Experiment):
         rows=2,
         cols=2,
         specs=[[{"type": "xy"}, {"type": "xy"}], [{"type": "domain", "colspan": 2}, None]],
-        subplot_titles=(f"learning curves ({exp.metric})", f"{exp.metric} by trial", "parameters"),
+        subplot_titles=(f"learning curves ({exp.metric})", f"{exp.metric} by trial"),
         vertical_spacing=0.15,
     )
     records = exp.trial_records()
@@ -67,7 +67,7 @@ def experiment_figure(exp: Experiment):
         col=2,
     )
 
-    dims = _parameter_dimensions(done)
+    dims = _parameter_dimensions(done, exp.space)
     if dims:
         dims.append({"label": exp.metric, "values": values})
         fig.add_trace(
@@ -81,12 +81,19 @@ def experiment_figure(exp: Experiment):
     return fig
 
 
-def _parameter_dimensions(done: list[TrialRecord]) -> list[dict]:
+def _parameter_dimensions(done: list[TrialRecord], space: dict) -> list[dict]:
+    import math
+
+    from .space import Uniform
+
     dims = []
     names = sorted({k for r in done for k in r.params})
     for name in names:
         raw = [r.params.get(name) for r in done]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
+        searched_on_log = isinstance(space.get(name), Uniform) and space[name].log
+        if searched_on_log and all(isinstance(v, (int, float)) and v > 0 for v in raw):
+            dims.append({"label": f"log10({name})", "values": [math.log10(v) for v in raw]})
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
             dims.append({"label": name, "values": raw})
         else:  # categorical: encode as positions, label the ticks with the options
             options = sorted({repr(v) for v in raw})

@@ -60,6 +60,12 @@ def test_hpo_returns_an_experiment_with_results(client):
     assert len(history) == 8 * 3 * 2
     fig = exp.plot()
     assert {t.type for t in fig.data} >= {"scatter", "parcoords"}
+    parcoords = next(t for t in fig.data if t.type == "parcoords")
+    assert [d.label for d in parcoords.dimensions] == [
+        "log10(lr)",
+        "width",
+        "score",
+    ]  # log-searched on log axes
 
 
 def returns_number(x=0.0):

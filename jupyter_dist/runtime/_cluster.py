@@ -110,8 +110,11 @@ def close_local_cluster() -> None:
     """Shut the embedded cluster down (it is also shut down when the kernel exits)."""
     with _lock:
         client, cluster = _local.pop("client", None), _local.pop("cluster", None)
-    if client is not None:
-        client.close()
+        # a client made from the cluster object (cluster=LocalCluster) would outlive its scheduler
+        by_address = _remote.pop(cluster.scheduler_address, None) if cluster is not None else None
+    for c in (by_address, client):
+        if c is not None:
+            c.close()
     if cluster is not None:
         cluster.close()
 

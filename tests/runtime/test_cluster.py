@@ -112,3 +112,21 @@ def test_a_module_the_workers_cannot_import_is_named(client, tmp_path, monkeypat
     finally:
         cloudpickle.unregister_pickle_by_value(only_here_mod)
     assert exp.state == "completed"
+
+
+def test_a_cluster_object_or_a_client_is_used_as_given(client):
+    assert jd.get_client(client) is client
+    via_cluster = jd.get_client(
+        client.cluster
+    )  # what Dask Gateway / dask-kubernetes / dask-jobqueue hand out
+    assert via_cluster.scheduler.address == client.scheduler.address
+    exp = jd.hpo(
+        lambda x=0.0: x,
+        {"x": space.uniform(0, 1)},
+        trials=2,
+        metric="x",
+        sampler="random",
+        cluster=client.cluster,
+        progress=False,
+    )
+    assert exp.state == "completed"
