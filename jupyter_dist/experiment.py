@@ -102,9 +102,9 @@ class Experiment:
         self._trials: dict[int, TrialRecord] = {}
         self._best: TrialRecord | None = None
         self._lock = threading.Lock()
-        self._history: dict[str, list] = {
-            c: [] for c in ("trial_id", "attempt", "step", "metric", "value", "time")
-        }
+        # Report batches as they arrived: (trial_id, attempt, [[step, metrics, sent_at], ...]). Kept whole so
+        # recording costs one append per batch; .history flattens them when asked.
+        self._batches: list[tuple[int, int, list]] = []
         self._report_listeners: list[Callable] = []
         self._stop: Callable[[], None] | None = None
 
@@ -140,10 +140,21 @@ class Experiment:
         import pandas as pd
 
         with self._lock:
-            columns = {name: list(values) for name, values in self._history.items()}
-        frame = pd.DataFrame(columns)
+            batches = list(self._batches)
+        rows = [
+            (trial_id, attempt, step, name, value, sent_at)
+            for trial_id, attempt, batch in batches
+            for step, metrics, sent_at in batch
+            for name, value in metrics.items()
+        ]
+        frame = pd.DataFrame(rows, columns=["trial_id", "attempt", "step", "metric", "value", "time"])
         frame["time"] = pd.to_datetime(frame["time"], unit="s")
         return frame
+
+    @property
+    def reports(self) -> int:
+        """How many report() calls have arrived so far."""
+        return sum(len(batch) for _, _, batch in self._batches)
 
     def logs(self, trial_id: int) -> str:
         """What a trial printed (stdout, stderr) and its traceback if it failed."""
@@ -173,35 +184,31 @@ class Experiment:
         if self._stop is not None and self.state == "running":
             self._stop()
 
-    def add_report_listener(self, listener: Callable[[int, int, dict, float], None]) -> None:
-        """Call ``listener(trial_id, step, metrics, sent_at)`` for each report, on the Dask IO thread."""
+    def add_report_listener(self, listener: Callable[[int, list], None]) -> None:
+        """Call ``listener(trial_id, reports)`` as reports arrive, ``reports`` a list of
+        ``[step, metrics, sent_at]``; on the Dask IO thread, so it must be quick and must not draw."""
         self._report_listeners.append(listener)
 
     # --- the scheduler's sink ----------------------------------------------------------------------------
     def trial_started(self, trial_id: int, params: dict[str, Any]) -> None:
         self._trials[trial_id] = TrialRecord(trial_id, dict(params))
 
-    def report(self, trial_id: int, attempt: str, step: int, metrics: dict, sent_at: float) -> None:
+    def reports_arrived(self, trial_id: int, attempt: str, batch: list) -> None:
         rec = self._trials.get(trial_id)
         if rec is None:
             return
+        objective = self.metric
+        curve = [(step, metrics[objective]) for step, metrics, _ in batch if objective in metrics]
         with self._lock:
-            number = rec.attempt_number(attempt)
-            h = self._history
-            for name, value in metrics.items():
-                h["trial_id"].append(trial_id)
-                h["attempt"].append(number)
-                h["step"].append(step)
-                h["metric"].append(name)
-                h["value"].append(value)
-                h["time"].append(sent_at)
-            rec.steps = max(rec.steps, step + 1)
-            rec.last.update(metrics)
-            if self.metric in metrics:
-                rec.curve_steps.append(step)
-                rec.curve_values.append(metrics[self.metric])
+            self._batches.append((trial_id, rec.attempt_number(attempt), batch))
+            rec.steps = max(rec.steps, max(step for step, _, _ in batch) + 1)
+            for _, metrics, _ in batch:
+                rec.last.update(metrics)
+            if curve:
+                rec.curve_steps.extend(step for step, _ in curve)
+                rec.curve_values.extend(value for _, value in curve)
         for listener in self._report_listeners:
-            listener(trial_id, step, metrics, sent_at)
+            listener(trial_id, batch)
 
     def log(self, trial_id: int, attempt: str, stream: str, text: str) -> None:
         rec = self._trials.get(trial_id)

@@ -1,9 +1,20 @@
+import time
+
 import numpy as np
 import pytest
 import torch
 
 import jupyter_dist
-from jupyter_dist.report import Reporter, TrialContext, TrialPruned, activate, forget_experiment, mark_stopped
+from jupyter_dist.report import (
+    FLUSH_INTERVAL,
+    MAX_BATCH,
+    Reporter,
+    TrialContext,
+    TrialPruned,
+    activate,
+    forget_experiment,
+    mark_stopped,
+)
 
 
 def test_report_outside_an_experiment_does_nothing():
@@ -35,19 +46,41 @@ def context():
 def test_numpy_and_torch_scalars_become_floats(context):
     ctx, sent = context
     jupyter_dist.report(step=2, a=np.float32(0.5), b=torch.tensor(1.5), c=np.int64(3), d=1)
+    ctx.flush()
     ((topic, msg),) = sent
     assert topic == "topic"
-    assert msg["m"] == {"a": 0.5, "b": 1.5, "c": 3.0, "d": 1.0}
-    assert all(type(v) is float for v in msg["m"].values())
-    assert (msg["t"], msg["a"], msg["s"]) == (3, "attempt-a", 2)
+    ((step, metrics, sent_at),) = msg["b"]
+    assert metrics == {"a": 0.5, "b": 1.5, "c": 3.0, "d": 1.0}
+    assert all(type(v) is float for v in metrics.values())
+    assert (msg["t"], msg["a"], step) == (3, "attempt-a", 2)
 
 
 def test_steps_count_up_when_not_given(context):
     ctx, sent = context
     for _ in range(3):
         jupyter_dist.report(loss=1.0)
-    assert [m["s"] for _, m in sent] == [0, 1, 2]
+    ctx.flush()
+    assert [b[0] for _, m in sent for b in m["b"]] == [0, 1, 2]
     assert ctx.steps == 3
+
+
+def test_reports_are_batched_and_never_overtaken(context):
+    ctx, sent = context
+    for i in range(MAX_BATCH + 10):
+        jupyter_dist.report(v=i)
+    assert len(sent) == 1 and len(sent[0][1]["b"]) == MAX_BATCH  # a full batch leaves at once
+    ctx.send({"k": "l", "n": "stdout", "x": "done\n"})  # a later message pushes the rest out first
+    assert [m["k"] for _, m in sent] == ["r", "r", "l"]
+    assert [b[1]["v"] for _, m in sent[:2] for b in m["b"]] == list(range(MAX_BATCH + 10))
+
+
+def test_a_lone_report_leaves_within_the_flush_interval(context):
+    ctx, sent = context
+    jupyter_dist.report(v=1.0)
+    deadline = time.monotonic() + 1
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert sent and sent[0][1]["b"][0][1] == {"v": 1.0}
 
 
 def test_non_numbers_are_refused_with_the_metric_name(context):
@@ -64,4 +97,18 @@ def test_report_raises_once_the_trial_is_stopped(context):
     with pytest.raises(TrialPruned):
         jupyter_dist.report(loss=0.9)
     assert Reporter(ctx).should_stop
-    assert len(sent) == 2  # the report that raised was still delivered
+    ctx.flush()
+    assert [b[1] for _, m in sent for b in m["b"]] == [
+        {"loss": 1.0},
+        {"loss": 0.9},
+    ]  # the one that raised too
+
+
+def test_a_loop_that_outpaces_the_channel_is_held_back(context):
+    ctx, sent = context
+    started = time.monotonic()
+    for i in range(3 * MAX_BATCH):
+        jupyter_dist.report(v=i)
+    # the 2nd and 3rd full batches each wait for a FLUSH_INTERVAL after the previous one
+    assert time.monotonic() - started >= 2 * FLUSH_INTERVAL * 0.9
+    assert len(sent) == 3

@@ -17,18 +17,18 @@ logger = logging.getLogger(__name__)
 
 
 class EventChannel:
-    """Subscribes to one experiment's topic and hands each message to ``on_report``, ``on_log`` or
-    ``on_outcome``.
+    """Subscribes to one experiment's topic and hands each message to ``on_reports`` (a batch of reports),
+    ``on_log`` or ``on_outcome``.
 
     The handlers run on the Dask client's IO-loop thread: they must only record, never draw.
     """
 
     def __init__(
-        self, client, topic: str, on_report: Callable, on_log: Callable, on_outcome: Callable
+        self, client, topic: str, on_reports: Callable, on_log: Callable, on_outcome: Callable
     ) -> None:
         self.client = client
         self.topic = topic
-        self.on_report = on_report
+        self.on_reports = on_reports
         self.on_log = on_log
         self.on_outcome = on_outcome
 
@@ -44,7 +44,7 @@ class EventChannel:
         try:
             kind = msg["k"]
             if kind == "r":
-                self.on_report(msg["t"], msg["a"], msg["s"], msg["m"], msg["w"])
+                self.on_reports(msg["t"], msg["a"], msg["b"])
             elif kind == "l":
                 self.on_log(msg["t"], msg["a"], msg["n"], msg["x"])
             else:

@@ -45,7 +45,7 @@ class TrialSource(Protocol):
 class TrialSink(Protocol):
     def trial_started(self, trial_id: int, params: dict[str, Any]) -> None: ...
 
-    def report(self, trial_id: int, attempt: str, step: int, metrics: dict, sent_at: float) -> None: ...
+    def reports_arrived(self, trial_id: int, attempt: str, batch: list) -> None: ...
 
     def log(self, trial_id: int, attempt: str, stream: str, text: str) -> None: ...
 
@@ -127,7 +127,7 @@ class TrialScheduler:
         """Run the source's trials until it has no more or a stop is requested; a callback that raises aborts."""
         run = _Run(self, source, sink)
         with (
-            EventChannel(self.client, self.topic, sink.report, sink.log, run.outcome_arrived),
+            EventChannel(self.client, self.topic, sink.reports_arrived, sink.log, run.outcome_arrived),
             self._interrupts_stop(),
         ):
             try:

@@ -1,0 +1,184 @@
+"""Dispatch rate: 1000 no-op HPO trials through ``jupyter_dist.hpo`` vs 1000 raw Dask no-op tasks.
+
+Both run on the same LocalCluster (2 worker processes x 1 thread), in the same run, interleaved, after one
+warm-up each. For reference, Optuna's own in-memory sequential loop on a no-op objective is timed too.
+
+Run: ``.venv/bin/python bench/bench_dispatch.py`` (writes bench/results/dispatch.json).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+
+N = 1000
+WARMUP = 50
+REPEATS = 3
+N_WORKERS = 2
+THREADS_PER_WORKER = 1
+TARGET_TRIALS_PER_S = 100.0
+TARGET_RATIO = 0.5
+
+
+def noop(x):
+    return x
+
+
+def run_raw(client, n: int) -> float:
+    t0 = time.perf_counter()
+    results = client.gather(client.map(noop, range(n), pure=False))
+    elapsed = time.perf_counter() - t0
+    assert len(results) == n
+    return elapsed
+
+
+def run_ours(client, n: int) -> tuple[float, dict]:
+    import jupyter_dist
+    from jupyter_dist import space
+
+    t0 = time.perf_counter()
+    exp = jupyter_dist.hpo(
+        noop,
+        {"x": space.uniform(0, 1)},
+        trials=n,
+        metric="x",
+        sampler="random",
+        seed=0,
+        cluster=client,
+        progress=False,
+    )
+    elapsed = time.perf_counter() - t0
+    counts = exp.counts()
+    assert counts["completed"] == n, counts
+    return elapsed, counts
+
+
+def run_optuna(n: int) -> float:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+
+    def objective(trial):
+        return trial.suggest_float("x", 0, 1)
+
+    t0 = time.perf_counter()
+    study.optimize(objective, n_trials=n)
+    elapsed = time.perf_counter() - t0
+    assert len(study.trials) == n
+    return elapsed
+
+
+def _rates(seconds: list[float], n: int) -> dict:
+    rates = [n / s for s in seconds]
+    return {
+        "seconds": seconds,
+        "per_s": rates,
+        "best_per_s": max(rates),
+        "median_per_s": median(rates),
+    }
+
+
+def main() -> dict:
+    import jupyter_dist
+
+    wall0 = time.perf_counter()
+    cpu = CpuMonitor()
+    t0 = time.perf_counter()
+    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
+    try:
+        client.wait_for_workers(N_WORKERS, timeout=60)
+        cluster_start_s = time.perf_counter() - t0
+
+        # Warm-up: imports, function caches, connections, Optuna's first study.
+        run_raw(client, WARMUP)
+        run_ours(client, WARMUP)
+        run_optuna(WARMUP)
+
+        raw_s, ours_s, ours_counts = [], [], []
+        for _ in range(REPEATS):  # interleaved, so drift affects both alike
+            raw_s.append(run_raw(client, N))
+            elapsed, counts = run_ours(client, N)
+            ours_s.append(elapsed)
+            ours_counts.append(counts)
+        optuna_s = [run_optuna(N) for _ in range(REPEATS)]
+        scheduler_workers = {
+            addr: {"nthreads": w.get("nthreads")}
+            for addr, w in client.scheduler_info(n_workers=-1)["workers"].items()
+        }
+    finally:
+        jupyter_dist.close_local_cluster()
+    cpu_contention = cpu.stop()
+
+    raw = _rates(raw_s, N)
+    ours = _rates(ours_s, N)
+    optuna_ref = _rates(optuna_s, N)
+    ratio_best = ours["best_per_s"] / raw["best_per_s"]
+    ratio_median = ours["median_per_s"] / raw["median_per_s"]
+    met_rate = ours["median_per_s"] >= TARGET_TRIALS_PER_S
+    met_ratio = ratio_median >= TARGET_RATIO
+    result = header(
+        "dispatch",
+        {
+            "trials": N,
+            "warmup": WARMUP,
+            "repeats": REPEATS,
+            "cluster": f"jupyter_dist.get_client('local', n_workers={N_WORKERS}, threads_per_worker={THREADS_PER_WORKER})",
+            "ours": "hpo(noop, {'x': space.uniform(0, 1)}, trials=1000, metric='x', sampler='random', seed=0, "
+            "cluster=client, progress=False); timed around the whole hpo() call",
+            "raw": "client.gather(client.map(noop, range(1000), pure=False))",
+            "optuna_reference": "optuna.create_study(sampler=RandomSampler(seed=0)).optimize(objective, n_trials=1000), "
+            "in memory, logging WARNING",
+            "order": "raw and ours interleaved per repeat, then the Optuna reference",
+        },
+    )
+    result.update(
+        {
+            "cluster_start_s": cluster_start_s,
+            "workers": scheduler_workers,
+            "raw_dask": raw,
+            "ours": dict(ours, counts=ours_counts),
+            "optuna_in_memory_reference": optuna_ref,
+            "ratio_ours_over_raw": {"best": ratio_best, "median": ratio_median},
+            "target": {
+                "trials_per_s": TARGET_TRIALS_PER_S,
+                "ratio_ours_over_raw": TARGET_RATIO,
+                "judged_on": "median of the repeats",
+            },
+            "met": {"trials_per_s": met_rate, "ratio": met_ratio, "all": met_rate and met_ratio},
+            "cpu_contention": cpu_contention,
+            "wall_s": time.perf_counter() - wall0,
+        }
+    )
+    return result
+
+
+def summary(result: dict) -> str:
+    r, o, q = result["raw_dask"], result["ours"], result["optuna_in_memory_reference"]
+    ratio = result["ratio_ours_over_raw"]
+    return "\n".join(
+        [
+            f"dispatch, {result['parameters']['trials']} no-op trials/tasks, best/median of {len(r['seconds'])}:",
+            f"  raw Dask client.map  {r['best_per_s']:8.1f} / {r['median_per_s']:8.1f} tasks/s",
+            f"  jupyter_dist.hpo     {o['best_per_s']:8.1f} / {o['median_per_s']:8.1f} trials/s",
+            f"  ours/raw             {ratio['best']:8.2f} / {ratio['median']:8.2f}",
+            f"  Optuna in-memory     {q['best_per_s']:8.1f} / {q['median_per_s']:8.1f} trials/s (reference)",
+            f"  target >= {result['target']['trials_per_s']:.0f} trials/s: "
+            f"{'met' if result['met']['trials_per_s'] else 'NOT met'}; "
+            f">= {result['target']['ratio_ours_over_raw']:.0%} of raw: "
+            f"{'met' if result['met']['ratio'] else 'NOT met'}",
+            contention_note(result["cpu_contention"]),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    res = main()
+    path = write_result("dispatch", res)
+    print(summary(res))
+    print(f"  -> {path}")

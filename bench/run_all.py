@@ -1,0 +1,138 @@
+"""Run every benchmark, one after the other, each in a fresh Python process; write bench/results/summary.json.
+
+    .venv/bin/python bench/run_all.py                 # all of them
+    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead); the others'
+                                                      # latest result files are summarised as they are
+
+Fresh processes keep the benchmarks apart (each starts and stops its own LocalCluster) and keep their training
+functions in ``__main__``, where cloudpickle ships them to the workers by value. Before each benchmark this
+waits (up to QUIET_WAIT seconds) for the machine to be quiet, since other processes (a test suite) skew timings.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import RESULTS, header, machine_busy_share, write_result  # noqa: E402
+
+BENCHMARKS = ("dispatch", "streaming", "overhead")
+TIMEOUT = 300  # seconds per benchmark; each is meant to take under ~2 minutes
+QUIET_WAIT = 90.0  # seconds to wait, at most, for other processes to leave the CPU before each benchmark
+QUIET_SHARE = 0.10  # "quiet": under this share of the machine's CPU busy
+
+
+def wait_for_quiet() -> dict:
+    t0 = time.monotonic()
+    share = machine_busy_share(1.0)
+    while share > QUIET_SHARE and time.monotonic() - t0 < QUIET_WAIT:
+        print(f"  machine {share:.0%} busy with other work; waiting for it to settle...", flush=True)
+        share = machine_busy_share(2.0)
+    return {"waited_s": time.monotonic() - t0, "busy_share_at_start": share, "quiet": share <= QUIET_SHARE}
+
+
+def key_figures(name: str, r: dict) -> dict:
+    if name == "dispatch":
+        return {
+            "ours_trials_per_s": {"best": r["ours"]["best_per_s"], "median": r["ours"]["median_per_s"]},
+            "raw_dask_tasks_per_s": {
+                "best": r["raw_dask"]["best_per_s"],
+                "median": r["raw_dask"]["median_per_s"],
+            },
+            "ratio_ours_over_raw": r["ratio_ours_over_raw"],
+            "optuna_in_memory_trials_per_s": r["optuna_in_memory_reference"]["median_per_s"],
+        }
+    if name == "streaming":
+        return {"tight": r["tight"], "paced": r["paced"], "ratio_ours_over_raw": r["ratio_ours_over_raw"]}
+    if name == "overhead":
+        return {
+            "median_s": r["median_s"],
+            "slowdown_pct": r["slowdown_pct"],
+            "slowdown_pct_paired_median": r["slowdown_pct_paired_median"],
+            "ours_fixed_overhead_median_s": r["ours_fixed_overhead_median_s"],
+            "spread_pct": r["spread_pct"],
+        }
+    return {}
+
+
+def main(names: list[str]) -> int:
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s) {unknown}; choose from {', '.join(BENCHMARKS)}")
+        return 2
+    names = names or list(BENCHMARKS)
+    wall0 = time.perf_counter()
+    summary = header("summary", {"benchmarks": names, "timeout_s": TIMEOUT})
+    summary["results"] = {}
+    failed = []
+    for name in names:
+        print(f"=== {name}", flush=True)
+        quiet = wait_for_quiet()
+        path = RESULTS / f"{name}.json"
+        before = path.stat().st_mtime if path.exists() else None
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                [sys.executable, str(HERE / f"bench_{name}.py")], timeout=TIMEOUT, cwd=HERE.parent
+            )
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        elapsed = time.perf_counter() - t0
+        fresh = path.exists() and path.stat().st_mtime != before
+        entry = {
+            "ran_now": True,
+            "returncode": rc,
+            "wall_s": elapsed,
+            "before_start": quiet,
+            "file": str(path.relative_to(HERE)),
+        }
+        if rc == 0 and fresh:
+            result = json.loads(path.read_text())
+            entry.update(
+                timestamp=result["timestamp"],
+                target=result["target"],
+                met=result["met"],
+                figures=key_figures(name, result),
+                cpu_contention=result.get("cpu_contention"),
+            )
+        else:
+            failed.append(name)
+            entry["error"] = f"bench_{name}.py exited with {rc}" + ("" if fresh else "; no fresh result file")
+        summary["results"][name] = entry
+    for name in BENCHMARKS:  # not run this time: keep the figures of its latest result file, marked as such
+        path = RESULTS / f"{name}.json"
+        if name not in names and path.exists():
+            result = json.loads(path.read_text())
+            summary["results"][name] = {
+                "ran_now": False,
+                "file": str(path.relative_to(HERE)),
+                "timestamp": result["timestamp"],
+                "target": result["target"],
+                "met": result["met"],
+                "figures": key_figures(name, result),
+                "cpu_contention": result.get("cpu_contention"),
+            }
+    summary["failed"] = failed
+    summary["wall_s"] = time.perf_counter() - wall0
+    out = write_result("summary", summary)
+    print(f"=== done in {summary['wall_s']:.0f} s; summary -> {out}")
+    git = summary["git"]
+    dirty = git["package_uncommitted_changes"]
+    print(
+        f"  measured commit {git['commit']}"
+        + (f" with uncommitted changes in {', '.join(dirty)}" if dirty else "")
+    )
+    for name, entry in summary["results"].items():
+        print(f"  {name:10} met: {json.dumps(entry.get('met', entry.get('error')))}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
