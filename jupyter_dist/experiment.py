@@ -234,7 +234,7 @@ class Experiment:
         state = outcome["state"]
         if state == "completed":
             rec.value, problem = self._objective(outcome["returned"], rec.last)
-            if problem and self._best is None and not self._completed_any():
+            if problem and self._best is None:  # the first trial to complete: the metric is wrong, stop here
                 rec.state, rec.error = "failed", problem
                 raise MetricError(problem)
             if problem:
@@ -247,9 +247,6 @@ class Experiment:
         return rec
 
     # --- helpers -----------------------------------------------------------------------------------------
-    def _completed_any(self) -> bool:
-        return any(r.state == "completed" for r in self._trials.values())
-
     def _better(self, a: float, b: float) -> bool:
         return a > b if self.mode == "max" else a < b
 
