@@ -55,9 +55,9 @@ def _as_number(name: str, value: Any) -> float:
 # Reports are sent in batches: one Dask event per report costs ~90 us and a tight loop of them floods the
 # scheduler and the kernel (measured: a backlog of seconds). A batch leaves when it reaches MAX_BATCH reports,
 # and at the latest FLUSH_INTERVAL after its first report (a background thread sees to the quiet moments).
-# Back-pressure: full batches leave at most one per FLUSH_INTERVAL, so a trial reports at most
-# MAX_BATCH / FLUSH_INTERVAL = 20,000 times a second; a loop that tries more waits in report(). Measured on 2
-# cores: without it two tight loops outran the kernel 2:1 and latency grew by a second every second.
+# Back-pressure: a full batch leaves no sooner than FLUSH_INTERVAL after the previous one, so a trial reports
+# about MAX_BATCH / FLUSH_INTERVAL = 20,000 times a second at most; a loop that tries more waits in report().
+# Measured on 2 cores: without it two tight loops outran the kernel 2:1 and latency grew by a second a second.
 FLUSH_INTERVAL = 0.005
 MAX_BATCH = 100
 

@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable
 
 from ..report import mark_stopped
-from ._runner import forget_experiment
 
 logger = logging.getLogger(__name__)
 
@@ -53,20 +52,11 @@ class EventChannel:
             logger.exception("jupyter_dist: could not handle event %r", msg)
 
 
-# Client.run(wait=False) takes only coroutine functions; these run on each worker's event loop.
+# Client.run(wait=False) takes only coroutine functions; this runs on each worker's event loop.
 async def _mark_stopped(exp_id: str, trial_ids: list[int] | None) -> None:
     mark_stopped(exp_id, trial_ids)
-
-
-async def _forget(exp_id: str) -> None:
-    forget_experiment(exp_id)
 
 
 def stop_on_workers(client, exp_id: str, trial_ids: list[int] | None = None) -> None:
     """Make the next ``report()`` of these trials (default: all of the experiment's) raise ``TrialPruned``."""
     client.run(_mark_stopped, exp_id, trial_ids, wait=False)
-
-
-def forget_on_workers(client, exp_id: str) -> None:
-    """Drop an ended experiment's function and flags on every worker; fire-and-forget."""
-    client.run(_forget, exp_id, wait=False)

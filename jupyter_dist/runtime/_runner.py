@@ -12,6 +12,7 @@ import threading
 import time
 import traceback
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +22,10 @@ from .. import report as report_module
 from ..report import Reporter, TrialContext, TrialPruned, activate, current_trial
 
 # Unpickled training functions by experiment id: the function travels as bytes with every task (cheap), but is
-# unpickled once per worker process.
-_functions: dict[str, Callable] = {}
+# unpickled once per worker process. The oldest experiments are dropped (with their stop flags) past
+# KEPT_EXPERIMENTS, so a long-lived worker stays bounded without the kernel telling it when experiments end.
+KEPT_EXPERIMENTS = 256
+_functions: OrderedDict[str, Callable] = OrderedDict()
 _functions_lock = threading.Lock()
 
 
@@ -33,13 +36,10 @@ def load_function(key: str, blob: bytes) -> Callable:
             fn = _functions.get(key)
             if fn is None:
                 fn = _functions[key] = cloudpickle.loads(blob)
+                while len(_functions) > KEPT_EXPERIMENTS:
+                    oldest, _ = _functions.popitem(last=False)
+                    report_module.forget_experiment(oldest)
     return fn
-
-
-def forget_experiment(exp_id: str) -> None:
-    """Drop an ended experiment's function and stop flags from this worker process."""
-    _functions.pop(exp_id, None)
-    report_module.forget_experiment(exp_id)
 
 
 def probe_function(key: str, blob: bytes) -> str | None:

@@ -9,6 +9,7 @@ button can be heard.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import queue
 import signal
 import threading
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 
 import cloudpickle
 
-from ._channel import EventChannel, forget_on_workers, stop_on_workers
+from ._channel import EventChannel, stop_on_workers
 from ._runner import probe_function, run_trial
 
 __all__ = ["TrialScheduler", "TrialSource", "TrialSink", "TrialFunctionError"]
@@ -30,6 +31,10 @@ OUTCOME_GRACE = 1.0
 # 10 ms): for them three extra trials per slot are queued ahead so no worker waits for its next task. Longer trials
 # get none, so the sampler always decides with the most recent results.
 SHORT_TRIAL = 0.05
+
+
+# (scheduler address, hash of the pickled function) pairs whose function loaded on that cluster's workers.
+_loadable: set[tuple[str, str]] = set()
 
 
 class TrialFunctionError(RuntimeError):
@@ -105,7 +110,14 @@ class TrialScheduler:
         self._stop.set()
 
     def check_function(self, timeout: float = 60.0) -> None:
-        """Load the training function on a worker once, so an unimportable module fails fast and clearly."""
+        """Load the training function on a worker once, so an unimportable module fails fast and clearly.
+
+        A function already loaded on this cluster (same bytes) is not probed again: re-running a cell costs no
+        extra round trip.
+        """
+        probe_key = (self.client.scheduler.address, hashlib.sha1(self._fn_blob).hexdigest())
+        if probe_key in _loadable:
+            return
         future = self.client.submit(
             probe_function, self.exp_id, self._fn_blob, pure=False, key=f"jupyter_dist-probe-{self.exp_id}"
         )
@@ -122,6 +134,7 @@ class TrialScheduler:
             ) from None
         if problem:
             raise TrialFunctionError(problem)
+        _loadable.add(probe_key)
 
     def run(self, source: TrialSource, sink: TrialSink, idle: Callable[[], None] = lambda: None) -> None:
         """Run the source's trials until it has no more or a stop is requested; a callback that raises aborts."""
@@ -142,7 +155,6 @@ class TrialScheduler:
                 run.cancel_all()
                 raise
             finally:
-                forget_on_workers(self.client, self.exp_id)
                 idle()
 
     @contextlib.contextmanager
@@ -249,7 +261,7 @@ class _Run:
         self.events.put(("outcome", trial_id, outcome))
 
     def _finish(self, trial_id: int, outcome: dict) -> None:
-        self.running.pop(trial_id)
+        _release_when_done(self.running.pop(trial_id))
         self.unreported.pop(trial_id, None)
         if outcome["worker"] is not None:
             self.freed.append(outcome["worker"])
@@ -294,3 +306,12 @@ class _Run:
     def cancel_all(self) -> None:
         for future in self.running.values():
             future.cancel()
+
+
+def _release_when_done(future) -> None:
+    """Let Dask drop a trial's result: we have its outcome. Not before the task ends: releasing a running task
+    would cancel it noisily on its worker."""
+    if future.done():
+        future.release()
+    else:
+        future.add_done_callback(lambda f: f.release())
