@@ -31,6 +31,8 @@ def hpo(
     parallel: int | None = None,
     name: str | None = None,
     seed: int | None = None,
+    max_steps: int | None = None,
+    timeout: float | None = None,
     progress: Any = "auto",
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
@@ -44,13 +46,16 @@ def hpo(
         ``{argument: space.uniform(...) | space.loguniform(...) | space.integer(...) | space.choice([...])}``;
         plain values are constants passed to every trial.
     trials
-        How many trials to run (with ``sampler="grid"``: at most the grid's size; None means the whole grid).
+        How many trials to run (with ``sampler="grid"``: at most the grid's size; None means the whole grid,
+        or, with ``timeout``, as many as fit in the time).
     metric, mode
         The objective's name and whether to maximise ("max") or minimise ("min") it.
     sampler
         "tpe", "random", "grid", "gp", "cmaes", or an ``optuna.samplers.BaseSampler`` instance.
     pruner
-        Early stopping of running trials; not available yet, must be None.
+        Early stopping of running trials: "median", "asha", "hyperband", an ``optuna.pruners.BasePruner``
+        instance, or None. Decided in the kernel from the streamed reports of ``metric``; the trial's next
+        ``report()`` raises ``TrialPruned``.
     cluster
         None (``JUPYTER_DIST_CLUSTER``, else the embedded LocalCluster), "local", a scheduler address
         ("tcp://host:8786"), a ``distributed.Client``, or a Dask cluster object.
@@ -60,6 +65,11 @@ def hpo(
         A name for the experiment (default: the function's name).
     seed
         Seeds the sampler, making the search reproducible.
+    max_steps
+        The most steps a trial reports (its budget): places the ASHA/Hyperband rungs and measures the compute
+        pruning saved.
+    timeout
+        Seconds for the whole experiment: then no trial starts and the running ones are stopped.
     progress
         "auto" (a live widget in a notebook, text elsewhere), "widget", "text", False, or a callable
         ``view(experiment)`` returning an object with ``start()``, ``idle()`` and ``finish()``.
@@ -74,12 +84,22 @@ def hpo(
         )
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: use 'max' or 'min'")
-    if pruner is not None:
-        raise ValueError(f"pruner={pruner!r}: early stopping is not available yet; leave pruner=None")
     _check_parallel(parallel)
     _check_progress(progress)
+    _check_positive("max_steps", max_steps, int)
+    _check_positive("timeout", timeout, (int, float))
     validate_space(fn, search_space)
-    search = OptunaSearch(search_space, trials=trials, mode=mode, sampler=sampler, seed=seed)
+    search = OptunaSearch(
+        search_space,
+        trials=trials,
+        mode=mode,
+        metric=metric,
+        sampler=sampler,
+        pruner=pruner,
+        max_steps=max_steps,
+        seed=seed,
+        unlimited=timeout is not None,
+    )
 
     client = get_client(cluster)
     exp = Experiment(
@@ -90,6 +110,8 @@ def hpo(
         search_space,
         total=search.total,
         dashboard_link=_dashboard_link(client),
+        max_steps=max_steps,
+        timeout=timeout,
     )
     return run_experiment(exp, fn, search, client, parallel=parallel, progress=progress)
 
@@ -105,7 +127,7 @@ def run_experiment(
     view.start()
     try:
         try:
-            scheduler.run(source, exp, idle=view.idle)
+            scheduler.run(source, exp, idle=view.idle, timeout=exp.timeout)
         except MetricError as exc:
             exp.state, exp.error = "failed", str(exc)
             raise ExperimentFailed(str(exc), exp) from None
@@ -118,7 +140,8 @@ def run_experiment(
             first = next(r for r in exp.trial_records() if r.state == "failed")
             exp.state, exp.error = "failed", first.error
         else:
-            exp.state = "stopped" if scheduler.stopping else "completed"
+            # Time running out is a planned end; a stop (button, interrupt, exp.stop()) is not.
+            exp.state = "stopped" if scheduler.stopping and not scheduler.timed_out else "completed"
     finally:
         exp.ended = time.time()
         view.finish()
@@ -156,6 +179,11 @@ def _check_training_function(fn: Any) -> None:
 def _check_parallel(parallel: Any) -> None:
     if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
         raise ValueError(f"parallel={parallel!r}: give a positive number of trials to run at once, or None")
+
+
+def _check_positive(name: str, value: Any, kind) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, kind) or value <= 0):
+        raise ValueError(f"{name}={value!r}: give a positive number, or None")
 
 
 def _check_progress(progress: Any) -> None:

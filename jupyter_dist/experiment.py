@@ -49,6 +49,9 @@ class TrialRecord:
     # The objective's learning curve of the current attempt, for live plots.
     curve_steps: list[int] = field(default_factory=list)
     curve_values: list[float] = field(default_factory=list)
+    # Pruning: when the kernel decided to stop it, and when report() raised TrialPruned on the worker.
+    prune_decided_at: float | None = None
+    stopped_at: float | None = None
     _attempt_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
     def attempt_number(self, attempt: str) -> int:
@@ -86,6 +89,8 @@ class Experiment:
         space: dict[str, Any] | None = None,
         total: int | None = None,
         dashboard_link: str | None = None,
+        max_steps: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.id = uuid.uuid4().hex[:10]
         self.kind = kind
@@ -95,6 +100,8 @@ class Experiment:
         self.space = dict(space or {})
         self.total = total
         self.dashboard_link = dashboard_link
+        self.max_steps = max_steps
+        self.timeout = timeout
         self.state = "running"
         self.error: str | None = None
         self.started = time.time()
@@ -169,6 +176,21 @@ class Experiment:
             counts[rec.state] += 1
         return counts
 
+    def compute(self) -> dict[str, float]:
+        """Compute used so far: reported steps and trial-seconds, all trials; and, with ``max_steps``, the
+        share of steps saved against running every finished trial to ``max_steps``."""
+        now = time.time()
+        records = list(self._trials.values())
+        used = {
+            "steps": sum(r.steps for r in records),
+            "trial_seconds": sum(r.duration if r.duration is not None else now - r.started for r in records),
+        }
+        finished = [r for r in records if r.state != "running"]
+        if self.max_steps and finished:
+            full = len(finished) * self.max_steps
+            used["saved"] = max(0.0, 1 - sum(min(r.steps, self.max_steps) for r in finished) / full)
+        return used
+
     @property
     def elapsed(self) -> float:
         return (self.ended or time.time()) - self.started
@@ -192,6 +214,9 @@ class Experiment:
     # --- the scheduler's sink ----------------------------------------------------------------------------
     def trial_started(self, trial_id: int, params: dict[str, Any]) -> None:
         self._trials[trial_id] = TrialRecord(trial_id, dict(params))
+
+    def trial_pruned(self, trial_id: int) -> None:
+        self._trials[trial_id].prune_decided_at = time.time()
 
     def reports_arrived(self, trial_id: int, attempt: str, batch: list) -> None:
         rec = self._trials.get(trial_id)
@@ -231,6 +256,7 @@ class Experiment:
                 outcome["duration"] if outcome["duration"] is not None else time.time() - rec.started
             )
             rec.error = outcome["error"]
+            rec.stopped_at = outcome["stopped_at"]
         state = outcome["state"]
         if state == "completed":
             rec.value, problem = self._objective(outcome["returned"], rec.last)
@@ -276,6 +302,9 @@ class Experiment:
         if self._best is not None:
             b = self._best
             parts.append(f"best {self.metric}={b.value:.6g} (trial {b.trial_id}, {_format_params(b.params)})")
+        used = self.compute()
+        if "saved" in used and self.state != "running":
+            parts.append(f"{used['saved']:.0%} of steps saved by pruning")
         parts.append(f"{self.elapsed:.1f}s")
         return " · ".join(parts)
 

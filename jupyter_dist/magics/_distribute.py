@@ -15,6 +15,7 @@ from ..runtime import _cluster
 from ..space import Space, accepted_arguments
 
 MODES_AVAILABLE = ("hpo",)
+DEFAULT_TRIALS = 32
 MODES_PLANNED = ("ablation", "ddp")
 
 
@@ -80,11 +81,17 @@ def _accepts(fn, space: dict[str, Any]) -> bool:
 class DistributeMagics(Magics):
     @magic_arguments()
     @argument("kind", metavar="MODE", help="hpo (ablation and ddp are planned)")
-    @argument("--trials", type=int, default=32, help="number of trials (default 32)")
+    @argument(
+        "--trials", type=int, default=None, help="number of trials (default 32; with --timeout: no limit)"
+    )
     @argument("--metric", help="the metric to optimise, reported or returned by the function (required)")
     @argument("--mode", dest="direction", default="max", help="max or min (default max)")
     @argument("--sampler", default="tpe", help="tpe, random, grid, gp or cmaes (default tpe)")
-    @argument("--pruner", default=None, help="early stopping (not available yet)")
+    @argument("--pruner", default=None, help="early stopping: median, asha or hyperband (default: none)")
+    @argument(
+        "--max-steps", type=int, default=None, help="the most steps a trial reports (places ASHA rungs)"
+    )
+    @argument("--timeout", type=float, default=None, help="seconds for the whole experiment")
     @argument("--space", default=None, help="the search-space dict (default: the one the cell defines)")
     @argument("--fn", default=None, help="the training function (default: the one the cell defines)")
     @argument("--out", default="exp", help="variable to bind the finished Experiment to (default exp)")
@@ -122,7 +129,7 @@ class DistributeMagics(Magics):
             exp = api.hpo(
                 fn,
                 space,
-                trials=args.trials,
+                trials=args.trials if args.trials is not None or args.timeout else DEFAULT_TRIALS,
                 metric=args.metric,
                 mode=args.direction,
                 sampler=args.sampler,
@@ -131,6 +138,8 @@ class DistributeMagics(Magics):
                 parallel=args.parallel,
                 name=args.name,
                 seed=args.seed,
+                max_steps=args.max_steps,
+                timeout=args.timeout,
                 progress="auto",
             )
         except ExperimentFailed as exc:

@@ -148,7 +148,7 @@ def run_trial(
     activate(ctx)
     _captures[id(ctx)] = output
     started = time.time()
-    returned, error, state = None, None, "completed"
+    returned, error, state, stopped_at = None, None, "completed", None
     try:
         if ctx.should_stop:  # queued before the stop, started after it
             raise TrialPruned
@@ -156,7 +156,7 @@ def run_trial(
         if ctx.should_stop:
             state = "pruned"  # it returned by itself, but after it was told to stop
     except TrialPruned:
-        state = "pruned"
+        state, stopped_at = "pruned", time.time()
     except (Exception, SystemExit):  # a failing trial is recorded, never a crashed worker
         state, error = "failed", traceback.format_exc()
     finally:
@@ -178,6 +178,7 @@ def run_trial(
         "duration": duration,
         "error": error,
         "worker": worker.address,
+        "stopped_at": stopped_at,  # when report() raised TrialPruned: the stop latency's far end
     }
     # The outcome travels on the event stream too, behind the trial's reports and output: the kernel learns of
     # the end ~2 ms later without a gather round trip, and knows every earlier message has arrived.

@@ -42,7 +42,11 @@ class TrialFunctionError(RuntimeError):
 
 
 class TrialSource(Protocol):
+    prunes: bool  # whether report() can ever say stop; when False reports are not handed to it
+
     def next_trial(self) -> tuple[int, dict[str, Any]] | None: ...
+
+    def report(self, trial_id: int, batch: list) -> bool: ...
 
     def tell(self, record: Any) -> None: ...
 
@@ -53,6 +57,8 @@ class TrialSink(Protocol):
     def reports_arrived(self, trial_id: int, attempt: str, batch: list) -> None: ...
 
     def log(self, trial_id: int, attempt: str, stream: str, text: str) -> None: ...
+
+    def trial_pruned(self, trial_id: int) -> None: ...
 
     def trial_finished(self, trial_id: int, outcome: dict) -> Any: ...
 
@@ -69,6 +75,7 @@ def _lost_outcome(state: str, error: str | None) -> dict:
         duration=None,
         error=error,
         worker=None,
+        stopped_at=None,
     )
 
 
@@ -96,6 +103,7 @@ class TrialScheduler:
         self._fn_blob = cloudpickle.dumps(fn)
         self._stop = threading.Event()
         self._interrupts = 0
+        self.timed_out = False
 
     @property
     def stopping(self) -> bool:
@@ -136,11 +144,18 @@ class TrialScheduler:
             raise TrialFunctionError(problem)
         _loadable.add(probe_key)
 
-    def run(self, source: TrialSource, sink: TrialSink, idle: Callable[[], None] = lambda: None) -> None:
-        """Run the source's trials until it has no more or a stop is requested; a callback that raises aborts."""
-        run = _Run(self, source, sink)
+    def run(
+        self,
+        source: TrialSource,
+        sink: TrialSink,
+        idle: Callable[[], None] = lambda: None,
+        timeout: float | None = None,
+    ) -> None:
+        """Run the source's trials until it has no more, a stop is requested or ``timeout`` seconds have passed
+        (then the running trials are stopped, as with a stop); a callback that raises aborts."""
+        run = _Run(self, source, sink, timeout)
         with (
-            EventChannel(self.client, self.topic, sink.reports_arrived, sink.log, run.outcome_arrived),
+            EventChannel(self.client, self.topic, run.reports_arrived, sink.log, run.outcome_arrived),
             self._interrupts_stop(),
         ):
             try:
@@ -183,10 +198,14 @@ class TrialScheduler:
 class _Run:
     """The state of one ``TrialScheduler.run``: which trials are in flight and what has arrived."""
 
-    def __init__(self, scheduler: TrialScheduler, source: TrialSource, sink: TrialSink) -> None:
+    def __init__(
+        self, scheduler: TrialScheduler, source: TrialSource, sink: TrialSink, timeout: float | None
+    ) -> None:
         self.s = scheduler
         self.source = source
         self.sink = sink
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.pruned: set[int] = set()  # trials the source decided to stop
         # Outcomes arrive on the event stream (the fast path); a finished future whose outcome event has not
         # come within OUTCOME_GRACE is gathered instead. An errored or cancelled future means the trial was lost.
         self.events: queue.SimpleQueue = queue.SimpleQueue()
@@ -204,6 +223,9 @@ class _Run:
     def step(self) -> bool:
         """Start what may start, then handle what arrives within one poll interval. False when all is done."""
         s = self.s
+        if self.deadline is not None and not s.stopping and time.monotonic() > self.deadline:
+            s.timed_out = True
+            s.request_stop()
         if s.stopping:
             self._stopping()
         else:
@@ -260,6 +282,18 @@ class _Run:
         """Called on the IO thread by the event channel."""
         self.events.put(("outcome", trial_id, outcome))
 
+    def reports_arrived(self, trial_id: int, attempt: str, batch: list) -> None:
+        """Called on the IO thread: record at once; pruning decisions are the main thread's (Optuna's study is
+        not shared between threads, and decisions then follow the reports' order exactly)."""
+        self.sink.reports_arrived(trial_id, attempt, batch)
+        if self.source.prunes:
+            self.events.put(("reports", trial_id, batch))
+
+    def _prune(self, trial_id: int) -> None:
+        self.pruned.add(trial_id)
+        self.sink.trial_pruned(trial_id)
+        stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
+
     def _finish(self, trial_id: int, outcome: dict) -> None:
         _release_when_done(self.running.pop(trial_id))
         self.unreported.pop(trial_id, None)
@@ -268,8 +302,10 @@ class _Run:
         if outcome["duration"] is not None:
             self.recent.append(outcome["duration"])
             del self.recent[:-8]
-        if outcome["state"] == "pruned" and self.s.stopping:
-            outcome["state"] = "stopped"
+        if trial_id in self.pruned and outcome["state"] in ("completed", "pruned"):
+            outcome["state"] = "pruned"  # a trial that never reported again is pruned when it returns
+        elif outcome["state"] == "pruned":
+            outcome["state"] = "stopped"  # told to stop by the experiment, not by the pruner
         self.source.tell(self.sink.trial_finished(trial_id, outcome))
 
     def _handle(self, item: tuple) -> None:
@@ -279,6 +315,9 @@ class _Run:
             return  # already finished through the other path
         if kind == "outcome":
             self._finish(trial_id, payload)
+        elif kind == "reports":
+            if trial_id not in self.pruned and self.source.report(trial_id, payload):
+                self._prune(trial_id)
         elif payload is not future:
             return
         elif future.status == "finished":

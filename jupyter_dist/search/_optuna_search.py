@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from ..space import constants, searched
+from ._pruners import make_pruner
 from ._samplers import grid_size, make_sampler
 
 
@@ -37,7 +38,8 @@ def _quiet_optuna():
 
 
 class OptunaSearch:
-    """Asks Optuna for each next trial's parameters and tells it how each trial ended."""
+    """Asks Optuna for each next trial's parameters, feeds it the trials' reports (for pruning), and tells it
+    how each trial ended."""
 
     def __init__(
         self,
@@ -45,30 +47,41 @@ class OptunaSearch:
         *,
         trials: int | None,
         mode: str,
+        metric: str,
         sampler: Any = "tpe",
+        pruner: Any = None,
+        max_steps: int | None = None,
         seed: int | None = None,
+        unlimited: bool = False,
     ) -> None:
         import optuna
 
         self.searched = searched(space)
         self.constants = constants(space)
         self.distributions = {name: s.to_optuna(name) for name, s in self.searched.items()}
+        self.metric = metric
         if sampler == "grid":
             size = grid_size(self.searched)
             trials = size if trials is None else min(trials, size)
-        if trials is None or trials < 1:
+        if trials is None and not unlimited:
+            raise ValueError("trials=None searches until timeout=: give a timeout, or a number of trials")
+        if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
             raise ValueError(f"trials must be a positive number of trials, got {trials!r}")
         self.total = trials
+        pruner = make_pruner(pruner, max_steps)
+        self.prunes = not isinstance(pruner, optuna.pruners.NopPruner)
         with _quiet_optuna():
             self.study = optuna.create_study(
                 direction="maximize" if mode == "max" else "minimize",
                 sampler=make_sampler(sampler, self.searched, seed),
+                pruner=pruner,
             )
         self._pending: dict[int, Any] = {}
+        self._steps_seen: dict[int, set[int]] = {}
         self._asked = 0
 
     def next_trial(self) -> tuple[int, dict[str, Any]] | None:
-        if self._asked >= self.total:
+        if self.total is not None and self._asked >= self.total:
             return None
         with _quiet_optuna():
             trial = self.study.ask(self.distributions)
@@ -78,10 +91,32 @@ class OptunaSearch:
         params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
         return trial.number, params
 
+    def report(self, trial_id: int, batch: list) -> bool:
+        """Give Optuna a trial's new reports of the objective; True when its pruner says stop.
+
+        Checked step by step, so the decision does not depend on how the reports happened to be batched.
+        """
+        trial = self._pending.get(trial_id)
+        if trial is None:
+            return False
+        seen = self._steps_seen.setdefault(trial_id, set())
+        for step, metrics, _ in batch:
+            value = metrics.get(self.metric)
+            if (
+                value is None or step in seen
+            ):  # Optuna keeps the first value of a step (a re-run repeats them)
+                continue
+            seen.add(step)
+            trial.report(value, step)
+            if trial.should_prune():
+                return True
+        return False
+
     def tell(self, record) -> None:
         from optuna.trial import TrialState
 
         trial = self._pending.pop(record.trial_id)
+        self._steps_seen.pop(record.trial_id, None)
         with _quiet_optuna():
             if record.state == "completed":
                 self.study.tell(trial, record.value)

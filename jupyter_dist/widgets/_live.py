@@ -141,7 +141,11 @@ class LiveView(ExperimentView):
             if exp.dashboard_link
             else ""
         )
-        self.stats.value = f"{best}elapsed {format_duration(exp.elapsed)}{link}"
+        used = exp.compute()
+        compute = f" · compute {used['steps']:,} steps, {used['trial_seconds']:,.0f} trial-s"
+        if "saved" in used and exp.state != "running":
+            compute += f" (<b>{used['saved']:.0%} of the steps saved</b> vs every trial to {exp.max_steps})"
+        self.stats.value = f"{best}elapsed {format_duration(exp.elapsed)}{compute}{link}"
         self._draw_curves(records)
         self._draw_table(records)
         self._draw_log_picker(records)

@@ -1,0 +1,145 @@
+"""Early stopping on the real LocalCluster, with learning curves whose best configuration is known."""
+
+import math
+import time
+
+import optuna
+import pytest
+
+import jupyter_dist as jd
+from jupyter_dist import space
+
+QUALITIES = [round(0.1 * k, 1) for k in range(1, 13)]  # trial quality; 1.2 is the best at every step
+STEPS = 30
+
+
+def curve(quality=0.5, steps=STEPS):
+    """A known learning curve: higher quality is higher at every step."""
+    for step in range(steps):
+        time.sleep(0.01)
+        jd.report(step=step, acc=quality * (1 - math.exp(-(step + 1) / 5)))
+
+
+def run(client, pruner, seed=0):
+    return jd.hpo(
+        curve,
+        {"quality": space.choice(QUALITIES)},
+        trials=None,
+        metric="acc",
+        sampler="grid",
+        pruner=pruner,
+        max_steps=STEPS,
+        seed=seed,
+        parallel=1,
+        cluster=client,
+        progress=False,
+    )
+
+
+@pytest.mark.parametrize("pruner", ["median", "asha", "hyperband"])
+def test_each_pruner_prunes_bad_trials_and_keeps_the_best(client, pruner):
+    exp = run(client, pruner)
+    t = exp.trials
+    assert len(t) == len(QUALITIES)
+    assert exp.best.params == {"quality": max(QUALITIES)}
+    pruned = t[t.state == "pruned"]
+    assert len(pruned) >= 2
+    assert (pruned.params_quality < max(QUALITIES)).all()
+    assert (pruned.steps < STEPS).all()  # stopped early, not at the end
+    assert pruned.value.notna().all()  # with their last reported value
+    assert set(t.state) <= {"completed", "pruned"}
+    used = exp.compute()
+    assert used["steps"] == t.steps.sum() < len(QUALITIES) * STEPS
+    assert used["saved"] == pytest.approx(1 - t.steps.sum() / (len(QUALITIES) * STEPS))
+    for rec in exp.trial_records():
+        if rec.state == "pruned":
+            assert rec.prune_decided_at <= rec.stopped_at  # the worker saw the stop after the kernel decided
+
+
+def test_the_same_seed_prunes_the_same_trials_in_a_sequential_run(client):
+    first, second = run(client, "asha", seed=3), run(client, "asha", seed=3)
+
+    def pruned(exp):
+        return sorted(exp.trials[exp.trials.state == "pruned"].params_quality)
+
+    assert pruned(first) == pruned(second) and pruned(first)
+
+
+def goes_quiet(x=0.0):
+    jd.report(step=0, acc=0.1)
+    time.sleep(1.0)  # never reports again
+    return 0.1
+
+
+def test_a_trial_that_never_reports_again_is_pruned_when_it_returns(client):
+    exp = jd.hpo(
+        goes_quiet,
+        {"x": space.uniform(0, 1)},
+        trials=1,
+        metric="acc",
+        sampler="random",
+        pruner=optuna.pruners.ThresholdPruner(lower=0.5),
+        cluster=client,
+        progress=False,
+    )
+    (rec,) = exp.trial_records()
+    assert rec.state == "pruned" and rec.value == 0.1 and rec.prune_decided_at is not None
+
+
+def swallows_exceptions(x=0.0):
+    for step in range(100):
+        try:
+            time.sleep(0.02)
+            jd.report(step=step, acc=0.1)
+        except Exception:  # the broad handler of a "robust" training loop
+            pass
+
+
+def test_a_function_that_catches_exception_is_still_stopped(client):
+    exp = jd.hpo(
+        swallows_exceptions,
+        {"x": space.uniform(0, 1)},
+        trials=1,
+        metric="acc",
+        sampler="random",
+        pruner=optuna.pruners.ThresholdPruner(lower=0.5),
+        cluster=client,
+        progress=False,
+    )
+    (rec,) = exp.trial_records()
+    assert rec.state == "pruned" and rec.steps < 20
+
+
+def steady(x=0.0):
+    for step in range(5):
+        time.sleep(0.05)
+        jd.report(step=step, acc=x)
+
+
+def test_timeout_with_unlimited_trials_searches_until_time_is_up(client):
+    started = time.monotonic()
+    exp = jd.hpo(
+        steady,
+        {"x": space.uniform(0, 1)},
+        trials=None,
+        timeout=1.5,
+        metric="acc",
+        sampler="random",
+        cluster=client,
+        progress=False,
+    )
+    assert exp.state == "completed"
+    assert 1.5 <= time.monotonic() - started < 6
+    assert len(exp.trials) >= 4
+    assert set(exp.trials.state) <= {"completed", "stopped"}
+
+
+def test_bad_pruning_input_is_refused_before_any_work(client):
+    with pytest.raises(ValueError, match="pruner='sometimes' is not known"):
+        jd.hpo(steady, {"x": space.uniform(0, 1)}, metric="acc", pruner="sometimes", cluster=client)
+    with pytest.raises(ValueError, match="trials=None searches until timeout="):
+        jd.hpo(steady, {"x": space.uniform(0, 1)}, trials=None, metric="acc", cluster=client)
+    with pytest.raises(ValueError, match="max_steps=0"):
+        jd.hpo(steady, {"x": space.uniform(0, 1)}, metric="acc", max_steps=0, cluster=client)
+    with pytest.raises(ValueError, match="timeout=-1"):
+        jd.hpo(steady, {"x": space.uniform(0, 1)}, metric="acc", timeout=-1, cluster=client)
