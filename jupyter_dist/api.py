@@ -26,7 +26,7 @@ def hpo(
     metric: str | None = None,
     mode: str = "max",
     sampler: Any = "tpe",
-    pruner: Any = None,
+    pruner: Any = "asha",
     cluster: Any = None,
     parallel: int | None = None,
     name: str | None = None,
@@ -53,8 +53,8 @@ def hpo(
     sampler
         "tpe", "random", "grid", "gp", "cmaes", or an ``optuna.samplers.BaseSampler`` instance.
     pruner
-        Early stopping of running trials: "median", "asha", "hyperband", an ``optuna.pruners.BasePruner``
-        instance, or None. Decided in the kernel from the streamed reports of ``metric``; the trial's next
+        Early stopping of running trials: "asha" (the default), "median", "hyperband", an
+        ``optuna.pruners.BasePruner`` instance, or None (every trial runs to its end). Decided in the kernel from the streamed reports of ``metric``; the trial's next
         ``report()`` raises ``TrialPruned``.
     cluster
         None (``JUPYTER_DIST_CLUSTER``, else the embedded LocalCluster), "local", a scheduler address

@@ -29,6 +29,7 @@ def test_hpo_returns_an_experiment_with_results(client):
         mode="max",
         sampler="random",
         seed=3,
+        pruner=None,
         cluster=client,
         progress=False,
     )

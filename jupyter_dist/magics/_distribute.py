@@ -87,7 +87,7 @@ class DistributeMagics(Magics):
     @argument("--metric", help="the metric to optimise, reported or returned by the function (required)")
     @argument("--mode", dest="direction", default="max", help="max or min (default max)")
     @argument("--sampler", default="tpe", help="tpe, random, grid, gp or cmaes (default tpe)")
-    @argument("--pruner", default=None, help="early stopping: median, asha or hyperband (default: none)")
+    @argument("--pruner", default="asha", help="early stopping: asha (default), median, hyperband or none")
     @argument(
         "--max-steps", type=int, default=None, help="the most steps a trial reports (places ASHA rungs)"
     )
@@ -133,7 +133,7 @@ class DistributeMagics(Magics):
                 metric=args.metric,
                 mode=args.direction,
                 sampler=args.sampler,
-                pruner=args.pruner,
+                pruner=None if args.pruner == "none" else args.pruner,
                 cluster=args.cluster,
                 parallel=args.parallel,
                 name=args.name,

@@ -102,3 +102,26 @@ def test_distribute_cluster_shows_and_chooses_the_cluster(ip, client, monkeypatc
     monkeypatch.setenv("JUPYTER_DIST_CLUSTER", "tcp://127.0.0.1:9")  # chosen in the notebook beats the env
     assert ip.run_line_magic("distribute_cluster", "local") is client
     assert jd.get_client() is client
+
+
+def test_pruning_and_timeout_options_reach_the_experiment(ip):
+    body = """
+import time
+from jupyter_dist import space, report
+sp = {"q": space.choice([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])}
+def climb(q=0.5):
+    for step in range(9):
+        time.sleep(0.01)
+        report(step=step, acc=q * (step + 1))
+"""
+    ip.run_cell_magic(
+        "distribute",
+        "hpo --metric acc --sampler grid --seed 0 --parallel 1 --pruner median --max-steps 9",
+        body,
+    )
+    exp = ip.user_ns["exp"]
+    assert exp.max_steps == 9 and "pruned" in set(exp.trials.state)
+    assert exp.best.params == {"q": 0.8}
+    ip.run_cell_magic("distribute", "hpo --metric acc --sampler random --timeout 1", body)
+    exp = ip.user_ns["exp"]
+    assert exp.timeout == 1 and exp.total is None and exp.state == "completed"

@@ -125,6 +125,7 @@ def test_timeout_with_unlimited_trials_searches_until_time_is_up(client):
         timeout=1.5,
         metric="acc",
         sampler="random",
+        pruner=None,
         cluster=client,
         progress=False,
     )

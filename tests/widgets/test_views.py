@@ -34,6 +34,7 @@ def test_the_live_view_shows_progress_best_curves_table_and_output(client):
         trials=None,
         metric="acc",
         sampler="grid",
+        pruner=None,  # every curve drawn whole
         cluster=client,
         progress=_live(views),
     )
@@ -50,6 +51,36 @@ def test_the_live_view_shows_progress_best_curves_table_and_output(client):
     # the output tab follows the latest failure: its print and its traceback
     assert "trained with lr=" in view.log_text.value and "ValueError: diverged" in view.log_text.value
     assert view.stop_button.disabled  # finished
+
+
+def improving(q=0.5):
+    for step in range(10):
+        time.sleep(0.01)
+        jd.report(step=step, acc=q * (step + 1))
+
+
+def test_the_live_view_dims_pruned_trials_and_shows_the_compute_saved(client):
+    views = []
+    exp = jd.hpo(
+        improving,
+        {"q": space.choice([0.1 * k for k in range(1, 9)])},
+        trials=None,
+        metric="acc",
+        sampler="grid",
+        seed=0,
+        parallel=1,
+        pruner="median",
+        max_steps=10,
+        cluster=client,
+        progress=_live(views),
+    )
+    view = views[0]
+    c = exp.counts()
+    assert c["pruned"] >= 1 and f"{c['pruned']} pruned" in view.counts.value
+    assert f"compute {exp.compute()['steps']:,} steps" in view.stats.value
+    assert f"{exp.compute()['saved']:.0%} of the steps saved</b> vs every trial to 10" in view.stats.value
+    dimmed = [t for t in view.figure.data if t.opacity < 0.5]
+    assert len(dimmed) == c["pruned"]
 
 
 def test_the_stop_button_stops_the_experiment_gracefully(client):
