@@ -12,7 +12,7 @@ from .report import Reporter, TrialPruned, report
 from .runtime import ClusterError, TrialFunctionError, close_local_cluster, get_client
 from .space import SearchSpaceError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Best",
