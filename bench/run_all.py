@@ -1,7 +1,7 @@
 """Run every benchmark, one after the other, each in a fresh Python process; write bench/results/summary.json.
 
     .venv/bin/python bench/run_all.py                 # all of them
-    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead); the others'
+    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead, pruning); the others'
                                                       # latest result files are summarised as they are
 
 Fresh processes keep the benchmarks apart (each starts and stops its own LocalCluster) and keep their training
@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from _common import RESULTS, header, machine_busy_share, write_result  # noqa: E402
 
-BENCHMARKS = ("dispatch", "streaming", "overhead")
+BENCHMARKS = ("dispatch", "streaming", "overhead", "pruning")
 TIMEOUT = 300  # seconds per benchmark; each is meant to take under ~2 minutes
 QUIET_WAIT = 90.0  # seconds to wait, at most, for other processes to leave the CPU before each benchmark
 QUIET_SHARE = 0.10  # "quiet": under this share of the machine's CPU busy
@@ -58,6 +58,19 @@ def key_figures(name: str, r: dict) -> dict:
             "ours_fixed_overhead_median_s": r["ours_fixed_overhead_median_s"],
             "spread_pct": r["spread_pct"],
         }
+    if name == "pruning":
+        return {
+            bench: {
+                label: {
+                    "best_over_no_pruner": run["best_over_reference"],
+                    "step_share": run["step_share"],
+                    "pruned": run["counts"]["pruned"],
+                }
+                for label, run in r[bench]["runs"].items()
+                if label != "none"
+            }
+            for bench in ("synthetic", "mlp")
+        } | {"stop_latency_s": r["stop_latency_s"]["all"]}
     return {}
 
 

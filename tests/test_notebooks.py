@@ -41,7 +41,7 @@ def kernel():
         km.shutdown_kernel(now=False)
 
 
-CELL = """%%distribute hpo --trials {trials} --metric v --sampler random --seed 0
+CELL = """%%distribute hpo --trials {trials} --metric v --sampler random --seed 0 --pruner none
 import time
 from jupyter_dist import report, space
 sp = {{"x": space.uniform(0, 1)}}

@@ -245,7 +245,12 @@ class _Run:
         return True
 
     def _fill(self) -> None:
-        short = len(self.recent) >= 4 and sorted(self.recent)[len(self.recent) // 2] < SHORT_TRIAL
+        # parallel=1 stays strictly sequential: one trial at a time, each decided with every result before it.
+        short = (
+            self.s.parallel > 1
+            and len(self.recent) >= 4
+            and sorted(self.recent)[len(self.recent) // 2] < SHORT_TRIAL
+        )
         capacity = self.s.parallel * (4 if short else 1)
         while len(self.running) < capacity:
             planned = self.source.next_trial()
@@ -299,7 +304,8 @@ class _Run:
         self.unreported.pop(trial_id, None)
         if outcome["worker"] is not None:
             self.freed.append(outcome["worker"])
-        if outcome["duration"] is not None:
+        if outcome["duration"] is not None and outcome["state"] == "completed":
+            # Only trials that ran to their end say the function is cheap: pruned ones are short by decision.
             self.recent.append(outcome["duration"])
             del self.recent[:-8]
         if trial_id in self.pruned and outcome["state"] in ("completed", "pruned"):

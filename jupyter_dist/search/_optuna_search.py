@@ -72,6 +72,9 @@ class OptunaSearch:
         self.prunes = not isinstance(pruner, optuna.pruners.NopPruner)
         with _quiet_optuna():
             self.study = optuna.create_study(
+                # Hyperband assigns trials to brackets by hashing the study name: seed it too, so that a seeded
+                # search prunes the same trials every time.
+                study_name=None if seed is None else f"jupyter_dist-seed-{seed}",
                 direction="maximize" if mode == "max" else "minimize",
                 sampler=make_sampler(sampler, self.searched, seed),
                 pruner=pruner,

@@ -29,6 +29,11 @@ def make_pruner(pruner: Any, max_steps: int | None):
         return optuna.pruners.SuccessiveHalvingPruner(
             min_resource=min_resource, reduction_factor=REDUCTION_FACTOR
         )
+    # Reduction factor 6, not the usual 3: Hyperband's most conservative bracket prunes only at
+    # min_resource * factor^(brackets - 1), which for budgets of a few dozen steps is the last step with 3 or 4 -
+    # a bracket that never prunes. Measured on our 27-step benchmarks (replayed one trial at a time, plus the one
+    # step a remote stop costs): factor 3 used 37-44% of the unpruned steps, 4 32-40%, 6 28-31%, all within 0.5%
+    # of the best value.
     return optuna.pruners.HyperbandPruner(
-        min_resource=1, max_resource=max_steps or "auto", reduction_factor=REDUCTION_FACTOR
+        min_resource=1, max_resource=max_steps or "auto", reduction_factor=6
     )

@@ -1,0 +1,616 @@
+"""Pruning: what early stopping saves and what it costs, and how fast a pruning decision stops a trial.
+
+1. Quality and compute. The same 64 configurations (``sampler="grid"``, ``seed=0``, so every run sees exactly
+   the same ones) of two benchmarks with known learning curves, run with ``pruner=None``, "median", "asha" and
+   "hyperband" (``max_steps`` = the curve length), parallel=2, one after the other on one cluster:
+
+   a) synthetic: 64 deterministic curves ``q_k * (1 - exp(-(step + 1) / tau_k)) + 0.004 sin(1.3 step + k)``,
+      ``q_k ~ U(0.6, 0.95)`` and ``tau_k ~ U(2, 5)`` from a fixed seed (so they cross a little early on), 27
+      steps with a 5 ms sleep each; metric "score", mode "max";
+   b) a real model: an MLP (64 -> width -> width -> 10, SGD with momentum 0.9, batches of 32) on scikit-learn's
+      bundled digits (1347 train / 450 validation, fixed split), 27 epochs, ``torch.manual_seed(0)`` and one
+      thread, so each configuration's curve is deterministic; grid lr x width x weight_decay (4 x 4 x 4);
+      reports the validation accuracy each epoch; metric "val_acc", mode "max".
+
+   Per run: best value found (the best completed trial), the true rank of that configuration among the 64,
+   total steps consumed (sum of the trials' ``steps``), trials pruned, wall time around ``hpo()``; and, per
+   pruned trial, how many steps it ran after the kernel had decided to stop it. For reference, each pruner is
+   also replayed *sequentially* (no asynchrony) through the package's own ``OptunaSearch`` on the curves the
+   no-pruner run recorded: what the same pruner would decide if trials ran one at a time.
+
+   Target: ASHA and Hyperband find a configuration within 1% of the no-pruner best using <= 35% of its steps.
+
+2. Stop latency: kernel decision (``TrialRecord.prune_decided_at``, kernel ``time.time()``) to ``TrialPruned``
+   raised in the worker (``TrialRecord.stopped_at``, worker ``time.time()``; same host, same clock), over every
+   pruned trial of the runs above plus a dedicated run: 64 trials reporting every 5 ms whose value drops below
+   ``optuna.pruners.ThresholdPruner(lower=0.5)`` at a known step (10..40). A trial only sees the stop at its next
+   ``report()``, so the latency includes up to one report interval (5 ms here; one epoch for the MLP). The
+   dedicated run also splits the loop: trigger report sent -> received in the kernel -> decided -> stopped.
+   Target: p50 < 50 ms.
+
+Pruning with parallel=2 is asynchronous: which trials are pruned depends on what has finished when a trial
+reaches a rung, so figures vary a little between runs. (Optuna's Hyperband assigns brackets by a hash of the
+study name; jupyter_dist names a seeded study after its seed, so the brackets are the same every run.) The JSON
+keeps every trial's outcome.
+
+Run: ``.venv/bin/python bench/bench_pruning.py`` (writes bench/results/pruning.json).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CpuMonitor, contention_note, header, median, percentile, write_result  # noqa: E402
+
+N_WORKERS = 2
+THREADS_PER_WORKER = 1
+PRUNERS = (None, "median", "asha", "hyperband")
+JUDGED = ("asha", "hyperband")
+N_CONFIGS = 64
+STEPS = 27  # the curve length of both benchmarks, and max_steps
+SEED = 0
+# Synthetic curves
+SYN_SLEEP_S = 0.005
+SYN_CURVE_SEED = 12345
+SYN_Q = (0.6, 0.95)
+SYN_TAU = (2.0, 5.0)
+SYN_WIGGLE = 0.004
+# MLP on digits
+MLP_LR = [0.003, 0.01, 0.03, 0.1]
+MLP_WIDTH = [32, 64, 128, 256]
+MLP_WEIGHT_DECAY = [0.0, 1e-4, 1e-3, 1e-2]
+MLP_BATCH = 32
+MLP_VAL = 450
+# Dedicated stop-latency run
+LAT_TRIALS = 64
+LAT_INTERVAL_S = 0.005
+LAT_MAX_STEPS = 200
+LAT_THRESHOLD = 0.5
+HYPERBAND_REPLAYS = 3  # sequential replays of Hyperband: the seeded study name must give the same brackets
+
+TARGET_WITHIN = 0.01  # of the no-pruner best
+TARGET_STEP_SHARE = 0.35  # of the no-pruner steps
+TARGET_STOP_P50_S = 0.050
+
+
+# --- run on the workers (defined here so cloudpickle ships them by value) ----------------------------------
+def synthetic_curve(k):
+    """Config k's learning curve: a final quality q, a time constant tau, and a small deterministic wiggle."""
+    import math
+
+    import numpy as np
+
+    rng = np.random.RandomState(SYN_CURVE_SEED)
+    q = rng.uniform(*SYN_Q, N_CONFIGS)[k]
+    tau = rng.uniform(*SYN_TAU, N_CONFIGS)[k]
+    return [
+        float(q * (1 - math.exp(-(s + 1) / tau)) + SYN_WIGGLE * math.sin(1.3 * s + k)) for s in range(STEPS)
+    ]
+
+
+def synthetic(k):
+    import time
+
+    import jupyter_dist
+
+    for step, value in enumerate(synthetic_curve(k)):
+        time.sleep(SYN_SLEEP_S)
+        jupyter_dist.report(step=step, score=value)
+
+
+def mlp(lr, width, weight_decay):
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
+
+    import jupyter_dist
+
+    torch.set_num_threads(1)
+    digits = load_digits()
+    x = digits.data.astype("float32") / 16.0
+    y = digits.target.astype("int64")
+    order = np.random.RandomState(0).permutation(len(x))
+    x_val, y_val = torch.from_numpy(x[order[:MLP_VAL]]), torch.from_numpy(y[order[:MLP_VAL]])
+    x_train, y_train = torch.from_numpy(x[order[MLP_VAL:]]), torch.from_numpy(y[order[MLP_VAL:]])
+
+    torch.manual_seed(0)
+    shuffle = torch.Generator().manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for epoch in range(STEPS):
+        model.train()
+        perm = torch.randperm(len(x_train), generator=shuffle)
+        for i in range(0, len(x_train), MLP_BATCH):
+            batch = perm[i : i + MLP_BATCH]
+            opt.zero_grad()
+            loss_fn(model(x_train[batch]), y_train[batch]).backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
+        jupyter_dist.report(step=epoch, val_acc=acc)
+
+
+def ticker(k):
+    """Reports v=1 every LAT_INTERVAL_S, then v=0 from step drop_step(k) on (ThresholdPruner's trigger)."""
+    import time
+
+    import jupyter_dist
+
+    drop = lat_drop_step(k)
+    for step in range(LAT_MAX_STEPS):
+        time.sleep(LAT_INTERVAL_S)
+        jupyter_dist.report(step=step, v=1.0 if step < drop else 0.0)
+
+
+def lat_drop_step(k):
+    return 10 + (k * 7) % 31
+
+
+def warm_imports():
+    import numpy  # noqa: F401
+    import sklearn.datasets  # noqa: F401
+    import torch  # noqa: F401
+
+    return True
+
+
+# --- kernel side -------------------------------------------------------------------------------------------
+class ReportLog:
+    """progress= view that records every report's (trial, step, sent_at, received_at); draws nothing."""
+
+    def __init__(self, exp) -> None:
+        self.exp = exp
+        self.rows: list[tuple[int, int, float, float]] = []
+
+    def start(self) -> None:
+        self.exp.add_report_listener(self._on_reports)
+
+    def _on_reports(self, trial_id, reports) -> None:
+        now = time.time()
+        self.rows.extend((trial_id, step, sent_at, now) for step, _, sent_at in reports)
+
+    def idle(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def by_trial(self) -> dict[int, list[tuple[int, float, float]]]:
+        out: dict[int, list[tuple[int, float, float]]] = {}
+        for trial_id, step, sent_at, received_at in self.rows:
+            out.setdefault(trial_id, []).append((step, sent_at, received_at))
+        return out
+
+
+def spaces():
+    from jupyter_dist import space
+
+    return {
+        "synthetic": (synthetic, {"k": space.choice(list(range(N_CONFIGS)))}, "score"),
+        "mlp": (
+            mlp,
+            {
+                "lr": space.choice(MLP_LR),
+                "width": space.choice(MLP_WIDTH),
+                "weight_decay": space.choice(MLP_WEIGHT_DECAY),
+            },
+            "val_acc",
+        ),
+    }
+
+
+def config_key(params: dict) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+def run_hpo(
+    client, fn, search_space, metric, pruner, trials=None, max_steps=STEPS
+) -> tuple[object, ReportLog, float]:
+    import jupyter_dist
+
+    logs: list[ReportLog] = []
+
+    def view(exp):
+        logs.append(ReportLog(exp))
+        return logs[-1]
+
+    t0 = time.perf_counter()
+    exp = jupyter_dist.hpo(
+        fn,
+        search_space,
+        trials=trials,
+        metric=metric,
+        mode="max",
+        sampler="grid",
+        pruner=pruner,
+        max_steps=max_steps,
+        seed=SEED,
+        cluster=client,
+        progress=view,
+    )
+    return exp, logs[0], time.perf_counter() - t0
+
+
+def trial_rows(exp, log: ReportLog) -> list[dict]:
+    """Every trial's outcome; for pruned ones the stop latency and the steps run after the decision."""
+    reports = log.by_trial()
+    rows = []
+    for rec in exp.trial_records():
+        row = {
+            "trial_id": rec.trial_id,
+            "params": dict(rec.params),
+            "state": rec.state,
+            "value": rec.value,
+            "steps": rec.steps,
+            "duration_s": rec.duration,
+        }
+        if rec.prune_decided_at is not None:
+            sent_before = sum(
+                1 for _, sent_at, _ in reports.get(rec.trial_id, []) if sent_at <= rec.prune_decided_at
+            )
+            row.update(
+                prune_decided_at=rec.prune_decided_at,
+                stopped_at=rec.stopped_at,
+                stop_latency_s=None if rec.stopped_at is None else rec.stopped_at - rec.prune_decided_at,
+                steps_before_decision=sent_before,
+                steps_after_decision=rec.steps - sent_before,
+            )
+        rows.append(row)
+    return rows
+
+
+def replay_sequential(search_space, metric, pruner, curves: dict[tuple, list[float]]) -> dict:
+    """The same pruner, trials one at a time: the package's OptunaSearch fed the recorded full curves."""
+    from jupyter_dist.search import OptunaSearch
+
+    search = OptunaSearch(
+        search_space,
+        trials=None,
+        mode="max",
+        metric=metric,
+        sampler="grid",
+        pruner=pruner,
+        max_steps=STEPS,
+        seed=SEED,
+    )
+    steps = pruned = 0
+    best = None
+    while (planned := search.next_trial()) is not None:
+        trial_id, params = planned
+        curve = curves[config_key({k: params[k] for k in search_space})]
+        state = "completed"
+        for step, value in enumerate(curve):
+            steps += 1
+            if search.report(trial_id, [[step, {metric: value}, 0.0]]):
+                state = "pruned"
+                break
+        pruned += state == "pruned"
+        if state == "completed" and (best is None or value > best[0]):
+            best = (value, params)
+        search.tell(types.SimpleNamespace(trial_id=trial_id, state=state, value=value))
+    return {"best_value": best[0], "best_params": best[1], "steps": steps, "pruned": pruned}
+
+
+def run_benchmark(client, name: str) -> dict:
+    fn, search_space, metric = spaces()[name]
+    runs = {}
+    curves: dict[tuple, list[float]] = {}
+    for pruner in PRUNERS:
+        label = pruner or "none"
+        exp, log, wall = run_hpo(client, fn, search_space, metric, pruner)
+        counts = exp.counts()
+        rows = trial_rows(exp, log)
+        if pruner is None:
+            assert counts["completed"] == N_CONFIGS, counts
+            for rec in exp.trial_records():
+                curves[config_key(rec.params)] = list(rec.curve_values)
+        runs[label] = {
+            "wall_s": wall,
+            "counts": counts,
+            "best_value": exp.best.value,
+            "best_params": exp.best.params,
+            "steps": int(exp.trials["steps"].sum()),
+            "compute": exp.compute(),
+            "configs_seen": sorted(config_key(r["params"]) for r in rows),
+            "order": [config_key(r["params"]) for r in rows],
+            "trials": rows,
+        }
+        print(f"  {name:9} {label:9} {wall:6.1f} s  {exp.summary()}", flush=True)
+
+    finals = {key: c[-1] for key, c in curves.items()}
+    ranked = sorted(finals.values(), reverse=True)
+    reference = runs["none"]
+    all_configs = reference["configs_seen"]
+    for label, r in runs.items():
+        r["rank_of_best"] = 1 + ranked.index(finals[config_key(r["best_params"])])
+        r["best_over_reference"] = r["best_value"] / reference["best_value"]
+        r["step_share"] = r["steps"] / reference["steps"]
+        r["same_configs_as_reference"] = r["configs_seen"] == all_configs
+        r["same_order_as_reference"] = r["order"] == reference["order"]
+        # Deterministic curves: a completed trial must end on the value the no-pruner run recorded for it.
+        r["value_mismatches"] = [
+            t["trial_id"]
+            for t in r["trials"]
+            if t["state"] == "completed" and abs(t["value"] - finals[config_key(t["params"])]) > 1e-12
+        ]
+        pruned = [t for t in r["trials"] if "prune_decided_at" in t]
+        after = [t["steps_after_decision"] for t in pruned]
+        r["pruned_steps_after_decision"] = {
+            "n": len(after),
+            "total": sum(after),
+            "mean": sum(after) / len(after) if after else None,
+            "max": max(after) if after else None,
+        }
+        if label != "none":
+            # Hyperband's brackets hash the study name (seeded here, so the replays agree; kept as a check).
+            replays = []
+            for _ in range(HYPERBAND_REPLAYS if label == "hyperband" else 1):
+                seq = replay_sequential(search_space, metric, label, curves)
+                seq["best_over_reference"] = seq["best_value"] / reference["best_value"]
+                seq["step_share"] = seq["steps"] / reference["steps"]
+                seq["rank_of_best"] = 1 + ranked.index(finals[config_key(seq["best_params"])])
+                replays.append(seq)
+            shares = [q["step_share"] for q in replays]
+            quality = [q["best_over_reference"] for q in replays]
+            r["sequential_replay_reference"] = {
+                "replays": len(replays),
+                "step_share": {"median": median(shares), "min": min(shares), "max": max(shares)},
+                "best_over_reference": {"median": median(quality), "min": min(quality), "max": max(quality)},
+                "met_share": sum(
+                    q >= 1 - TARGET_WITHIN and s <= TARGET_STEP_SHARE
+                    for q, s in zip(quality, shares, strict=True)
+                )
+                / len(replays),
+                "runs": replays,
+            }
+    for r in runs.values():
+        del r["configs_seen"], r["order"]
+    return {
+        "metric": metric,
+        "configs": N_CONFIGS,
+        "steps_per_config": STEPS,
+        "true_best_final_value": ranked[0],
+        "true_top5_final_values": ranked[:5],
+        "within_1pct_of_true_best": sum(v >= ranked[0] * (1 - TARGET_WITHIN) for v in ranked),
+        "runs": runs,
+    }
+
+
+def run_latency(client) -> dict:
+    import optuna
+
+    from jupyter_dist import space
+
+    exp, log, wall = run_hpo(
+        client,
+        ticker,
+        {"k": space.choice(list(range(LAT_TRIALS)))},
+        "v",
+        optuna.pruners.ThresholdPruner(lower=LAT_THRESHOLD),
+        max_steps=LAT_MAX_STEPS,
+    )
+    reports = log.by_trial()
+    rows = trial_rows(exp, log)
+    for row in rows:
+        drop = lat_drop_step(row["params"]["k"])
+        trigger = [(s, sent, recv) for s, sent, recv in reports.get(row["trial_id"], []) if s == drop]
+        if trigger and row.get("prune_decided_at") is not None:
+            _, sent, received = trigger[0]
+            row.update(
+                trigger_step=drop,
+                trigger_sent_to_received_s=received - sent,
+                trigger_received_to_decided_s=row["prune_decided_at"] - received,
+                trigger_sent_to_stopped_s=None if row["stopped_at"] is None else row["stopped_at"] - sent,
+            )
+    print(f"  latency   threshold {wall:6.1f} s  {exp.summary()}", flush=True)
+    return {"wall_s": wall, "counts": exp.counts(), "steps": int(exp.trials["steps"].sum()), "trials": rows}
+
+
+def dist(values: list[float]) -> dict:
+    return {
+        "n": len(values),
+        "p50": percentile(values, 50),
+        "p90": percentile(values, 90),
+        "p99": percentile(values, 99),
+        "max": max(values) if values else None,
+    }
+
+
+def main() -> dict:
+    import jupyter_dist
+
+    wall0 = time.perf_counter()
+    cpu = CpuMonitor()
+    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
+    try:
+        client.wait_for_workers(N_WORKERS, timeout=60)
+        client.run(warm_imports)
+        # Warm-up: the runner, Optuna in the kernel, torch's first model on each worker.
+        fn, search_space, metric = spaces()["mlp"]
+        run_hpo(client, fn, search_space, metric, None, trials=2)
+        fn, search_space, metric = spaces()["synthetic"]
+        run_hpo(client, fn, search_space, metric, "asha", trials=4)
+
+        benchmarks = {name: run_benchmark(client, name) for name in ("synthetic", "mlp")}
+        latency_run = run_latency(client)
+    finally:
+        jupyter_dist.close_local_cluster()
+    cpu_contention = cpu.stop()
+
+    # Stop latency over every pruned trial that raised TrialPruned.
+    by_source: dict[str, list[float]] = {}
+    not_stopped: dict[str, int] = {}
+    for name, b in benchmarks.items():
+        for label, r in b["runs"].items():
+            for t in r["trials"]:
+                if "prune_decided_at" in t:
+                    if t["stop_latency_s"] is None:
+                        not_stopped[f"{name}/{label}"] = not_stopped.get(f"{name}/{label}", 0) + 1
+                    else:
+                        by_source.setdefault(name, []).append(t["stop_latency_s"])
+    lat_rows = [t for t in latency_run["trials"] if "prune_decided_at" in t]
+    by_source["threshold_5ms"] = [t["stop_latency_s"] for t in lat_rows if t["stop_latency_s"] is not None]
+    not_stopped["threshold_5ms"] = sum(t["stop_latency_s"] is None for t in lat_rows)
+    pooled = [v for values in by_source.values() for v in values]
+    stop_latency = {
+        "all": dist(pooled),
+        "by_source": {k: dist(v) for k, v in by_source.items()},
+        "pruned_without_stopped_at": {k: v for k, v in not_stopped.items() if v},
+        "threshold_5ms_breakdown": {
+            leg: dist([t[leg] for t in lat_rows if t.get(leg) is not None])
+            for leg in (
+                "trigger_sent_to_received_s",
+                "trigger_received_to_decided_s",
+                "stop_latency_s",
+                "trigger_sent_to_stopped_s",
+            )
+        },
+        "raw_s": by_source,
+    }
+
+    met_runs = {}
+    for name, b in benchmarks.items():
+        for label in JUDGED:
+            r = b["runs"][label]
+            quality = r["best_over_reference"] >= 1 - TARGET_WITHIN
+            compute = r["step_share"] <= TARGET_STEP_SHARE
+            met_runs[f"{name}/{label}"] = {
+                "quality": quality,
+                "compute": compute,
+                "both": quality and compute,
+            }
+    met_quality = all(m["both"] for m in met_runs.values())
+    met_latency = stop_latency["all"]["p50"] is not None and stop_latency["all"]["p50"] < TARGET_STOP_P50_S
+
+    result = header(
+        "pruning",
+        {
+            "cluster": f"jupyter_dist.get_client('local', n_workers={N_WORKERS}, threads_per_worker={THREADS_PER_WORKER})",
+            "call": "hpo(fn, space, trials=None, metric=..., mode='max', sampler='grid', pruner=P, max_steps=27, "
+            "seed=0, cluster=client, progress=<silent view with a report listener>); parallel = 2 worker threads",
+            "pruners": [p or "none" for p in PRUNERS],
+            "configs": N_CONFIGS,
+            "steps": STEPS,
+            "synthetic": {
+                "curve": "q_k * (1 - exp(-(step+1)/tau_k)) + wiggle * sin(1.3*step + k)",
+                "q": SYN_Q,
+                "tau": SYN_TAU,
+                "wiggle": SYN_WIGGLE,
+                "curve_seed": SYN_CURVE_SEED,
+                "sleep_per_step_s": SYN_SLEEP_S,
+            },
+            "mlp": {
+                "data": "sklearn.datasets.load_digits(), x/16, fixed permutation (seed 0): 450 validation, 1347 train",
+                "model": "Linear(64,w)-ReLU-Linear(w,w)-ReLU-Linear(w,10); SGD momentum 0.9; batch 32; "
+                "torch.manual_seed(0); torch.set_num_threads(1); reports val_acc every epoch",
+                "lr": MLP_LR,
+                "width": MLP_WIDTH,
+                "weight_decay": MLP_WEIGHT_DECAY,
+            },
+            "latency_run": {
+                "trials": LAT_TRIALS,
+                "report_interval_s": LAT_INTERVAL_S,
+                "pruner": f"optuna.pruners.ThresholdPruner(lower={LAT_THRESHOLD})",
+                "trigger": "v drops from 1 to 0 at step 10 + (7k mod 31)",
+            },
+            "order": "synthetic none, median, asha, hyperband; mlp the same; then the latency run; after a warm-up",
+            "steps_counted": "report() calls per trial, the one that raised TrialPruned included (TrialRecord.steps)",
+        },
+    )
+    result.update(
+        {
+            "synthetic": benchmarks["synthetic"],
+            "mlp": benchmarks["mlp"],
+            "stop_latency_s": stop_latency,
+            "latency_run": latency_run,
+            "target": {
+                "best_within_of_no_pruner_best": TARGET_WITHIN,
+                "max_step_share_of_no_pruner": TARGET_STEP_SHARE,
+                "judged_pruners": list(JUDGED),
+                "stop_latency_p50_s": TARGET_STOP_P50_S,
+                "stop_latency_judged_on": "all pruned trials of all runs that raised TrialPruned",
+            },
+            "met": {
+                "quality_and_compute": met_runs,
+                "quality_and_compute_all": met_quality,
+                "stop_latency_p50": met_latency,
+                "all": met_quality and met_latency,
+            },
+            "cpu_contention": cpu_contention,
+            "wall_s": time.perf_counter() - wall0,
+        }
+    )
+    return result
+
+
+def _seq(seq: dict) -> str:
+    q, s = seq["best_over_reference"], seq["step_share"]
+    text = f"{q['median']:8.3f} {s['median']:9.1%}"
+    if seq["replays"] > 1:
+        text += f" [{s['min']:.1%}..{s['max']:.1%}], within 1% at <= 35%: {seq['met_share']:.0%} of replays"
+    return text
+
+
+def _ms(v) -> str:
+    return "   -" if v is None else f"{1000 * v:5.1f}"
+
+
+def summary(result: dict) -> str:
+    lines = [
+        f"pruning, {N_CONFIGS} configs x {STEPS} steps, grid seed 0, parallel 2 "
+        "(seq = the same pruner replayed one trial at a time; Hyperband: median [min..max] of "
+        f"{HYPERBAND_REPLAYS} replays):",
+        f"  {'bench':9} {'pruner':9} {'best':>7} {'/ref':>6} {'rank':>4} {'steps':>6} {'share':>6} "
+        f"{'pruned':>6} {'after':>5} {'wall s':>6} | {'seq /ref':>8} {'seq share':>9}",
+    ]
+    for name in ("synthetic", "mlp"):
+        for label, r in result[name]["runs"].items():
+            seq = r.get("sequential_replay_reference")
+            lines.append(
+                f"  {name:9} {label:9} {r['best_value']:7.4f} {r['best_over_reference']:6.3f} "
+                f"{r['rank_of_best']:4d} {r['steps']:6d} {r['step_share']:6.1%} {r['counts']['pruned']:6d} "
+                f"{r['pruned_steps_after_decision']['total']:5d} {r['wall_s']:6.1f} | "
+                + (_seq(seq) if seq else "")
+            )
+    lines.append(
+        "  (after: steps pruned trials ran once the kernel had decided, the report() that raised included)"
+    )
+    lat = result["stop_latency_s"]
+    lines.append("  stop latency (decided in kernel -> TrialPruned in worker), ms:")
+    for label, d in [("all", lat["all"])] + list(lat["by_source"].items()):
+        lines.append(
+            f"    {label:14} n={d['n']:4d}  p50 {_ms(d['p50'])}  p90 {_ms(d['p90'])}  p99 {_ms(d['p99'])}  "
+            f"max {_ms(d['max'])}"
+        )
+    b = lat["threshold_5ms_breakdown"]
+    lines.append(
+        "    threshold run, p50: report sent -> kernel "
+        f"{_ms(b['trigger_sent_to_received_s']['p50'])}, -> decided {_ms(b['trigger_received_to_decided_s']['p50'])}, "
+        f"-> stopped {_ms(b['stop_latency_s']['p50'])}; sent -> stopped {_ms(b['trigger_sent_to_stopped_s']['p50'])}"
+    )
+    if lat["pruned_without_stopped_at"]:
+        lines.append(f"    pruned but finished without TrialPruned: {lat['pruned_without_stopped_at']}")
+    met = result["met"]
+    parts = [f"{k} {'met' if v['both'] else 'NOT met'}" for k, v in met["quality_and_compute"].items()]
+    lines.append(f"  target within 1% of best at <= 35% of steps: {'; '.join(parts)}")
+    lines.append(f"  target stop latency p50 < 50 ms: {'met' if met['stop_latency_p50'] else 'NOT met'}")
+    lines.append(contention_note(result["cpu_contention"]))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    res = main()
+    path = write_result("pruning", res)
+    print(summary(res))
+    print(f"  -> {path}")
