@@ -191,6 +191,7 @@ def run_ours(client, seconds: float, rate: float) -> dict:
         parallel=TRIALS,
         metric="v",
         sampler="random",
+        pruner=None,  # the channel is measured here; pruning has its own benchmark
         seed=0,
         cluster=client,
         progress=make_view,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from typing import Any
 
 from ..space import constants, searched
@@ -35,6 +36,11 @@ def _quiet_optuna():
         yield
     finally:
         _quiet.active.on = False
+
+
+# See OptunaSearch.report: batches up to this many reports are judged step by step; larger ones are sampled.
+STEP_BY_STEP_BATCH = 10
+HIGH_RATE_INTERVAL = 0.05
 
 
 class OptunaSearch:
@@ -81,6 +87,7 @@ class OptunaSearch:
             )
         self._pending: dict[int, Any] = {}
         self._steps_seen: dict[int, set[int]] = {}
+        self._last_sampled: dict[int, float] = {}
         self._asked = 0
 
     def next_trial(self) -> tuple[int, dict[str, Any]] | None:
@@ -97,17 +104,27 @@ class OptunaSearch:
     def report(self, trial_id: int, batch: list) -> bool:
         """Give Optuna a trial's new reports of the objective; True when its pruner says stop.
 
-        Checked step by step, so the decision does not depend on how the reports happened to be batched.
+        A trial reporting at a training loop's pace (batches of up to STEP_BY_STEP_BATCH reports, i.e. below
+        ~200 reports a second) gets every step reported and judged, so decisions do not depend on batching and a
+        seeded sequential run prunes the same trials every time. A trial reporting faster is sampled: its latest
+        step, at most every HIGH_RATE_INTERVAL. Optuna's in-memory trials copy their intermediate values on
+        every decision (30-140 us, growing with the steps), so judging every one of 20,000 steps a second would
+        leave the kernel seconds behind.
         """
         trial = self._pending.get(trial_id)
         if trial is None:
             return False
         seen = self._steps_seen.setdefault(trial_id, set())
+        if len(batch) > STEP_BY_STEP_BATCH:
+            now = time.monotonic()
+            if now - self._last_sampled.get(trial_id, 0.0) < HIGH_RATE_INTERVAL:
+                return False
+            self._last_sampled[trial_id] = now
+            batch = [report for report in batch if self.metric in report[1]][-1:]
         for step, metrics, _ in batch:
             value = metrics.get(self.metric)
-            if (
-                value is None or step in seen
-            ):  # Optuna keeps the first value of a step (a re-run repeats them)
+            # Optuna keeps the first value of a step; a re-run attempt repeats the steps.
+            if value is None or step in seen:
                 continue
             seen.add(step)
             trial.report(value, step)
@@ -120,6 +137,7 @@ class OptunaSearch:
 
         trial = self._pending.pop(record.trial_id)
         self._steps_seen.pop(record.trial_id, None)
+        self._last_sampled.pop(record.trial_id, None)
         with _quiet_optuna():
             if record.state == "completed":
                 self.study.tell(trial, record.value)

@@ -144,3 +144,29 @@ def test_bad_pruning_input_is_refused_before_any_work(client):
         jd.hpo(steady, {"x": space.uniform(0, 1)}, metric="acc", max_steps=0, cluster=client)
     with pytest.raises(ValueError, match="timeout=-1"):
         jd.hpo(steady, {"x": space.uniform(0, 1)}, metric="acc", timeout=-1, cluster=client)
+
+
+def floods(x=0.0, seconds=1.5):
+    step, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        jd.report(step=step, acc=x)
+        step += 1
+    return x
+
+
+def test_a_pruner_keeps_up_with_a_trial_reporting_as_fast_as_it_can(client):
+    # ~20,000 reports/s per trial: asking the pruner at every step (30-140 us) would fall seconds behind.
+    started = time.monotonic()
+    exp = jd.hpo(
+        floods,
+        {"x": space.uniform(0, 1)},
+        trials=2,
+        parallel=2,
+        metric="acc",
+        sampler="random",
+        pruner="asha",
+        cluster=client,
+        progress=False,
+    )
+    assert time.monotonic() - started < 1.5 + 1.5  # the trials' own 1.5 s, and little more
+    assert exp.reports == exp.trials.steps.sum() > 10_000
