@@ -210,9 +210,8 @@ class _Run:
         # come within OUTCOME_GRACE is gathered instead. An errored or cancelled future means the trial was lost.
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.running: dict[int, Any] = {}  # trial id -> future
-        self.unreported: dict[
-            int, float
-        ] = {}  # trial id -> when its future finished without an outcome event
+        # trial id -> when its future finished without its outcome event having arrived
+        self.unreported: dict[int, float] = {}
         self.recent: list[float] = []  # durations of the last few trials, to spot short ones
         # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
         # the task done, so a plain submit could land behind a long trial on a busy worker: name the free one.

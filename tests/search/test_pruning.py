@@ -65,15 +65,10 @@ def test_the_same_seed_prunes_the_same_trials_in_a_sequential_run(client):
     assert pruned(first) == pruned(second) and pruned(first)
 
 
-def goes_quiet(x=0.0):
-    jd.report(step=0, acc=0.1)
-    time.sleep(1.0)  # never reports again
-    return 0.1
-
-
-def test_a_trial_that_never_reports_again_is_pruned_when_it_returns(client):
+def one_trial_below_threshold(client, fn):
+    """Run ``fn`` as one trial whose pruner stops it at its first report (acc=0.1 < 0.5)."""
     exp = jd.hpo(
-        goes_quiet,
+        fn,
         {"x": space.uniform(0, 1)},
         trials=1,
         metric="acc",
@@ -83,6 +78,17 @@ def test_a_trial_that_never_reports_again_is_pruned_when_it_returns(client):
         progress=False,
     )
     (rec,) = exp.trial_records()
+    return rec
+
+
+def goes_quiet(x=0.0):
+    jd.report(step=0, acc=0.1)
+    time.sleep(1.0)  # never reports again
+    return 0.1
+
+
+def test_a_trial_that_never_reports_again_is_pruned_when_it_returns(client):
+    rec = one_trial_below_threshold(client, goes_quiet)
     assert rec.state == "pruned" and rec.value == 0.1 and rec.prune_decided_at is not None
 
 
@@ -96,17 +102,7 @@ def swallows_exceptions(x=0.0):
 
 
 def test_a_function_that_catches_exception_is_still_stopped(client):
-    exp = jd.hpo(
-        swallows_exceptions,
-        {"x": space.uniform(0, 1)},
-        trials=1,
-        metric="acc",
-        sampler="random",
-        pruner=optuna.pruners.ThresholdPruner(lower=0.5),
-        cluster=client,
-        progress=False,
-    )
-    (rec,) = exp.trial_records()
+    rec = one_trial_below_threshold(client, swallows_exceptions)
     assert rec.state == "pruned" and rec.steps < 20
 
 
