@@ -31,6 +31,7 @@ class LiveView(ExperimentView):
         super().__init__(exp)
         self._drawn: dict[int, tuple[int, str]] = {}  # trial id -> (points drawn, state drawn)
         self._trace_index: dict[int, int] = {}
+        self._display = None  # the handle of the displayed view, to leave a text summary in it at the end
         self._table_key = None
         self._log_choice_by_user = False
         self._picking = False  # True while the view itself moves the trial picker
@@ -88,16 +89,22 @@ class LiveView(ExperimentView):
             route_to(self.stop_button, subshell)
             route_to(self.log_picker, subshell)
         bundle = self.box._repr_mimebundle_()
-        # Where no widget frontend renders it (nbconvert, a terminal), this text stands in for the view.
+        # Where no widget frontend renders it (nbconvert, a plain viewer), this text stands in for the view.
         bundle["text/plain"] = (
             f"jupyter_dist live view of {self.exp.kind} {self.exp.name!r} (needs a widget frontend)"
         )
-        display(bundle, raw=True)
+        self._display = display(bundle, raw=True, display_id=True)
         super().start()
 
     def finish(self) -> None:
         self.stop_button.disabled = True
         self.draw()
+        if self._display is not None:
+            # Frontends without widgets (nbconvert, a saved notebook in a plain viewer) keep the text: make it
+            # the final summary rather than a placeholder.
+            bundle = self.box._repr_mimebundle_()
+            bundle["text/plain"] = self.exp.summary()
+            self._display.update(bundle, raw=True)
 
     def _on_stop(self, _button) -> None:
         self.stop_button.description = "Stopping…"
