@@ -124,6 +124,12 @@ def run_experiment(
     scheduler.check_function()
     exp._stop = scheduler.request_stop
     view = make_view(progress, exp)
+    # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
+    with scheduler.interrupts_stop():
+        return _run_with_view(exp, scheduler, source, view)
+
+
+def _run_with_view(exp: Experiment, scheduler: TrialScheduler, source, view) -> Experiment:
     view.start()
     try:
         try:

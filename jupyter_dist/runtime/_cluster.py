@@ -103,6 +103,9 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
         )
         _local["cluster"] = cluster
         _local["client"] = client = Client(cluster, set_as_default=False)
+        from ._worker_plugins import IgnoreKernelInterrupts  # imports distributed: only when a cluster starts
+
+        client.register_plugin(IgnoreKernelInterrupts())
         return client
 
 

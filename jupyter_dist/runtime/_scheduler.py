@@ -156,7 +156,7 @@ class TrialScheduler:
         run = _Run(self, source, sink, timeout)
         with (
             EventChannel(self.client, self.topic, run.reports_arrived, sink.log, run.outcome_arrived),
-            self._interrupts_stop(),
+            self.interrupts_stop(),
         ):
             try:
                 last_idle = 0.0
@@ -173,7 +173,7 @@ class TrialScheduler:
                 idle()
 
     @contextlib.contextmanager
-    def _interrupts_stop(self):
+    def interrupts_stop(self):
         """While running, Ctrl-C asks for a graceful stop, a second one abandons the running trials, a third
         raises KeyboardInterrupt. A handler, not ``except KeyboardInterrupt``: the exception could land
         anywhere in the loop, even between two statements that must not be torn apart."""
