@@ -326,7 +326,7 @@ def run_benchmark(client, name: str) -> dict:
             "order": [config_key(r["params"]) for r in rows],
             "trials": rows,
         }
-        print(f"  {name:9} {label:9} {wall:6.1f} s  {exp.summary()}", flush=True)
+        print(f"  {name:9} {label:9} {wall:6.1f} s  {exp.status_line()}", flush=True)
 
     finals = {key: c[-1] for key, c in curves.items()}
     ranked = sorted(finals.values(), reverse=True)
@@ -413,7 +413,7 @@ def run_latency(client) -> dict:
                 trigger_received_to_decided_s=row["prune_decided_at"] - received,
                 trigger_sent_to_stopped_s=None if row["stopped_at"] is None else row["stopped_at"] - sent,
             )
-    print(f"  latency   threshold {wall:6.1f} s  {exp.summary()}", flush=True)
+    print(f"  latency   threshold {wall:6.1f} s  {exp.status_line()}", flush=True)
     return {"wall_s": wall, "counts": exp.counts(), "steps": int(exp.trials["steps"].sum()), "trials": rows}
 
 

@@ -1,4 +1,4 @@
-"""jupyter_dist: run a notebook training function as HPO trials on Dask, streaming live into Jupyter.
+"""jupyter_dist: run a notebook training function as HPO trials or an ablation study on Dask, live in Jupyter.
 
 ``%load_ext jupyter_dist`` registers the ``%%distribute`` magic; the Python API below is what it calls.
 """
@@ -6,15 +6,18 @@
 from __future__ import annotations
 
 from . import space
-from .api import hpo
+from .ablation import AblationError, AblationExperiment, ablate
+from .api import ablation, hpo
 from .experiment import Best, Experiment, ExperimentFailed, MetricError
 from .report import Reporter, TrialPruned, report
 from .runtime import ClusterError, TrialFunctionError, close_local_cluster, get_client
 from .space import SearchSpaceError
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
+    "AblationError",
+    "AblationExperiment",
     "Best",
     "ClusterError",
     "Experiment",
@@ -24,6 +27,8 @@ __all__ = [
     "SearchSpaceError",
     "TrialFunctionError",
     "TrialPruned",
+    "ablate",
+    "ablation",
     "close_local_cluster",
     "get_client",
     "hpo",

@@ -14,7 +14,7 @@ from .experiment import Experiment, ExperimentFailed, MetricError
 from .runtime import TrialScheduler, get_client, worker_threads
 from .space import validate_space
 
-__all__ = ["hpo"]
+__all__ = ["hpo", "ablation"]
 
 MODES = ("max", "min")
 
@@ -76,16 +76,7 @@ def hpo(
     """
     from .search import OptunaSearch
 
-    _check_training_function(fn)
-    if not isinstance(metric, str) or not metric:
-        raise ValueError(
-            "hpo() needs metric=..., the name of the metric to optimise: one that the training function "
-            "reports with jupyter_dist.report(...) or returns"
-        )
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r}: use 'max' or 'min'")
-    _check_parallel(parallel)
-    _check_progress(progress)
+    _check_common("hpo", fn, metric, mode, parallel, progress)
     _check_positive("max_steps", max_steps, int)
     _check_positive("timeout", timeout, (int, float))
     validate_space(fn, search_space)
@@ -114,6 +105,77 @@ def hpo(
         timeout=timeout,
     )
     return run_experiment(exp, fn, search, client, parallel=parallel, progress=progress)
+
+
+def ablation(
+    fn: Callable,
+    features: list[str] | None = None,
+    modules: list[str] | None = None,
+    flags: list[str] | None = None,
+    groups: dict[str, list[str]] | None = None,
+    metric: str | None = None,
+    mode: str = "max",
+    repeats: int = 1,
+    cluster: Any = None,
+    name: str | None = None,
+    params: dict[str, Any] | None = None,
+    seed: int = 0,
+    parallel: int | None = None,
+    timeout: float | None = None,
+    progress: Any = "auto",
+):
+    """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
+    left out (and one per group), each ``repeats`` times; return the AblationExperiment.
+
+    Parameters
+    ----------
+    features
+        Names of input features. ``fn`` takes a ``features`` argument: the baseline gets the whole list, the
+        trial that leaves feature f out gets the list without f (order kept).
+    modules
+        Dotted submodule names, as in ``model.named_modules()``. ``fn`` calls ``model = jupyter_dist.ablate(model)``
+        once it has built the model; in the trial that leaves a module out it is replaced by an identity.
+    flags
+        Boolean arguments of ``fn`` that default to True; the trial that leaves flag g out passes ``g=False``.
+    groups
+        ``{name: [component, ...]}``: components (from the three lists) left out together in one more trial.
+    metric, mode
+        The metric to compare (reported or returned by ``fn``) and whether higher ("max") or lower is better.
+    repeats
+        Runs per variant. Repeat r passes ``seed=seed + r`` to every variant when ``fn`` takes ``seed``, so each
+        comparison with the baseline is paired; the summary then has a mean and a std per component.
+    params
+        Fixed arguments for every trial (e.g. the best hyperparameters an HPO experiment found).
+    cluster, name, parallel, timeout, progress
+        As for ``hpo()``.
+    """
+    from .ablation import AblationExperiment, AblationSource, AblationTrial, plan_study
+
+    _check_common("ablation", fn, metric, mode, parallel, progress)
+    _check_positive("timeout", timeout, (int, float))
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed={seed!r}: give an int")
+    plan = plan_study(
+        fn,
+        features=features,
+        modules=modules,
+        flags=flags,
+        groups=groups,
+        repeats=repeats,
+        params=params,
+        seed=seed,
+    )
+    client = get_client(cluster)
+    exp = AblationExperiment(
+        plan,
+        name or fn.__name__,
+        metric,
+        mode,
+        dashboard_link=_dashboard_link(client),
+        timeout=timeout,
+    )
+    trial_fn = AblationTrial(fn, plan.modules, plan.removed_modules())
+    return run_experiment(exp, trial_fn, AblationSource(plan), client, parallel=parallel, progress=progress)
 
 
 def run_experiment(
@@ -177,9 +239,18 @@ def make_view(progress: Any, exp: Experiment):
     return view_for(exp, progress)
 
 
-def _check_training_function(fn: Any) -> None:
+def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, progress: Any) -> None:
     if not callable(fn):
         raise TypeError(f"the training function must be callable, got {type(fn).__name__} {fn!r:.60}")
+    if not isinstance(metric, str) or not metric:
+        raise ValueError(
+            f"{what}() needs metric=..., the name of the metric to {'optimise' if what == 'hpo' else 'compare'}: "
+            "one that the training function reports with jupyter_dist.report(...) or returns"
+        )
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: use 'max' or 'min'")
+    _check_parallel(parallel)
+    _check_progress(progress)
 
 
 def _check_parallel(parallel: Any) -> None:

@@ -44,6 +44,8 @@ class TrialRecord:
     attempts: int = 0
     last: dict[str, float] = field(default_factory=dict)
     error: str | None = None
+    # What the trial is, beyond its parameters (an ablation study's left-out component, its repeat).
+    labels: dict[str, Any] = field(default_factory=dict)
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     # The objective's learning curve of the current attempt, for live plots.
@@ -126,12 +128,12 @@ class Experiment:
 
     @property
     def trials(self):
-        """One row per trial: trial_id, state, value, params_<name>..., duration, steps, error."""
+        """One row per trial: trial_id, [labels...], state, value, params_<name>..., duration, steps, error."""
         import pandas as pd
 
         rows = []
         for rec in self.trial_records():
-            row = {"trial_id": rec.trial_id, "state": rec.state, "value": rec.value}
+            row = {"trial_id": rec.trial_id, **rec.labels, "state": rec.state, "value": rec.value}
             row.update({f"params_{k}": v for k, v in rec.params.items()})
             row.update(duration=rec.duration, steps=rec.steps, attempts=rec.attempts, error=rec.error)
             rows.append(row)
@@ -213,7 +215,11 @@ class Experiment:
 
     # --- the scheduler's sink ----------------------------------------------------------------------------
     def trial_started(self, trial_id: int, params: dict[str, Any]) -> None:
-        self._trials[trial_id] = TrialRecord(trial_id, dict(params))
+        self._trials[trial_id] = TrialRecord(trial_id, dict(params), labels=self.labels_of(trial_id))
+
+    def labels_of(self, trial_id: int) -> dict[str, Any]:
+        """What a trial is beyond its parameters; HPO trials are only their parameters."""
+        return {}
 
     def trial_pruned(self, trial_id: int) -> None:
         self._trials[trial_id].prune_decided_at = time.time()
@@ -295,13 +301,28 @@ class Experiment:
         return value, None
 
     def summary(self) -> str:
+        """The one-line status (an ablation study's summary is a table instead)."""
+        return self.status_line()
+
+    def final_outputs(self) -> list:
+        """What a view shows below itself when the experiment ends (an ablation study: its table and chart)."""
+        return []
+
+    def highlight(self) -> str | None:
+        """The headline result so far: the best trial (an ablation study: its baseline)."""
+        if self._best is None:
+            return None
+        b = self._best
+        return f"best {self.metric}={b.value:.6g} (trial {b.trial_id}, {_format_params(b.params)})"
+
+    def status_line(self) -> str:
         c = self.counts()
         done = c["completed"] + c["pruned"] + c["failed"] + c["stopped"]
         parts = [f"{self.kind} {self.name!r} {self.state}: {done}/{self.total or '?'} trials done"]
         parts += [f"{c[s]} {s}" for s in ("running", "pruned", "failed", "stopped") if c[s]]
-        if self._best is not None:
-            b = self._best
-            parts.append(f"best {self.metric}={b.value:.6g} (trial {b.trial_id}, {_format_params(b.params)})")
+        highlight = self.highlight()
+        if highlight:
+            parts.append(highlight)
         used = self.compute()
         if "saved" in used and self.state != "running":
             parts.append(f"{used['saved']:.0%} of steps saved by pruning")
@@ -309,7 +330,7 @@ class Experiment:
         return " · ".join(parts)
 
     def __repr__(self) -> str:
-        return f"<Experiment {self.summary()}>"
+        return f"<Experiment {self.status_line()}>"
 
     def _repr_html_(self) -> str:
         table = self.trials
@@ -320,7 +341,7 @@ class Experiment:
                 .head(10)
             )
         return (
-            f"<div><b>{html.escape(self.summary())}</b>"
+            f"<div><b>{html.escape(self.status_line())}</b>"
             f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}') if len(table) else ''}</div>"
         )
 

@@ -77,7 +77,7 @@ def experiment_figure(exp: Experiment):
         )
     fig.update_xaxes(title_text="step", row=1, col=1)
     fig.update_xaxes(title_text="trial", row=1, col=2)
-    fig.update_layout(height=760, title=exp.summary(), showlegend=False, template="plotly_white")
+    fig.update_layout(height=760, title=exp.status_line(), showlegend=False, template="plotly_white")
     return fig
 
 

@@ -28,6 +28,15 @@ def test_example_notebook_runs_without_error(path, tmp_path):
         assert "best trial" in printed and "val_acc=" in printed
     if path.name.startswith("02_"):  # ASHA on a real torch MLP: some trials pruned, compute saved
         assert "pruned" in printed and "% saved by pruning" in printed
+    if path.name.startswith(
+        "03_"
+    ):  # the synthetic passengers' known answer, and the table + chart at the end
+        assert "features by importance: sex > fare > age" in printed
+        study = nb.cells[2].outputs
+        assert [sorted(o.get("data", {})) for o in study[1:]] == [
+            ["text/html", "text/plain"],
+            ["application/vnd.plotly.v1+json"],
+        ]
 
 
 @pytest.fixture(scope="module")

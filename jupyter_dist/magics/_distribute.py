@@ -14,9 +14,9 @@ from ..experiment import ExperimentFailed
 from ..runtime import _cluster
 from ..space import Space, accepted_arguments
 
-MODES_AVAILABLE = ("hpo",)
+MODES_AVAILABLE = ("hpo", "ablation")
 DEFAULT_TRIALS = 32
-MODES_PLANNED = ("ablation", "ddp")
+MODES_PLANNED = ("ddp",)
 
 
 def _new_names(before: dict[str, int], namespace: dict[str, Any]) -> list[str]:
@@ -48,6 +48,8 @@ def _pick_space(args, namespace: dict[str, Any], new: list[str]) -> dict[str, An
 
 
 def _pick_function(args, namespace: dict[str, Any], new: list[str], space: dict[str, Any]):
+    """The training function: --fn, or the one function the cell defines (among several, the one that takes
+    every argument in ``space``)."""
     if args.fn:
         fn = namespace.get(args.fn)
         if not callable(fn):
@@ -77,76 +79,139 @@ def _accepts(fn, space: dict[str, Any]) -> bool:
     return accepted is None or set(space) <= accepted
 
 
+def _comma_list(text: str | None) -> list[str] | None:
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _groups(specs: list[str] | None) -> dict[str, list[str]] | None:
+    groups = {}
+    for spec in specs or []:
+        name, sep, members = spec.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--group {spec}: write it as NAME=component,component")
+        groups[name.strip()] = _comma_list(members)
+    return groups or None
+
+
+# Options only one mode reads; giving one to the other mode is a mistake worth naming.
+HPO_ONLY = ("trials", "sampler", "pruner", "max_steps", "space")
+ABLATION_ONLY = ("features", "modules", "flags", "group", "repeats")
+
+
 @magics_class
 class DistributeMagics(Magics):
     @magic_arguments()
-    @argument("kind", metavar="MODE", help="hpo (ablation and ddp are planned)")
+    @argument("kind", metavar="MODE", help="hpo or ablation (ddp is planned)")
     @argument(
-        "--trials", type=int, default=None, help="number of trials (default 32; with --timeout: no limit)"
+        "--metric", help="the metric to optimise or compare, reported or returned by the function (required)"
     )
-    @argument("--metric", help="the metric to optimise, reported or returned by the function (required)")
     @argument("--mode", dest="direction", default="max", help="max or min (default max)")
-    @argument("--sampler", default="tpe", help="tpe, random, grid, gp or cmaes (default tpe)")
-    @argument("--pruner", default="asha", help="early stopping: asha (default), median, hyperband or none")
-    @argument(
-        "--max-steps", type=int, default=None, help="the most steps a trial reports (places ASHA rungs)"
-    )
-    @argument("--timeout", type=float, default=None, help="seconds for the whole experiment")
-    @argument("--space", default=None, help="the search-space dict (default: the one the cell defines)")
     @argument("--fn", default=None, help="the training function (default: the one the cell defines)")
     @argument("--out", default="exp", help="variable to bind the finished Experiment to (default exp)")
     @argument("--cluster", default=None, help="'local' or a scheduler address, e.g. tcp://host:8786")
     @argument("--parallel", type=int, default=None, help="trials at once (default: the cluster's threads)")
     @argument("--name", default=None, help="experiment name (default: the function's name)")
-    @argument("--seed", type=int, default=None, help="seed of the sampler")
+    @argument("--seed", type=int, default=None, help="hpo: seed of the sampler; ablation: seed of repeat 0")
+    @argument("--timeout", type=float, default=None, help="seconds for the whole experiment")
+    @argument(
+        "--trials",
+        type=int,
+        default=None,
+        help="hpo: number of trials (default 32; with --timeout: no limit)",
+    )
+    @argument("--sampler", default=None, help="hpo: tpe, random, grid, gp or cmaes (default tpe)")
+    @argument("--pruner", default=None, help="hpo: asha (default), median, hyperband or none")
+    @argument("--max-steps", type=int, default=None, help="hpo: the most steps a trial reports (ASHA rungs)")
+    @argument("--space", default=None, help="hpo: the search-space dict (default: the one the cell defines)")
+    @argument("--features", default=None, help="ablation: features to leave out, comma-separated")
+    @argument(
+        "--modules", default=None, help="ablation: modules (dotted names) to leave out, comma-separated"
+    )
+    @argument("--flags", default=None, help="ablation: boolean arguments to set False, comma-separated")
+    @argument("--group", action="append", default=None, help="ablation: NAME=a,b leaves a and b out together")
+    @argument("--repeats", type=int, default=None, help="ablation: runs per variant (default 1)")
     @cell_magic
     def distribute(self, line: str, cell: str):
         """Run the training function the cell defines as an experiment on Dask, live in the notebook.
 
-        The cell body runs first, in the notebook's namespace; then its training function and search space are
-        picked up and the experiment starts. The finished Experiment is bound to ``--out``.
+        The cell body runs first, in the notebook's namespace; then its training function (and, for hpo, its
+        search space) is picked up and the experiment starts. The finished Experiment is bound to ``--out``.
         """
         args = parse_argstring(self.distribute, line)
         if args.kind in MODES_PLANNED:
-            raise UsageError(f"%%distribute {args.kind} is not available yet; use %%distribute hpo")
+            raise UsageError(f"%%distribute {args.kind} is not available yet; use hpo or ablation")
         if args.kind not in MODES_AVAILABLE:
             raise UsageError(
                 f"%%distribute {args.kind}: unknown mode; use one of {', '.join(MODES_AVAILABLE)}"
             )
+        foreign = ABLATION_ONLY if args.kind == "hpo" else HPO_ONLY
+        given = [name for name in foreign if getattr(args, name) is not None]
+        if given:
+            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise UsageError(f"{options}: not an option of %%distribute {args.kind}")
         if not args.metric:
-            raise UsageError("%%distribute hpo needs --metric NAME, the metric to optimise")
+            raise UsageError(
+                f"%%distribute {args.kind} needs --metric NAME, the metric to {args.kind == 'hpo' and 'optimise' or 'compare'}"
+            )
         if not args.out.isidentifier():
             raise UsageError(f"--out {args.out}: not a valid variable name")
+        args.groups = _groups(args.group)  # a malformed --group fails before the cell runs
 
         namespace = self.shell.user_ns
         before = {k: id(v) for k, v in namespace.items()}
         self.shell.ex(cell)
         new = _new_names(before, namespace)
-        space = _pick_space(args, namespace, new)
-        fn = _pick_function(args, namespace, new, space)
-
+        run = self._hpo if args.kind == "hpo" else self._ablation
         try:
-            exp = api.hpo(
-                fn,
-                space,
-                trials=args.trials if args.trials is not None or args.timeout else DEFAULT_TRIALS,
-                metric=args.metric,
-                mode=args.direction,
-                sampler=args.sampler,
-                pruner=None if args.pruner == "none" else args.pruner,
-                cluster=args.cluster,
-                parallel=args.parallel,
-                name=args.name,
-                seed=args.seed,
-                max_steps=args.max_steps,
-                timeout=args.timeout,
-                progress="auto",
-            )
+            exp = run(args, namespace, new)
         except ExperimentFailed as exc:
             namespace[args.out] = exc.experiment  # what was recorded stays reachable
             raise
         namespace[args.out] = exp
-        return exp
+        # An ablation study's view ends with its summary table and chart; showing the Experiment again would
+        # repeat the table.
+        return exp if args.kind == "hpo" else None
+
+    def _hpo(self, args, namespace: dict[str, Any], new: list[str]):
+        space = _pick_space(args, namespace, new)
+        fn = _pick_function(args, namespace, new, space)
+        return api.hpo(
+            fn,
+            space,
+            trials=args.trials if args.trials is not None or args.timeout else DEFAULT_TRIALS,
+            metric=args.metric,
+            mode=args.direction,
+            sampler=args.sampler or "tpe",
+            pruner=None if args.pruner == "none" else (args.pruner or "asha"),
+            cluster=args.cluster,
+            parallel=args.parallel,
+            name=args.name,
+            seed=args.seed,
+            max_steps=args.max_steps,
+            timeout=args.timeout,
+            progress="auto",
+        )
+
+    def _ablation(self, args, namespace: dict[str, Any], new: list[str]):
+        features, flags = _comma_list(args.features), _comma_list(args.flags)
+        needs = dict.fromkeys((["features"] if features else []) + (flags or []))
+        fn = _pick_function(args, namespace, new, needs)
+        return api.ablation(
+            fn,
+            features=features,
+            modules=_comma_list(args.modules),
+            flags=flags,
+            groups=args.groups,
+            metric=args.metric,
+            mode=args.direction,
+            repeats=1 if args.repeats is None else args.repeats,
+            cluster=args.cluster,
+            name=args.name,
+            seed=args.seed or 0,
+            parallel=args.parallel,
+            timeout=args.timeout,
+            progress="auto",
+        )
 
     @magic_arguments()
     @argument(

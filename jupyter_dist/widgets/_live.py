@@ -97,14 +97,18 @@ class LiveView(ExperimentView):
         super().start()
 
     def finish(self) -> None:
+        from IPython.display import display
+
         self.stop_button.disabled = True
         self.draw()
         if self._display is not None:
             # Frontends without widgets (nbconvert, a saved notebook in a plain viewer) keep the text: make it
             # the final summary rather than a placeholder.
             bundle = self.box._repr_mimebundle_()
-            bundle["text/plain"] = self.exp.summary()
+            bundle["text/plain"] = self.exp.status_line()
             self._display.update(bundle, raw=True)
+        for output in self.exp.final_outputs():
+            display(output)
 
     def _on_stop(self, _button) -> None:
         self.stop_button.description = "Stopping…"
@@ -136,13 +140,8 @@ class LiveView(ExperimentView):
             f"{c['pruned']} pruned · {c['failed']} failed"
             + (f" · {c['stopped']} stopped" if c["stopped"] else "")
         )
-        best = ""
-        if exp._best is not None:
-            b = exp._best
-            params = ", ".join(f"{k}={_fmt(v)}" for k, v in b.params.items())
-            best = (
-                f"best <b>{exp.metric} = {_fmt(b.value)}</b> (trial {b.trial_id}: {html.escape(params)}) · "
-            )
+        highlight = exp.highlight()
+        best = f"<b>{html.escape(highlight)}</b> · " if highlight else ""
         link = (
             f" · <a href='{html.escape(exp.dashboard_link)}' target='_blank'>Dask dashboard</a>"
             if exp.dashboard_link
@@ -186,15 +185,17 @@ class LiveView(ExperimentView):
         if key == self._table_key:
             return
         self._table_key = key
+        labels = list(records[0].labels) if records else []
         names = sorted({k for r in records for k in r.params})
         head = "".join(
             f"<th>{html.escape(h)}</th>"
-            for h in ["trial", "state", self.exp.metric, *names, "steps", "duration"]
+            for h in ["trial", *labels, "state", self.exp.metric, *names, "steps", "duration"]
         )
         rows = []
         for r in sorted(records, key=lambda r: r.trial_id, reverse=True)[:MAX_TABLE_ROWS]:
             cells = [
                 r.trial_id,
+                *(_fmt(r.labels.get(n)) for n in labels),
                 r.state,
                 _fmt(r.value),
                 *(_fmt(r.params.get(n)) for n in names),
@@ -245,4 +246,6 @@ def _fmt(value) -> str:
         return ""
     if isinstance(value, float):
         return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):  # an ablation trial's features
+        return ", ".join(map(str, value))
     return str(value)

@@ -32,13 +32,16 @@ class TextView(ExperimentView):
                 self._print(
                     f"  trial {rec.trial_id} failed: {last_line[0]}  (exp.logs({rec.trial_id}) has it all)"
                 )
-        line = self.exp.summary()
+        line = self.exp.status_line()
         if line != self._last_line:
             self._last_line = line
             self._print(line)
 
     def finish(self) -> None:
         self.draw()
+        for output in self.exp.final_outputs():
+            if hasattr(output, "to_string"):  # a table; figures need a notebook
+                self._print(output.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep=""))
 
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)

@@ -16,6 +16,18 @@ def train(lr=0.5, epochs=2):
 """
 
 
+ABLATION_BODY = """
+import jupyter_dist as jd
+
+def train(features=("age", "fare", "sex"), augment=True, seed=0):
+    jd.report(step=0, seed=seed)
+    return {"acc": len(features) / 3 + 0.1 * augment}
+
+def helper(features):
+    return features
+"""
+
+
 @pytest.fixture(scope="module")
 def ip(client):
     shell = get_ipython()
@@ -59,7 +71,11 @@ def test_fn_and_space_can_be_named(ip):
     [
         ("hpo --trials 2", BODY, "needs --metric"),
         ("tune --metric acc", BODY, "unknown mode"),
-        ("ablation --metric acc", BODY, "not available yet"),
+        ("ddp --metric acc", BODY, "not available yet"),
+        ("ablation --metric acc --trials 3 --sampler grid", BODY, "--trials, --sampler: not an option of"),
+        ("hpo --metric acc --repeats 2", BODY, "--repeats: not an option of %%distribute hpo"),
+        ("ablation --features a --group x", BODY, "needs --metric"),
+        ("ablation --metric acc --group oops", ABLATION_BODY, "--group oops: write it as NAME=component"),
         (
             "hpo --metric acc",
             "from jupyter_dist import space\ns = {'lr': space.uniform(0, 1)}\n",
@@ -125,3 +141,22 @@ def climb(q=0.5):
     ip.run_cell_magic("distribute", "hpo --metric acc --sampler random --timeout 1", body)
     exp = ip.user_ns["exp"]
     assert exp.timeout == 1 and exp.total is None and exp.state == "completed"
+
+
+def test_an_ablation_study_from_the_magic(ip):
+    result = ip.run_cell_magic(
+        "distribute",
+        "ablation --features age,fare,sex --flags augment --group no_money=fare,augment --metric acc "
+        "--repeats 2 --seed 5 --out study",
+        ABLATION_BODY,
+    )
+    assert result is None  # the view already ended with the summary table and chart
+    exp = ip.user_ns["study"]
+    assert isinstance(exp, jd.AblationExperiment) and exp.state == "completed"
+    assert (
+        exp.name == "train" and len(exp.trials) == 2 * 6
+    )  # the helper beside it is not the training function
+    summary = exp.summary().set_index("component")
+    assert summary.loc["augment", "delta"] == pytest.approx(-0.1)
+    assert summary.loc["no_money", "delta"] == pytest.approx(-1 / 3 - 0.1)
+    assert sorted(exp.history.query("metric == 'seed'").value.unique()) == [5, 6]

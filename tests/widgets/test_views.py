@@ -41,7 +41,7 @@ def test_the_live_view_shows_progress_best_curves_table_and_output(client):
     view = views[0]
     assert view.progress.value == 6 and view.progress.max == 6
     assert "6/6 done" in view.counts.value and "3 failed" in view.counts.value
-    assert f"acc = {exp.best.value:.4g}" in view.stats.value and "elapsed" in view.stats.value
+    assert f"best acc={exp.best.value:.6g}" in view.stats.value and "elapsed" in view.stats.value
     assert "dashboard" in view.stats.value
     assert len(view.figure.data) == 6  # one learning curve per trial
     assert all(len(t.y) == 4 for t in view.figure.data)
@@ -127,6 +127,33 @@ def test_the_text_view_prints_progress_failures_and_a_summary(client):
     assert "failed: ValueError: diverged" in text
     assert text.rstrip().splitlines()[-1].startswith("hpo 'curve' completed: 2/2 trials done · 1 failed")
     assert exp.state == "completed"
+
+
+def left_out(features=("a", "b"), seed=0):
+    for step in range(3):
+        jd.report(step=step, score=len(features) * step)
+
+
+def test_an_ablation_study_shows_its_variants_and_ends_with_its_summary(client):
+    views, out = [], io.StringIO()
+    exp = jd.ablation(left_out, features=["a", "b"], metric="score", cluster=client, progress=_live(views))
+    view = views[0]
+    header = view.table.value.split("</thead>")[0]
+    assert "<th>ablated</th><th>kind</th><th>repeat</th><th>state</th><th>score</th>" in header
+    assert "<td>baseline</td>" in view.table.value and "<td>a, b</td>" in view.table.value
+    assert f"baseline score={exp.summary()['mean'][0]:.6g} (1 run)" in view.stats.value
+    assert len(view.figure.data) == 3
+
+    jd.ablation(
+        left_out,
+        features=["a", "b"],
+        metric="score",
+        cluster=client,
+        progress=lambda e: TextView(e, stream=out),
+    )
+    lines = out.getvalue().rstrip().splitlines()
+    assert lines[-4].split() == ["component", "kind", "mean", "std", "delta", "impact", "n"]
+    assert lines[-3].split()[:2] == ["baseline", "baseline"] and lines[-1].split()[0] in ("a", "b")
 
 
 def test_auto_gives_text_outside_a_kernel(monkeypatch):

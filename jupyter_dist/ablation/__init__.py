@@ -1,0 +1,16 @@
+"""Ablation studies: leave one feature, module or flag out at a time, and rank them by what it costs."""
+
+from ._ablate import AblationTrial, ablate
+from ._plan import BASELINE, AblationError, Plan, plan_study
+from ._study import AblationExperiment, AblationSource
+
+__all__ = [
+    "BASELINE",
+    "AblationError",
+    "AblationExperiment",
+    "AblationSource",
+    "AblationTrial",
+    "Plan",
+    "ablate",
+    "plan_study",
+]

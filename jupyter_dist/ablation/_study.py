@@ -1,0 +1,142 @@
+"""An ablation study as the scheduler runs it (a trial source walking the plan) and as the user reads it
+(an Experiment whose summary is a table of each component's impact, and whose plot is a bar chart of it)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from ..experiment import Experiment, TrialRecord
+from ._plan import BASELINE, Plan
+
+SUMMARY_COLUMNS = ["component", "kind", "mean", "std", "delta", "impact", "n"]
+KIND_COLOURS = {"feature": "#1f77b4", "module": "#9467bd", "flag": "#ff7f0e", "group": "#7f7f7f"}
+
+
+class AblationSource:
+    """Hands out the plan's trials in order. Nothing is pruned: every variant must run to its end to compare."""
+
+    prunes = False
+
+    def __init__(self, plan: Plan) -> None:
+        self._trials = iter(plan.trials)
+        self._variant = {t.trial_id: t.variant for t in plan.trials}
+        self.halted = False
+
+    def next_trial(self) -> tuple[int, dict[str, Any]] | None:
+        trial = None if self.halted else next(self._trials, None)
+        return None if trial is None else (trial.trial_id, dict(trial.params))
+
+    def report(self, trial_id: int, batch: list) -> bool:
+        return False
+
+    def tell(self, record: TrialRecord) -> None:
+        # A baseline that fails on the study itself (a module the model lacks, ablate() never called) would fail
+        # the same way in every variant: start no more of them.
+        if (
+            record.state == "failed"
+            and self._variant[record.trial_id].kind == BASELINE
+            and "AblationError" in (record.error or "")
+        ):
+            self.halted = True
+
+
+class AblationExperiment(Experiment):
+    """An Experiment whose trials are the plan's variants; ``summary()`` and ``plot()`` compare them."""
+
+    def __init__(self, plan: Plan, name: str, metric: str, mode: str, **kwargs: Any) -> None:
+        super().__init__("ablation", name, metric, mode, total=len(plan.trials), **kwargs)
+        self.plan = plan
+        self._planned = {t.trial_id: t for t in plan.trials}
+
+    def labels_of(self, trial_id: int) -> dict[str, Any]:
+        planned = self._planned[trial_id]
+        return {"ablated": planned.variant.name, "kind": planned.variant.kind, "repeat": planned.repeat}
+
+    def _values(self) -> dict[str, list[float]]:
+        values: dict[str, list[float]] = {}
+        for rec in self.trial_records():
+            if rec.state == "completed" and rec.value is not None:
+                values.setdefault(rec.labels["ablated"], []).append(rec.value)
+        return values
+
+    def summary(self):
+        """One row per variant: component, kind, mean, std (over repeats), delta (mean - baseline's mean),
+        impact (how much worse the objective is without it: positive means the component helps), n (completed
+        runs). The baseline comes first, then the components from the most to the least important."""
+        import pandas as pd
+
+        values = self._values()
+        baseline = _mean(values.get(BASELINE, []))
+        sign = -1 if self.mode == "max" else 1
+        rows = []
+        for variant in self.plan.variants:
+            runs = values.get(variant.name, [])
+            mean = _mean(runs)
+            delta = mean - baseline
+            rows.append(
+                {
+                    "component": variant.name,
+                    "kind": variant.kind,
+                    "mean": mean,
+                    "std": statistics.stdev(runs) if len(runs) > 1 else math.nan,
+                    "delta": delta,
+                    "impact": sign * delta + 0.0,  # + 0.0: no "-0.0" for the baseline
+                    "n": len(runs),
+                }
+            )
+        frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+        is_baseline = frame["kind"] == BASELINE
+        ranked = frame[~is_baseline].sort_values("impact", ascending=False, na_position="last", kind="stable")
+        return pd.concat([frame[is_baseline], ranked], ignore_index=True)
+
+    def plot(self):
+        """A bar chart of each component's delta against the baseline (error bars: the std over repeats)."""
+        import plotly.graph_objects as go
+
+        table = self.summary()
+        base = table.iloc[0]
+        parts = table.iloc[1:][::-1]  # plotly draws horizontal bars bottom-up: the most important on top
+        repeated = bool(parts["std"].notna().any())
+        fig = go.Figure(
+            go.Bar(
+                x=parts["delta"],
+                y=[f"{c} ({k})" for c, k in zip(parts["component"], parts["kind"], strict=True)],
+                orientation="h",
+                marker_color=[KIND_COLOURS.get(k, "#7f7f7f") for k in parts["kind"]],
+                error_x={"type": "data", "array": parts["std"].fillna(0), "visible": repeated},
+                hovertemplate="%{y}: Δ %{x:.4g}<extra></extra>",
+            )
+        )
+        spread = f" ± {base['std']:.3g}" if not math.isnan(base["std"]) else ""
+        fig.add_vline(x=0, line_color="#444", line_width=1)
+        fig.update_layout(
+            title=f"{self.name}: {self.metric} without each component, vs the baseline's "
+            f"{base['mean']:.4g}{spread}",
+            xaxis_title=f"Δ {self.metric} (left out − baseline; {self.mode} is better)",
+            height=max(260, 60 + 36 * len(parts)),
+            margin={"l": 10, "r": 10, "t": 50, "b": 40},
+            template="plotly_white",
+        )
+        return fig
+
+    def final_outputs(self) -> list:
+        return [self.summary(), self.plot()]
+
+    def highlight(self) -> str | None:
+        runs = self._values().get(BASELINE)
+        if not runs:
+            return None
+        spread = f" ± {statistics.stdev(runs):.3g}" if len(runs) > 1 else ""
+        return f"baseline {self.metric}={_mean(runs):.6g}{spread} ({len(runs)} run{'s' * (len(runs) > 1)})"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        table = self.summary().to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="")
+        return f"<div><b>{html.escape(self.status_line())}</b>{table}</div>"
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else math.nan
