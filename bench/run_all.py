@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from _common import RESULTS, header, machine_busy_share, write_result  # noqa: E402
 
-BENCHMARKS = ("dispatch", "streaming", "overhead", "pruning")
+BENCHMARKS = ("dispatch", "streaming", "overhead", "pruning", "ddp")
 TIMEOUT = 300  # seconds per benchmark; each is meant to take under ~2 minutes
 QUIET_WAIT = 90.0  # seconds to wait, at most, for other processes to leave the CPU before each benchmark
 QUIET_SHARE = 0.10  # "quiet": under this share of the machine's CPU busy
@@ -71,6 +71,12 @@ def key_figures(name: str, r: dict) -> dict:
             }
             for bench in ("synthetic", "mlp")
         } | {"stop_latency_s": r["stop_latency_s"]["all"]}
+    if name == "ddp":
+        return {
+            "median_samples_per_s": r["median_samples_per_s"],
+            "scaling_2_over_1": r["scaling_2_over_1"],
+            "one_rank_over_plain_loop": r["one_rank_over_plain_loop"],
+        }
     return {}
 
 

@@ -14,7 +14,7 @@ from .experiment import Experiment, ExperimentFailed, MetricError
 from .runtime import TrialScheduler, get_client, worker_threads
 from .space import validate_space
 
-__all__ = ["hpo", "ablation"]
+__all__ = ["hpo", "ablation", "data_parallel"]
 
 MODES = ("max", "min")
 
@@ -34,6 +34,7 @@ def hpo(
     max_steps: int | None = None,
     timeout: float | None = None,
     progress: Any = "auto",
+    workers_per_trial: int = 1,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -73,12 +74,16 @@ def hpo(
     progress
         "auto" (a live widget in a notebook, text elsewhere), "widget", "text", False, or a callable
         ``view(experiment)`` returning an object with ``start()``, ``idle()`` and ``finish()``.
+    workers_per_trial
+        k > 1 makes every trial a k-rank data-parallel job, as ``data_parallel(fn, workers=k)`` runs it
+        (``prepare()`` inside the function); ``parallel`` then defaults to the workers // k.
     """
     from .search import OptunaSearch
 
     _check_common("hpo", fn, metric, mode, parallel, progress)
     _check_positive("max_steps", max_steps, int)
     _check_positive("timeout", timeout, (int, float))
+    _check_positive("workers_per_trial", workers_per_trial, int)
     validate_space(fn, search_space)
     search = OptunaSearch(
         search_space,
@@ -104,7 +109,134 @@ def hpo(
         max_steps=max_steps,
         timeout=timeout,
     )
-    return run_experiment(exp, fn, search, client, parallel=parallel, progress=progress)
+    if workers_per_trial == 1:
+        return run_experiment(exp, fn, search, client, parallel=parallel, progress=progress)
+    from .ddp import DataParallelTrial
+
+    trial_fn = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
+    return run_experiment(
+        exp, trial_fn, search, client, parallel=parallel, progress=progress, ranks=workers_per_trial
+    )
+
+
+def data_parallel(
+    fn: Callable,
+    workers: int = 2,
+    gpus_per_worker: float = 0,
+    backend: str | None = None,
+    cluster: Any = None,
+    timeout: float | None = None,
+    *,
+    name: str | None = None,
+    metric: str | None = None,
+    threads_per_rank: int | None = None,
+    rendezvous_timeout: float = 60.0,
+    progress: Any = "auto",
+    **kwargs_for_train: Any,
+):
+    """Run ``fn(**kwargs_for_train)`` data-parallel: one rank per Dask worker, ``workers`` ranks, joined in a
+    torch.distributed process group; return the DataParallelExperiment (``.result`` is rank 0's return value).
+
+    Inside ``fn``, ``model, optimizer, loader = jupyter_dist.prepare(model, optimizer, loader)`` moves the model
+    to the rank's device and wraps it in DistributedDataParallel, and shards the DataLoader; ``report()`` from
+    rank 0 streams live (other ranks' reports are dropped: only their stop signal counts).
+
+    Parameters
+    ----------
+    workers
+        Ranks, each on its own Dask worker process (two ranks in one process would deadlock).
+    gpus_per_worker
+        GPUs per rank: ranks go to workers with at least this much of the Dask resource ``GPU``.
+    backend
+        "gloo" or "nccl"; None picks NCCL with GPUs and gloo without.
+    timeout
+        Seconds for the whole run, then it is stopped (its next report() raises TrialPruned on every rank).
+    metric
+        The metric drawn live (default: the first one rank 0 reports).
+    threads_per_rank
+        torch's intra-op threads in each rank (default: the worker's, 1 under a Dask nanny).
+    rendezvous_timeout
+        Seconds for every rank to join; more than that means not enough workers were free at once.
+    """
+    from .ddp import BACKENDS, DataParallelExperiment, DataParallelTrial
+
+    _check_callable(fn)
+    _check_progress(progress)
+    _check_positive("workers", workers, int)
+    _check_positive("timeout", timeout, (int, float))
+    _check_positive("threads_per_rank", threads_per_rank, int)
+    _check_positive("rendezvous_timeout", rendezvous_timeout, (int, float))
+    if (
+        isinstance(gpus_per_worker, bool)
+        or not isinstance(gpus_per_worker, (int, float))
+        or gpus_per_worker < 0
+    ):
+        raise ValueError(f"gpus_per_worker={gpus_per_worker!r}: give 0 (CPU) or the GPUs each rank needs")
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use 'gloo', 'nccl', or None (NCCL with GPUs, gloo without)")
+    if backend == "nccl" and not gpus_per_worker:
+        raise ValueError("backend='nccl' runs on GPUs: give gpus_per_worker=1 (or more)")
+    if metric is not None and (not isinstance(metric, str) or not metric):
+        raise ValueError(f"metric={metric!r}: give the name of a metric rank 0 reports, or None")
+    validate_space(fn, kwargs_for_train)
+    _check_kernel_cuda()
+
+    client = get_client(cluster)
+    exp = DataParallelExperiment(
+        name or fn.__name__, metric, workers, dashboard_link=_dashboard_link(client), timeout=timeout
+    )
+    trial_fn = DataParallelTrial(
+        fn,
+        backend=backend,
+        gpus_per_worker=gpus_per_worker,
+        threads=threads_per_rank,
+        rendezvous_timeout=rendezvous_timeout,
+    )
+    source = _OneRun(kwargs_for_train)
+    resources = {"GPU": gpus_per_worker} if gpus_per_worker else None
+    return run_experiment(
+        exp, trial_fn, source, client, parallel=1, progress=progress, ranks=workers, resources=resources
+    )
+
+
+class _OneRun:
+    """The trial source of a data-parallel run: one trial, the function's arguments as given."""
+
+    prunes = False
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.kwargs = kwargs
+        self.given = False
+
+    def next_trial(self) -> tuple[int, dict[str, Any]] | None:
+        if self.given:
+            return None
+        self.given = True
+        return 0, dict(self.kwargs)
+
+    def report(self, trial_id: int, batch: list) -> bool:
+        return False
+
+    def tell(self, record) -> None:
+        pass
+
+
+def _check_kernel_cuda() -> None:
+    """Accelerate's most common notebook failure is CUDA initialised in the kernel before it forks the ranks.
+    Our ranks are Dask worker processes, spawned, not forked, so it cannot happen, unless Dask is configured
+    to fork its workers: then refuse before anything starts."""
+    import sys
+
+    import dask
+
+    torch = sys.modules.get("torch")
+    forks = dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork"
+    if forks and torch is not None and torch.cuda.is_initialized():
+        raise RuntimeError(
+            "CUDA is initialised in this kernel and Dask is configured to fork its worker processes "
+            "(distributed.worker.multiprocessing-method: fork): forked workers cannot use CUDA. Use the default "
+            "'spawn', or restart the kernel without touching CUDA before the run"
+        )
 
 
 def ablation(
@@ -179,10 +311,25 @@ def ablation(
 
 
 def run_experiment(
-    exp: Experiment, fn: Callable, source, client, *, parallel: int | None, progress: Any
+    exp: Experiment,
+    fn: Callable,
+    source,
+    client,
+    *,
+    parallel: int | None,
+    progress: Any,
+    ranks: int | None = None,
+    resources: dict[str, float] | None = None,
 ) -> Experiment:
-    """Run ``source``'s trials of ``fn`` on ``client``'s cluster, recording into ``exp`` and showing a view."""
-    scheduler = TrialScheduler(client, fn, exp.id, parallel=parallel or max(1, worker_threads(client)))
+    """Run ``source``'s trials of ``fn`` on ``client``'s cluster, recording into ``exp`` and showing a view.
+
+    ``ranks``: every trial is a data-parallel job of that many rank tasks, on workers having ``resources``."""
+    scheduler = TrialScheduler(client, fn, exp.id, parallel=parallel or 1, ranks=ranks, resources=resources)
+    if ranks is not None:
+        fits = scheduler.check_placement()  # too few workers: say so before anything starts
+        scheduler.parallel = min(parallel or fits, fits)
+    else:
+        scheduler.parallel = parallel or max(1, worker_threads(client))
     scheduler.check_function()
     exp._stop = scheduler.request_stop
     view = make_view(progress, exp)
@@ -239,9 +386,13 @@ def make_view(progress: Any, exp: Experiment):
     return view_for(exp, progress)
 
 
-def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, progress: Any) -> None:
+def _check_callable(fn: Any) -> None:
     if not callable(fn):
         raise TypeError(f"the training function must be callable, got {type(fn).__name__} {fn!r:.60}")
+
+
+def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, progress: Any) -> None:
+    _check_callable(fn)
     if not isinstance(metric, str) or not metric:
         raise ValueError(
             f"{what}() needs metric=..., the name of the metric to {'optimise' if what == 'hpo' else 'compare'}: "

@@ -54,6 +54,9 @@ class TrialRecord:
     # Pruning: when the kernel decided to stop it, and when report() raised TrialPruned on the worker.
     prune_decided_at: float | None = None
     stopped_at: float | None = None
+    # A data-parallel trial's return values, whole: rank 0's, and every rank's in rank order.
+    result: Any = None
+    rank_results: list | None = None
     _attempt_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
     def attempt_number(self, attempt: str) -> int:
@@ -98,6 +101,8 @@ class Experiment:
         self.kind = kind
         self.name = name
         self.metric = metric
+        # The metric drawn as learning curves: the objective, or (data-parallel runs need none) the first reported.
+        self.curve_metric = metric
         self.mode = mode
         self.space = dict(space or {})
         self.total = total
@@ -228,7 +233,9 @@ class Experiment:
         rec = self._trials.get(trial_id)
         if rec is None:
             return
-        objective = self.metric
+        if self.curve_metric is None:
+            self.curve_metric = next(iter(batch[0][1]))
+        objective = self.curve_metric
         curve = [(step, metrics[objective]) for step, metrics, _ in batch if objective in metrics]
         with self._lock:
             self._batches.append((trial_id, rec.attempt_number(attempt), batch))
@@ -263,8 +270,12 @@ class Experiment:
             )
             rec.error = outcome["error"]
             rec.stopped_at = outcome["stopped_at"]
+            rec.result = outcome.get("result")
+            rec.rank_results = outcome.get("results")
         state = outcome["state"]
-        if state == "completed":
+        if self.metric is None:  # nothing to optimise: the last value of the curve, for the table
+            rec.value = rec.last.get(self.curve_metric) if self.curve_metric else None
+        elif state == "completed":
             rec.value, problem = self._objective(outcome["returned"], rec.last)
             if problem and self._best is None:  # the first trial to complete: the metric is wrong, stop here
                 rec.state, rec.error = "failed", problem

@@ -65,11 +65,17 @@ MAX_BATCH = 100
 class TrialContext:
     """One attempt of one trial, as the worker runs it: streams reports and captured output to the kernel."""
 
-    def __init__(self, exp_id: str, trial_id: int, attempt: str, topic: str, emit) -> None:
+    def __init__(
+        self, exp_id: str, trial_id: int, attempt: str, topic: str, emit, rank: dict | None = None
+    ) -> None:
         self.exp_id = exp_id
         self.trial_id = trial_id
         self.attempt = attempt
         self.topic = topic
+        # A data-parallel trial runs one task per rank: {"rank", "world", "host", "port"} (the rendezvous).
+        self.rank_info = rank
+        self.rank = rank["rank"] if rank else 0
+        self.world_size = rank["world"] if rank else 1
         self._emit = emit  # worker.log_event, bound once: get_worker() per report would cost more
         self.steps = 0
         self.last: dict[str, float] = {}
@@ -88,6 +94,10 @@ class TrialContext:
         step = self.steps if step is None else int(step)
         self.steps += 1
         self.last.update(values)
+        if self.rank:  # rank 0 speaks for a data-parallel trial; the others only hear the stop
+            if self.should_stop:
+                raise TrialPruned(f"trial {self.trial_id} was stopped")
+            return
         with self._batch_lock:
             self._batch.append([step, values, time.time()])
             size = len(self._batch)

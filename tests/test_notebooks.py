@@ -28,15 +28,16 @@ def test_example_notebook_runs_without_error(path, tmp_path):
         assert "best trial" in printed and "val_acc=" in printed
     if path.name.startswith("02_"):  # ASHA on a real torch MLP: some trials pruned, compute saved
         assert "pruned" in printed and "% saved by pruning" in printed
-    if path.name.startswith(
-        "03_"
-    ):  # the synthetic passengers' known answer, and the table + chart at the end
+    if path.name.startswith("03_"):  # the passengers' known answer, and the table + chart at the end
         assert "features by importance: sex > fare > age" in printed
         study = nb.cells[2].outputs
         assert [sorted(o.get("data", {})) for o in study[1:]] == [
             ["text/html", "text/plain"],
             ["application/vnd.plotly.v1+json"],
         ]
+    if path.name.startswith("04_"):  # two ranks, each half the data, output of both; HPO of 2-rank jobs
+        assert "22.0 batches per rank and epoch" in printed and "[rank 0] rank 0 of 2: val_acc=" in printed
+        assert "best val_acc=" in printed
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,8 @@ from ..experiment import ExperimentFailed
 from ..runtime import _cluster
 from ..space import Space, accepted_arguments
 
-MODES_AVAILABLE = ("hpo", "ablation")
+MODES_AVAILABLE = ("hpo", "ablation", "ddp")
 DEFAULT_TRIALS = 32
-MODES_PLANNED = ("ddp",)
 
 
 def _new_names(before: dict[str, int], namespace: dict[str, Any]) -> list[str]:
@@ -93,19 +92,25 @@ def _groups(specs: list[str] | None) -> dict[str, list[str]] | None:
     return groups or None
 
 
-# Options only one mode reads; giving one to the other mode is a mistake worth naming.
+# Options only some modes read; giving one to another mode is a mistake worth naming.
 HPO_ONLY = ("trials", "sampler", "pruner", "max_steps", "space")
 ABLATION_ONLY = ("features", "modules", "flags", "group", "repeats")
+DDP_ONLY = ("workers", "gpus_per_worker", "backend")
+FOREIGN = {
+    "hpo": ABLATION_ONLY + DDP_ONLY,
+    "ablation": HPO_ONLY + DDP_ONLY,
+    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed"),
+}
 
 
 @magics_class
 class DistributeMagics(Magics):
     @magic_arguments()
-    @argument("kind", metavar="MODE", help="hpo or ablation (ddp is planned)")
+    @argument("kind", metavar="MODE", help="hpo, ablation or ddp")
     @argument(
         "--metric", help="the metric to optimise or compare, reported or returned by the function (required)"
     )
-    @argument("--mode", dest="direction", default="max", help="max or min (default max)")
+    @argument("--mode", dest="direction", default=None, help="max or min (default max)")
     @argument("--fn", default=None, help="the training function (default: the one the cell defines)")
     @argument("--out", default="exp", help="variable to bind the finished Experiment to (default exp)")
     @argument("--cluster", default=None, help="'local' or a scheduler address, e.g. tcp://host:8786")
@@ -130,6 +135,9 @@ class DistributeMagics(Magics):
     @argument("--flags", default=None, help="ablation: boolean arguments to set False, comma-separated")
     @argument("--group", action="append", default=None, help="ablation: NAME=a,b leaves a and b out together")
     @argument("--repeats", type=int, default=None, help="ablation: runs per variant (default 1)")
+    @argument("--workers", type=int, default=None, help="ddp: ranks, one per Dask worker (default 2)")
+    @argument("--gpus-per-worker", type=float, default=None, help="ddp: GPUs per rank (default 0: CPU)")
+    @argument("--backend", default=None, help="ddp: gloo or nccl (default: nccl with GPUs, else gloo)")
     @cell_magic
     def distribute(self, line: str, cell: str):
         """Run the training function the cell defines as an experiment on Dask, live in the notebook.
@@ -138,18 +146,18 @@ class DistributeMagics(Magics):
         search space) is picked up and the experiment starts. The finished Experiment is bound to ``--out``.
         """
         args = parse_argstring(self.distribute, line)
-        if args.kind in MODES_PLANNED:
-            raise UsageError(f"%%distribute {args.kind} is not available yet; use hpo or ablation")
         if args.kind not in MODES_AVAILABLE:
             raise UsageError(
                 f"%%distribute {args.kind}: unknown mode; use one of {', '.join(MODES_AVAILABLE)}"
             )
-        foreign = ABLATION_ONLY if args.kind == "hpo" else HPO_ONLY
-        given = [name for name in foreign if getattr(args, name) is not None]
+        given = [name for name in FOREIGN[args.kind] if getattr(args, name) is not None]
         if given:
-            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            options = ", ".join(
+                "--" + {"direction": "mode"}.get(name, name).replace("_", "-") for name in given
+            )
             raise UsageError(f"{options}: not an option of %%distribute {args.kind}")
-        if not args.metric:
+        args.direction = args.direction or "max"
+        if not args.metric and args.kind != "ddp":
             raise UsageError(
                 f"%%distribute {args.kind} needs --metric NAME, the metric to {args.kind == 'hpo' and 'optimise' or 'compare'}"
             )
@@ -161,7 +169,7 @@ class DistributeMagics(Magics):
         before = {k: id(v) for k, v in namespace.items()}
         self.shell.ex(cell)
         new = _new_names(before, namespace)
-        run = self._hpo if args.kind == "hpo" else self._ablation
+        run = {"hpo": self._hpo, "ablation": self._ablation, "ddp": self._ddp}[args.kind]
         try:
             exp = run(args, namespace, new)
         except ExperimentFailed as exc:
@@ -170,7 +178,7 @@ class DistributeMagics(Magics):
         namespace[args.out] = exp
         # An ablation study's view ends with its summary table and chart; showing the Experiment again would
         # repeat the table.
-        return exp if args.kind == "hpo" else None
+        return None if args.kind == "ablation" else exp
 
     def _hpo(self, args, namespace: dict[str, Any], new: list[str]):
         space = _pick_space(args, namespace, new)
@@ -189,6 +197,20 @@ class DistributeMagics(Magics):
             seed=args.seed,
             max_steps=args.max_steps,
             timeout=args.timeout,
+            progress="auto",
+        )
+
+    def _ddp(self, args, namespace: dict[str, Any], new: list[str]):
+        fn = _pick_function(args, namespace, new, {})
+        return api.data_parallel(
+            fn,
+            workers=2 if args.workers is None else args.workers,
+            gpus_per_worker=args.gpus_per_worker or 0,
+            backend=args.backend,
+            cluster=args.cluster,
+            timeout=args.timeout,
+            name=args.name,
+            metric=args.metric,
             progress="auto",
         )
 

@@ -93,14 +93,17 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
         client = _local.get("client")
         if client is not None and client.status == "running":
             return client
-        cluster = LocalCluster(
-            n_workers=n_workers or min(os.cpu_count() or 1, 8),
-            threads_per_worker=threads_per_worker,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-            **options,
-        )
+        # Non-daemonic worker processes, so a trial can start processes of its own: DataLoader(num_workers>0)
+        # fails in a daemonic one ("daemonic processes are not allowed to have children").
+        with dask.config.set({"distributed.worker.daemon": False}):
+            cluster = LocalCluster(
+                n_workers=n_workers or min(os.cpu_count() or 1, 8),
+                threads_per_worker=threads_per_worker,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+                **options,
+            )
         _local["cluster"] = cluster
         _local["client"] = client = Client(cluster, set_as_default=False)
         from ._worker_plugins import IgnoreKernelInterrupts  # imports distributed: only when a cluster starts

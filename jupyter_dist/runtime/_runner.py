@@ -92,19 +92,26 @@ class _TrialOutput:
     def __init__(self, ctx: TrialContext) -> None:
         self.ctx = ctx
         self.pending = {"stdout": "", "stderr": ""}
+        # Every rank of a data-parallel trial prints into the same trial output: label its lines.
+        self.label = f"[rank {ctx.rank}] " if ctx.world_size > 1 else ""
 
     def write(self, stream: str, text: str) -> None:
         pending = self.pending[stream] + text
         cut = pending.rfind("\n") + 1
         if cut:
-            self.ctx.send({"k": "l", "n": stream, "x": pending[:cut]})
+            self._send(stream, pending[:cut])
             pending = pending[cut:]
         self.pending[stream] = pending
 
     def close(self) -> None:
         for stream, text in self.pending.items():
             if text:
-                self.ctx.send({"k": "l", "n": stream, "x": text})
+                self._send(stream, text)
+
+    def _send(self, stream: str, text: str) -> None:
+        if self.label:
+            text = "".join(self.label + line for line in text.splitlines(keepends=True))
+        self.ctx.send({"k": "l", "n": stream, "x": text})
 
 
 _captures: dict[int, _TrialOutput] = {}
@@ -127,18 +134,26 @@ def _wants_reporter(fn: Callable) -> bool:
 
 
 def run_trial(
-    fn_key: str, fn_blob: bytes, params: dict[str, Any], exp_id: str, trial_id: int, topic: str
+    fn_key: str,
+    fn_blob: bytes,
+    params: dict[str, Any],
+    exp_id: str,
+    trial_id: int,
+    topic: str,
+    rank: dict | None = None,
 ) -> dict:
     """Run one trial attempt on this worker and describe how it went (a plain, msgpack-able dict).
 
     Every attempt gets a fresh id: when a worker dies Dask re-runs the task elsewhere, and the kernel must tell
-    the second attempt's reports from the first's.
+    the second attempt's reports from the first's. ``rank`` makes this one rank of a data-parallel trial: its
+    whole return value then comes back too, as ``result`` in the task's result (never on the event stream).
     """
     from distributed import get_worker
 
     fn = load_function(fn_key, fn_blob)
     worker = get_worker()
-    ctx = TrialContext(exp_id, trial_id, uuid.uuid4().hex[:12], topic, worker.log_event)
+    attempt = rank["attempt"] if rank else uuid.uuid4().hex[:12]
+    ctx = TrialContext(exp_id, trial_id, attempt, topic, worker.log_event, rank)
     output = _TrialOutput(ctx)
     _install_capture()
     kwargs = dict(params)
@@ -165,8 +180,11 @@ def run_trial(
         activate(None)
     output.close()
 
+    result = returned
     if state == "completed":
         returned, error = _plain_result(fn, returned)
+        if error and rank is not None:  # a data-parallel job may return anything (a model, a state dict)
+            returned, error = None, None
         if error:
             state = "failed"
     outcome = {
@@ -179,10 +197,13 @@ def run_trial(
         "error": error,
         "worker": worker.address,
         "stopped_at": stopped_at,  # when report() raised TrialPruned: the stop latency's far end
+        "rank": ctx.rank,
     }
     # The outcome travels on the event stream too, behind the trial's reports and output: the kernel learns of
     # the end ~2 ms later without a gather round trip, and knows every earlier message has arrived.
     ctx.send({"k": "f", "o": outcome})
+    if rank is not None:
+        return dict(outcome, attempt=ctx.attempt, result=result)
     return dict(outcome, attempt=ctx.attempt)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import cloudpickle
 
 from ._channel import EventChannel, stop_on_workers
+from ._gang import Gang, check_placement, eligible_workers, merge_outcomes, rendezvous
 from ._runner import probe_function, run_trial
 
 __all__ = ["TrialScheduler", "TrialSource", "TrialSink", "TrialFunctionError"]
@@ -31,6 +32,8 @@ OUTCOME_GRACE = 1.0
 # 10 ms): for them three extra trials per slot are queued ahead so no worker waits for its next task. Longer trials
 # get none, so the sampler always decides with the most recent results.
 SHORT_TRIAL = 0.05
+# How long the other ranks of a data-parallel trial get to end once one of them failed.
+RANK_GRACE = 3.0
 
 
 # (scheduler address, hash of the pickled function) pairs whose function loaded on that cluster's workers.
@@ -63,9 +66,10 @@ class TrialSink(Protocol):
     def trial_finished(self, trial_id: int, outcome: dict) -> Any: ...
 
 
-def _lost_outcome(state: str, error: str | None) -> dict:
+def _lost_outcome(state: str, error: str | None, rank: int = 0) -> dict:
     """The outcome of a trial whose task never gave one (worker lost, cancelled, abandoned)."""
     return dict(
+        rank=rank,
         attempt=None,
         state=state,
         returned=None,
@@ -90,10 +94,15 @@ class TrialScheduler:
         poll_interval: float = 0.1,
         idle_interval: float = 0.1,
         stop_grace: float = 10.0,
+        ranks: int | None = None,
+        resources: dict[str, float] | None = None,
     ) -> None:
         if parallel < 1:
             raise ValueError(f"parallel must be at least 1, got {parallel}")
         self.client = client
+        # ranks=k: every trial is a data-parallel job of k rank tasks on k distinct workers having `resources`.
+        self.ranks = ranks
+        self.resources = resources
         self.exp_id = exp_id
         self.parallel = parallel
         self.poll_interval = poll_interval
@@ -104,6 +113,10 @@ class TrialScheduler:
         self._stop = threading.Event()
         self._interrupts = 0
         self.timed_out = False
+
+    def check_placement(self) -> int:
+        """For trials of several ranks: how many fit on the cluster at once (PlacementError when none does)."""
+        return check_placement(self.client, self.ranks or 1, self.resources)
 
     @property
     def stopping(self) -> bool:
@@ -235,6 +248,7 @@ class _Run:
             self._abandon("interrupted" if s._interrupts > 1 else "it did not stop within the grace period")
             return False
         self._gather_overdue()
+        self._give_up_on_stragglers()
         try:
             self._handle(self.events.get(timeout=s.poll_interval))
         except queue.Empty:
@@ -252,10 +266,21 @@ class _Run:
         )
         capacity = self.s.parallel * (4 if short else 1)
         while len(self.running) < capacity:
+            workers = self._free_workers() if self.s.ranks else None
+            if self.s.ranks and workers is None:
+                return  # the next data-parallel trial waits for enough of our workers to be free
             planned = self.source.next_trial()
             if planned is None:
                 return
-            self._submit(*planned)
+            if workers is None:
+                self._submit(*planned)
+            else:
+                self._submit_ranks(*planned, workers)
+
+    def _free_workers(self) -> list[str] | None:
+        busy = {w for gang in self.running.values() for w in gang.workers}
+        free = [w for w in eligible_workers(self.s.client, self.s.resources) if w not in busy]
+        return free[: self.s.ranks] if len(free) >= self.s.ranks else None
 
     def _stopping(self) -> None:
         if not self.stop_broadcast:
@@ -282,6 +307,87 @@ class _Run:
         self.running[trial_id] = future
         future.add_done_callback(lambda f: self.events.put(("future", trial_id, f)))
 
+    def _submit_ranks(self, trial_id: int, params: dict, workers: list[str]) -> None:
+        s = self.s
+        self.sink.trial_started(trial_id, params)
+        futures = [
+            s.client.submit(
+                run_trial,
+                s.exp_id,
+                s._fn_blob,
+                params,
+                s.exp_id,
+                trial_id,
+                s.topic,
+                rank,
+                key=f"jupyter_dist-{s.exp_id}-trial-{trial_id}-rank-{rank['rank']}",
+                pure=False,
+                workers=[worker],
+                allow_other_workers=False,
+                resources=s.resources,
+            )
+            for worker, rank in zip(workers, rendezvous(s.client, workers, trial_id), strict=True)
+        ]
+        self.running[trial_id] = Gang(workers, futures)
+        for future in futures:
+            future.add_done_callback(lambda f: self.events.put(("future", trial_id, f)))
+
+    def _rank_event(self, trial_id: int, gang: Gang, kind: str, payload) -> None:
+        if kind == "outcome":
+            if payload["state"] == "failed":
+                # Its peers may be blocked in a collective (the failing rank's process group going away ends
+                # that within seconds) or still computing: their next report() stops them.
+                gang.rank_failed()
+                stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
+            return
+        if kind != "future":
+            return
+        rank = gang.futures.index(payload)
+        if payload.status == "finished":
+            return_value = payload.result()
+            gang.outcomes[rank] = return_value
+            if return_value["state"] == "failed":
+                gang.rank_failed()
+        elif payload.status in ("error", "cancelled"):
+            gang.outcomes[rank] = _lost_outcome("failed", _task_error(payload), rank)
+            gang.rank_failed()
+            stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
+        if len(gang.outcomes) == len(gang.futures):
+            self._finish_ranks(trial_id, gang)
+
+    def _finish_ranks(self, trial_id: int, gang: Gang) -> None:
+        del self.running[trial_id]
+        for future in gang.futures:
+            future.release()
+        stopped = trial_id in self.pruned or self.s.stopping
+        outcome = merge_outcomes(gang.outcomes, len(gang.futures), stopped)
+        self._record(trial_id, outcome)
+
+    def _give_up_on_stragglers(self) -> None:
+        """A rank that has not ended RANK_GRACE after a peer failed is given up on, and its worker restarted:
+        it may be stuck in a collective its failed peer will never join (a failed rank's DDP model can keep
+        gloo's connections open, so the wait would last torch's 30-minute timeout), or its pinned task may wait
+        for a worker that died. A cancelled task does not stop a running thread; a restart does."""
+        now = time.monotonic()
+        for trial_id, gang in list(self.running.items()):
+            if (
+                not isinstance(gang, Gang)
+                or gang.failing_since is None
+                or now - gang.failing_since < RANK_GRACE
+            ):
+                continue
+            stuck = []
+            for rank, future in enumerate(gang.futures):
+                if rank not in gang.outcomes:
+                    future.cancel()
+                    stuck.append(gang.workers[rank])
+                    gang.outcomes[rank] = _lost_outcome(
+                        "failed", f"rank {rank} did not end within {RANK_GRACE:.0f}s of a peer failing", rank
+                    )
+            self._finish_ranks(trial_id, gang)
+            if stuck:
+                self.s.client.restart_workers(stuck, raise_for_error=False)
+
     def outcome_arrived(self, trial_id: int, outcome: dict) -> None:
         """Called on the IO thread by the event channel."""
         self.events.put(("outcome", trial_id, outcome))
@@ -307,6 +413,9 @@ class _Run:
             # Only trials that ran to their end say the function is cheap: pruned ones are short by decision.
             self.recent.append(outcome["duration"])
             del self.recent[:-8]
+        self._record(trial_id, outcome)
+
+    def _record(self, trial_id: int, outcome: dict) -> None:
         if trial_id in self.pruned and outcome["state"] in ("completed", "pruned"):
             outcome["state"] = "pruned"  # a trial that never reported again is pruned when it returns
         elif outcome["state"] == "pruned":
@@ -318,6 +427,13 @@ class _Run:
         future = self.running.get(trial_id)
         if future is None:
             return  # already finished through the other path
+        if isinstance(future, Gang):
+            if kind == "reports":
+                if trial_id not in self.pruned and self.source.report(trial_id, payload):
+                    self._prune(trial_id)
+            else:
+                self._rank_event(trial_id, future, kind, payload)
+            return
         if kind == "outcome":
             self._finish(trial_id, payload)
         elif kind == "reports":
@@ -328,9 +444,7 @@ class _Run:
         elif future.status == "finished":
             self.unreported.setdefault(trial_id, time.monotonic())
         elif future.status == "error":
-            exc = future.exception()
-            text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
-            self._finish(trial_id, _lost_outcome("failed", f"the trial's task failed on Dask:\n{text}"))
+            self._finish(trial_id, _lost_outcome("failed", _task_error(future)))
         elif future.status == "cancelled":
             self._finish(trial_id, _lost_outcome("stopped", None))
 
@@ -344,12 +458,30 @@ class _Run:
 
     def _abandon(self, why: str) -> None:
         for trial_id, future in list(self.running.items()):
-            future.cancel()
-            self._finish(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
+            for f in _futures(future):
+                f.cancel()
+            if isinstance(future, Gang):
+                del self.running[trial_id]
+                self._record(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
+            else:
+                self._finish(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
 
     def cancel_all(self) -> None:
         for future in self.running.values():
-            future.cancel()
+            for f in _futures(future):
+                f.cancel()
+
+
+def _futures(running) -> list:
+    return running.futures if isinstance(running, Gang) else [running]
+
+
+def _task_error(future) -> str:
+    if future.status == "cancelled":
+        return "the task was cancelled"
+    exc = future.exception()
+    text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
+    return f"the trial's task failed on Dask:\n{text}"
 
 
 def _release_when_done(future) -> None:

@@ -54,9 +54,9 @@ class LiveView(ExperimentView):
                 height=320,
                 margin={"l": 50, "r": 10, "t": 30, "b": 40},
                 template="plotly_white",
-                title={"text": f"{exp.metric} per step", "font": {"size": 13}},
+                title={"text": f"{exp.curve_metric or 'metric'} per step", "font": {"size": 13}},
                 xaxis={"title": "step"},
-                yaxis={"title": exp.metric},
+                yaxis={"title": exp.curve_metric or ""},
                 showlegend=False,
             )
         )
@@ -166,6 +166,9 @@ class LiveView(ExperimentView):
         if not changed:
             return
         with self.figure.batch_update():
+            if self.figure.layout.yaxis.title.text != self.exp.curve_metric:  # known once reports arrive
+                self.figure.layout.yaxis.title.text = self.exp.curve_metric
+                self.figure.layout.title.text = f"{self.exp.curve_metric} per step"
             for rec in changed:
                 x, y = _stride(rec.curve_steps, rec.curve_values)
                 index = self._trace_index.get(rec.trial_id)
@@ -189,7 +192,15 @@ class LiveView(ExperimentView):
         names = sorted({k for r in records for k in r.params})
         head = "".join(
             f"<th>{html.escape(h)}</th>"
-            for h in ["trial", *labels, "state", self.exp.metric, *names, "steps", "duration"]
+            for h in [
+                "trial",
+                *labels,
+                "state",
+                self.exp.curve_metric or "value",
+                *names,
+                "steps",
+                "duration",
+            ]
         )
         rows = []
         for r in sorted(records, key=lambda r: r.trial_id, reverse=True)[:MAX_TABLE_ROWS]:

@@ -71,7 +71,12 @@ def test_fn_and_space_can_be_named(ip):
     [
         ("hpo --trials 2", BODY, "needs --metric"),
         ("tune --metric acc", BODY, "unknown mode"),
-        ("ddp --metric acc", BODY, "not available yet"),
+        (
+            "ddp --workers 2 --trials 3 --mode min",
+            BODY,
+            "--trials, --mode: not an option of %%distribute ddp",
+        ),
+        ("hpo --metric acc --workers 2", BODY, "--workers: not an option of %%distribute hpo"),
         ("ablation --metric acc --trials 3 --sampler grid", BODY, "--trials, --sampler: not an option of"),
         ("hpo --metric acc --repeats 2", BODY, "--repeats: not an option of %%distribute hpo"),
         ("ablation --features a --group x", BODY, "needs --metric"),
@@ -160,3 +165,26 @@ def test_an_ablation_study_from_the_magic(ip):
     assert summary.loc["augment", "delta"] == pytest.approx(-0.1)
     assert summary.loc["no_money", "delta"] == pytest.approx(-1 / 3 - 0.1)
     assert sorted(exp.history.query("metric == 'seed'").value.unique()) == [5, 6]
+
+
+DDP_BODY = """
+import torch
+import jupyter_dist as jd
+
+def fit(steps=3):
+    model = jd.prepare(torch.nn.Linear(2, 1))
+    for step in range(steps):
+        model(torch.ones(4, 2)).pow(2).mean().backward()
+        jd.report(step=step, world=jd.world_size())
+    return jd.rank()
+"""
+
+
+def test_a_data_parallel_run_from_the_magic(ip):
+    result = ip.run_cell_magic("distribute", "ddp --workers 2 --backend gloo --out run", DDP_BODY)
+    exp = ip.user_ns["run"]
+    assert result is exp and isinstance(exp, jd.DataParallelExperiment) and exp.state == "completed"
+    assert exp.result == 0 and exp.rank_results == [0, 1]
+    assert set(exp.history.value) == {2.0} and len(exp.history) == 3
+    with pytest.raises(jd.PlacementError, match="needs 5 workers"):
+        ip.run_cell_magic("distribute", "ddp --workers 5", DDP_BODY)

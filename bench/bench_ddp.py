@@ -1,0 +1,139 @@
+"""CPU data-parallel scaling: samples/s of a compute-bound MLP with jupyter_dist.data_parallel at 1 and 2 ranks.
+
+Each rank has one torch thread (set on purpose with threads_per_rank=1: one core per rank) and trains the same
+MLP on its own synthetic batches of PER_RANK_BATCH samples (the global batch grows with the ranks, as in
+Accelerate and DDP). Rank 0 times STEPS steps after WARMUP steps, between two barriers, so the figure is the
+training loop's rate, not the job's start-up; samples/s = ranks x batch x steps / time. A plain loop in this
+process (one torch thread, no Dask) is the reference for the 1-rank figure. Runs alternate 1, 2, 1, 2, ...
+REPEATS times on one warm LocalCluster of 2 worker processes; medians are compared.
+
+Run: ``.venv/bin/python bench/bench_ddp.py`` (writes bench/results/ddp.json). Target: >= 1.6x at 2 ranks.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+
+WIDTH = 1024
+PER_RANK_BATCH = 256
+STEPS = 30
+WARMUP = 5
+REPEATS = 4
+TARGET_SCALING = 1.6
+
+
+def train(width=WIDTH, batch=PER_RANK_BATCH, steps=STEPS, warmup=WARMUP):
+    import time
+
+    import torch
+
+    import jupyter_dist
+
+    torch.manual_seed(jupyter_dist.rank())
+    model = torch.nn.Sequential(
+        torch.nn.Linear(512, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    model, optimiser = jupyter_dist.prepare(model, optimiser)
+    x, y = torch.randn(batch, 512), torch.randint(0, 10, (batch,))
+    distributed = jupyter_dist.world_size() > 1 or torch.distributed.is_initialized()
+
+    def step():
+        optimiser.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimiser.step()
+
+    for _ in range(warmup):
+        step()
+    if distributed:
+        torch.distributed.barrier()
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if distributed:
+        torch.distributed.barrier()
+    elapsed = time.perf_counter() - started
+    return {"samples_per_s": jupyter_dist.world_size() * batch * steps / elapsed, "seconds": elapsed}
+
+
+def plain_loop() -> float:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return train()["samples_per_s"]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def main() -> dict:
+    import jupyter_dist as jd
+
+    cpu = CpuMonitor()
+    client = jd.get_client("local", n_workers=2, threads_per_worker=1)
+    jd.data_parallel(train, workers=2, threads_per_rank=1, cluster=client, progress=False, steps=3)  # warm up
+    runs = {"plain": [], "ranks_1": [], "ranks_2": []}
+    for repeat in range(REPEATS):
+        runs["plain"].append(plain_loop())
+        for ranks in (1, 2):
+            exp = jd.data_parallel(train, workers=ranks, threads_per_rank=1, cluster=client, progress=False)
+            runs[f"ranks_{ranks}"].append(exp.result["samples_per_s"])
+        print(f"  repeat {repeat}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in runs.items()), flush=True)
+    jd.close_local_cluster()  # before stop(): the workers' CPU time is counted as ours once they are reaped
+    medians = {k: median(v) for k, v in runs.items()}
+    scaling = medians["ranks_2"] / medians["ranks_1"]
+    result = header(
+        "ddp",
+        {
+            "width": WIDTH,
+            "per_rank_batch": PER_RANK_BATCH,
+            "steps": STEPS,
+            "warmup": WARMUP,
+            "repeats": REPEATS,
+        },
+    )
+    result.update(
+        samples_per_s=runs,
+        median_samples_per_s=medians,
+        scaling_2_over_1=scaling,
+        efficiency_2=scaling / 2,
+        one_rank_over_plain_loop=medians["ranks_1"] / medians["plain"],
+        target={"scaling_at_least": TARGET_SCALING},
+        met=scaling >= TARGET_SCALING,
+        cpu_contention=cpu.stop(),
+    )
+    return result
+
+
+def summary(result: dict) -> str:
+    m = result["median_samples_per_s"]
+    return "\n".join(
+        [
+            f"data-parallel CPU scaling, MLP width {result['parameters']['width']}, batch "
+            f"{result['parameters']['per_rank_batch']} per rank, 1 torch thread per rank (medians):",
+            f"  plain loop in this process  {m['plain']:,.0f} samples/s",
+            f"  data_parallel, 1 rank       {m['ranks_1']:,.0f} samples/s "
+            f"({result['one_rank_over_plain_loop']:.2f}x the plain loop)",
+            f"  data_parallel, 2 ranks      {m['ranks_2']:,.0f} samples/s",
+            f"  scaling 2/1: {result['scaling_2_over_1']:.2f}x (efficiency {result['efficiency_2']:.0%}); target >= "
+            f"{TARGET_SCALING}x: {'met' if result['met'] else 'NOT met'}",
+            contention_note(result["cpu_contention"]),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    res = main()
+    out = write_result("ddp", res)
+    print(summary(res))
+    print(f"-> {out}")

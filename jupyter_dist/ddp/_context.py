@@ -1,0 +1,50 @@
+"""Where the calling code runs: its rank, the world size, and (inside a data-parallel run) its device.
+
+``rank()``, ``world_size()`` and ``is_main()`` work everywhere: in a data-parallel trial they come from the trial,
+under another launcher (torchrun) from torch.distributed, and alone they are 0, 1 and True.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from ..report import current_trial
+
+
+class _Run(threading.local):
+    device = None  # the rank's torch.device while a data-parallel trial runs on this thread; None otherwise
+
+
+run = _Run()
+
+
+def _torch_distributed():
+    torch = sys.modules.get("torch")  # never import torch just to say "rank 0"
+    if torch is None:
+        return None
+    dist = torch.distributed
+    return dist if dist.is_available() and dist.is_initialized() else None
+
+
+def rank() -> int:
+    """This process's rank in the data-parallel job (0 when there is none)."""
+    ctx = current_trial()
+    if ctx is not None:
+        return ctx.rank
+    dist = _torch_distributed()
+    return dist.get_rank() if dist is not None else 0
+
+
+def world_size() -> int:
+    """How many ranks the data-parallel job has (1 when there is none)."""
+    ctx = current_trial()
+    if ctx is not None:
+        return ctx.world_size
+    dist = _torch_distributed()
+    return dist.get_world_size() if dist is not None else 1
+
+
+def is_main() -> bool:
+    """True on rank 0, and whenever there is no data-parallel job: where to print, save and evaluate."""
+    return rank() == 0

@@ -1,0 +1,54 @@
+"""A data-parallel run as the user reads it: one trial of N ranks, rank 0's result and metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..experiment import Experiment
+
+
+class DataParallelExperiment(Experiment):
+    def __init__(self, name: str, metric: str | None, workers: int, **kwargs: Any) -> None:
+        super().__init__("ddp", name, metric, "max", total=1, **kwargs)
+        self.workers = workers
+
+    @property
+    def result(self) -> Any:
+        """Rank 0's return value, whole (a number, a dict, a state dict, a model...)."""
+        records = self.trial_records()
+        if not records or records[0].state == "running":
+            raise ValueError(f"data-parallel run {self.name!r} has no result yet (state: {self.state})")
+        return records[0].result
+
+    @property
+    def rank_results(self) -> list:
+        """Every rank's return value, in rank order."""
+        records = self.trial_records()
+        return list(records[0].rank_results or []) if records else []
+
+    def highlight(self) -> str | None:
+        records = self.trial_records()
+        if not records or not records[0].last:
+            return None
+        last = records[0].last
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in list(last.items())[:4])
+        return f"{self.workers} ranks · rank 0: {shown} (step {records[0].steps - 1})"
+
+    def plot(self):
+        """Rank 0's reported metrics over the steps, one panel per metric."""
+        import plotly.graph_objects as go
+        from plotly.subplots import make_subplots
+
+        history = self.history
+        names = list(dict.fromkeys(history["metric"]))
+        fig = make_subplots(rows=max(1, len(names)), cols=1, subplot_titles=names, shared_xaxes=True)
+        for row, name in enumerate(names, start=1):
+            rows = history[history.metric == name]
+            fig.add_trace(go.Scatter(x=rows.step, y=rows.value, mode="lines", name=name), row=row, col=1)
+        fig.update_layout(
+            height=220 * max(1, len(names)) + 60,
+            title=self.status_line(),
+            showlegend=False,
+            template="plotly_white",
+        )
+        return fig

@@ -1,0 +1,118 @@
+"""One rank of a data-parallel trial: join the process group, run the training function, leave.
+
+``DataParallelTrial`` is what the workers run instead of the bare function. The rendezvous has its own timeout
+(Dask does not start a job's ranks together; a rank whose worker is busy never comes), separate from the
+collectives' timeout (a slow step is not a lost rank). A rank that fails leaves the process group at once, which
+ends its peers' waiting collectives within seconds.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from ..report import current_trial
+from ._context import run
+
+BACKENDS = ("gloo", "nccl")
+GLOO_SETTLE = 0.2
+
+
+class RendezvousError(RuntimeError):
+    """Not every rank of a data-parallel job joined in time."""
+
+
+class DataParallelTrial:
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        backend: str | None,
+        gpus_per_worker: float,
+        threads: int | None,
+        rendezvous_timeout: float,
+    ) -> None:
+        self.fn = fn
+        self.backend = backend
+        self.gpus_per_worker = gpus_per_worker
+        self.threads = threads
+        self.rendezvous_timeout = rendezvous_timeout
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, **kwargs: Any) -> Any:
+        import torch
+        import torch.distributed as dist
+
+        ctx = current_trial()
+        info = ctx.rank_info
+        if self.threads:
+            torch.set_num_threads(self.threads)  # the nanny sets OMP_NUM_THREADS=1: choose on purpose
+        use_gpu = self.gpus_per_worker > 0 or self.backend == "nccl"
+        if use_gpu and not torch.cuda.is_available():
+            raise RuntimeError(
+                f"rank {info['rank']}: asked for GPUs, but torch sees no CUDA device on worker "
+                f"{ctx.rank_info['host']}"
+            )
+        backend = self.backend or ("nccl" if use_gpu else "gloo")
+        device = torch.device("cuda", _gpu_index(info["rank"])) if use_gpu else torch.device("cpu")
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        store = self._join(info)
+        dist.init_process_group(backend, store=store, rank=info["rank"], world_size=info["world"])
+        run.device = device
+        try:
+            result = self.fn(**kwargs)
+        except BaseException as exc:
+            # Peers waiting in a collective are freed only when this rank's process group really goes away,
+            # closing its connections; the model's DDP reducer keeps it alive as long as the failed function's
+            # frames (held by the traceback) keep the model. Let go of them now.
+            dist.destroy_process_group()
+            _let_gloo_settle()
+            traceback.clear_frames(exc.__traceback__)
+            _let_gloo_settle()
+            raise
+        finally:
+            run.device = None
+        dist.destroy_process_group()
+        _let_gloo_settle()
+        return result
+
+    def _join(self, info: dict):
+        import torch.distributed as dist
+
+        try:
+            return dist.TCPStore(
+                info["host"],
+                info["port"],
+                info["world"],
+                is_master=info["rank"] == 0,
+                timeout=datetime.timedelta(seconds=self.rendezvous_timeout),
+                wait_for_workers=True,
+            )
+        except (RuntimeError, dist.DistError) as exc:
+            raise RendezvousError(
+                f"rank {info['rank']} of {info['world']}: not every rank joined within "
+                f"{self.rendezvous_timeout:g}s at {info['host']}:{info['port']}. Dask does not start a job's "
+                f"ranks together: the job needs {info['world']} workers free at the same time ({exc})"
+            ) from None
+
+
+def _gpu_index(rank: int) -> int:
+    """The rank's GPU. A worker that sees one GPU (dask-cuda sets CUDA_VISIBLE_DEVICES per worker) uses it;
+    workers that each see all of a host's GPUs take one apiece by rank (ranks on a host are consecutive: they
+    are placed in the order of the workers' addresses)."""
+    import torch
+
+    count = torch.cuda.device_count()
+    return rank % count if count > 1 else torch.cuda.current_device()
+
+
+def _let_gloo_settle() -> None:
+    """gloo's worker threads drop finished work items after the fact, which needs the GIL. Were the process group
+    freed meanwhile, its destructor would join them while holding the GIL: a deadlock that froze the whole
+    worker (seen when a rank raised). A moment without the GIL lets them finish first."""
+    time.sleep(GLOO_SETTLE)
