@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
 
 WIDTH = 1024
-PER_RANK_BATCH = 256
-STEPS = 30
-WARMUP = 5
+PER_RANK_BATCH = 1024
+STEPS = 12
+WARMUP = 3
 REPEATS = 4
 TARGET_SCALING = 1.6
 
