@@ -335,8 +335,8 @@ class _Run:
     def _rank_event(self, trial_id: int, gang: Gang, kind: str, payload) -> None:
         if kind == "outcome":
             if payload["state"] == "failed":
-                # Its peers may be blocked in a collective (the failing rank's process group going away ends
-                # that within seconds) or still computing: their next report() stops them.
+                # Its peers may still be computing (their next report() stops them) or be blocked in a
+                # collective (given up on after RANK_GRACE, see _give_up_on_stragglers).
                 gang.rank_failed()
                 stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
             return
