@@ -3,15 +3,20 @@
 Each rank has one torch thread (set on purpose with threads_per_rank=1: one core per rank) and trains the same
 MLP on its own synthetic batches of PER_RANK_BATCH samples (the global batch grows with the ranks, as in
 Accelerate and DDP). Rank 0 times STEPS steps after WARMUP steps, between two barriers, so the figure is the
-training loop's rate, not the job's start-up; samples/s = ranks x batch x steps / time. A plain loop in this
-process (one torch thread, no Dask) is the reference for the 1-rank figure. Runs alternate 1, 2, 1, 2, ...
-REPEATS times on one warm LocalCluster of 2 worker processes; medians are compared.
+training loop's rate, not the job's start-up; samples/s = ranks x batch x steps / time.
+
+References, measured in the same run: a plain loop in this process (one torch thread, no Dask) for the 1-rank
+figure, and plain PyTorch DDP (two processes of torch.multiprocessing, gloo, no Dask) for the 2-rank figure.
+Runs alternate plain, 1 rank, 2 ranks, PyTorch DDP, REPEATS times, on one warm LocalCluster of 2 worker
+processes; medians are compared.
 
 Run: ``.venv/bin/python bench/bench_ddp.py`` (writes bench/results/ddp.json). Target: >= 1.6x at 2 ranks.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import sys
 from pathlib import Path
 
@@ -21,13 +26,13 @@ from _common import CpuMonitor, contention_note, header, median, write_result  #
 
 WIDTH = 1024
 PER_RANK_BATCH = 1024
-STEPS = 12
+STEPS = 30
 WARMUP = 3
-REPEATS = 4
+REPEATS = 5
 TARGET_SCALING = 1.6
 
 
-def train(width=WIDTH, batch=PER_RANK_BATCH, steps=STEPS, warmup=WARMUP):
+def train(width=WIDTH, batch=PER_RANK_BATCH, steps=STEPS, warmup=WARMUP, wrap_myself=False):
     import time
 
     import torch
@@ -43,9 +48,13 @@ def train(width=WIDTH, batch=PER_RANK_BATCH, steps=STEPS, warmup=WARMUP):
         torch.nn.Linear(width, 10),
     )
     optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
-    model, optimiser = jupyter_dist.prepare(model, optimiser)
+    if wrap_myself:  # the plain-PyTorch reference: a process group of its own, no jupyter_dist
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    else:
+        model, optimiser = jupyter_dist.prepare(model, optimiser)
     x, y = torch.randn(batch, 512), torch.randint(0, 10, (batch,))
-    distributed = jupyter_dist.world_size() > 1 or torch.distributed.is_initialized()
+    distributed = torch.distributed.is_initialized()
+    world = torch.distributed.get_world_size() if distributed else 1
 
     def step():
         optimiser.zero_grad()
@@ -62,7 +71,7 @@ def train(width=WIDTH, batch=PER_RANK_BATCH, steps=STEPS, warmup=WARMUP):
     if distributed:
         torch.distributed.barrier()
     elapsed = time.perf_counter() - started
-    return {"samples_per_s": jupyter_dist.world_size() * batch * steps / elapsed, "seconds": elapsed}
+    return {"samples_per_s": world * batch * steps / elapsed, "seconds": elapsed}
 
 
 def plain_loop() -> float:
@@ -76,18 +85,61 @@ def plain_loop() -> float:
         torch.set_num_threads(threads)
 
 
+def _torch_ddp_rank(rank: int, world: int, port: int, results) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+    )
+    try:
+        result = train(wrap_myself=True)
+    finally:
+        torch.distributed.destroy_process_group()
+    if rank == 0:
+        results.put(result["samples_per_s"])
+
+
+def plain_torch_ddp(world: int = 2) -> float:
+    """Samples/s of the same training under DistributedDataParallel in processes started by torch itself."""
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = mp.get_context("spawn")
+    results = context.Queue()
+    # Starting the LocalCluster put Dask's MALLOC_TRIM_THRESHOLD_ into this process's environment; the reference
+    # processes must run with glibc's defaults, as they would outside Dask.
+    saved = os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    try:
+        ranks = [
+            context.Process(target=_torch_ddp_rank, args=(r, world, port, results)) for r in range(world)
+        ]
+        for process in ranks:
+            process.start()
+    finally:
+        if saved is not None:
+            os.environ["MALLOC_TRIM_THRESHOLD_"] = saved
+    rate = results.get(timeout=120)
+    for process in ranks:
+        process.join(timeout=60)
+    return rate
+
+
 def main() -> dict:
     import jupyter_dist as jd
 
     cpu = CpuMonitor()
     client = jd.get_client("local", n_workers=2, threads_per_worker=1)
     jd.data_parallel(train, workers=2, threads_per_rank=1, cluster=client, progress=False, steps=3)  # warm up
-    runs = {"plain": [], "ranks_1": [], "ranks_2": []}
+    runs = {"plain": [], "ranks_1": [], "ranks_2": [], "torch_ddp_2": []}
     for repeat in range(REPEATS):
         runs["plain"].append(plain_loop())
         for ranks in (1, 2):
             exp = jd.data_parallel(train, workers=ranks, threads_per_rank=1, cluster=client, progress=False)
             runs[f"ranks_{ranks}"].append(exp.result["samples_per_s"])
+        runs["torch_ddp_2"].append(plain_torch_ddp(2))
         print(f"  repeat {repeat}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in runs.items()), flush=True)
     jd.close_local_cluster()  # before stop(): the workers' CPU time is counted as ours once they are reaped
     medians = {k: median(v) for k, v in runs.items()}
@@ -108,6 +160,8 @@ def main() -> dict:
         scaling_2_over_1=scaling,
         efficiency_2=scaling / 2,
         one_rank_over_plain_loop=medians["ranks_1"] / medians["plain"],
+        two_ranks_over_torch_ddp=medians["ranks_2"] / medians["torch_ddp_2"],
+        torch_ddp_scaling_over_plain_loop=medians["torch_ddp_2"] / medians["plain"],
         target={"scaling_at_least": TARGET_SCALING},
         met=scaling >= TARGET_SCALING,
         cpu_contention=cpu.stop(),
@@ -125,6 +179,9 @@ def summary(result: dict) -> str:
             f"  data_parallel, 1 rank       {m['ranks_1']:,.0f} samples/s "
             f"({result['one_rank_over_plain_loop']:.2f}x the plain loop)",
             f"  data_parallel, 2 ranks      {m['ranks_2']:,.0f} samples/s",
+            f"  plain PyTorch DDP, 2 procs  {m['torch_ddp_2']:,.0f} samples/s "
+            f"(data_parallel = {result['two_ranks_over_torch_ddp']:.2f}x of it; it scales "
+            f"{result['torch_ddp_scaling_over_plain_loop']:.2f}x over the plain loop)",
             f"  scaling 2/1: {result['scaling_2_over_1']:.2f}x (efficiency {result['efficiency_2']:.0%}); target >= "
             f"{TARGET_SCALING}x: {'met' if result['met'] else 'NOT met'}",
             contention_note(result["cpu_contention"]),

@@ -2,8 +2,9 @@
 
 ``DataParallelTrial`` is what the workers run instead of the bare function. The rendezvous has its own timeout
 (Dask does not start a job's ranks together; a rank whose worker is busy never comes), separate from the
-collectives' timeout (a slow step is not a lost rank). A rank that fails leaves the process group at once, which
-ends its peers' waiting collectives within seconds.
+collectives' timeout (a slow step is not a lost rank). A rank that fails leaves the process group at once, so
+that its worker can run the next job; peers blocked in a collective are the scheduler's to end (gloo wakes them
+only when this process closes its sockets: see Scheduler._give_up_on_stragglers).
 """
 
 from __future__ import annotations
@@ -67,9 +68,8 @@ class DataParallelTrial:
         try:
             result = self.fn(**kwargs)
         except BaseException as exc:
-            # Peers waiting in a collective are freed only when this rank's process group really goes away,
-            # closing its connections; the model's DDP reducer keeps it alive as long as the failed function's
-            # frames (held by the traceback) keep the model. Let go of them now.
+            # Leave the default process group (the next job on this worker makes its own) and let go of the
+            # failed function's frames, which the traceback would keep alive with the model and its gradients.
             dist.destroy_process_group()
             _let_gloo_settle()
             traceback.clear_frames(exc.__traceback__)

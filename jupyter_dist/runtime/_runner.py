@@ -20,6 +20,7 @@ import cloudpickle
 
 from .. import report as report_module
 from ..report import Reporter, TrialContext, TrialPruned, activate, current_trial
+from ._allocator import tensor_friendly_allocator
 
 # Unpickled training functions by experiment id: the function travels as bytes with every task (cheap), but is
 # unpickled once per worker process. The oldest experiments are dropped (with their stop flags) past
@@ -167,7 +168,8 @@ def run_trial(
     try:
         if ctx.should_stop:  # queued before the stop, started after it
             raise TrialPruned
-        returned = fn(**kwargs)
+        with tensor_friendly_allocator():
+            returned = fn(**kwargs)
         if ctx.should_stop:
             state = "pruned"  # it returned by itself, but after it was told to stop
     except TrialPruned:

@@ -365,9 +365,10 @@ class _Run:
 
     def _give_up_on_stragglers(self) -> None:
         """A rank that has not ended RANK_GRACE after a peer failed is given up on, and its worker restarted:
-        it may be stuck in a collective its failed peer will never join (a failed rank's DDP model can keep
-        gloo's connections open, so the wait would last torch's 30-minute timeout), or its pinned task may wait
-        for a worker that died. A cancelled task does not stop a running thread; a restart does."""
+        it may be stuck in a collective its failed peer will never join (gloo wakes it only when the peer's
+        process closes its sockets, else after torch's 30-minute timeout; aborting either side's process group
+        does not), or its pinned task may wait for a worker that died. A cancelled task does not stop a running
+        thread; a restart does, as torchrun restarts a worker group when one of its workers fails."""
         now = time.monotonic()
         for trial_id, gang in list(self.running.items()):
             if (
