@@ -15,7 +15,7 @@ from .report import Reporter, TrialPruned, report
 from .runtime import ClusterError, PlacementError, TrialFunctionError, close_local_cluster, get_client
 from .space import SearchSpaceError
 
-__version__ = "0.3.0"
+__version__ = "0.3.1"
 
 __all__ = [
     "AblationError",

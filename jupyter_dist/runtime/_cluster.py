@@ -106,6 +106,11 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
             )
         _local["cluster"] = cluster
         _local["client"] = client = Client(cluster, set_as_default=False)
+        # Registered now, after distributed's own exit hook (which closes every cluster): hooks run last-first,
+        # so the client closes first, flushing its last messages (released results) to the scheduler, instead
+        # of the workers going away under it ("caused the cluster to lose already computed task(s)").
+        atexit.unregister(close_local_cluster)
+        atexit.register(close_local_cluster)
         from ._worker_plugins import IgnoreKernelInterrupts  # imports distributed: only when a cluster starts
 
         client.register_plugin(IgnoreKernelInterrupts())
@@ -123,9 +128,6 @@ def close_local_cluster() -> None:
             c.close()
     if cluster is not None:
         cluster.close()
-
-
-atexit.register(close_local_cluster)
 
 
 def worker_threads(client) -> int:

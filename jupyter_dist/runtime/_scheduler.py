@@ -8,6 +8,7 @@ button can be heard.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import queue
@@ -34,6 +35,8 @@ OUTCOME_GRACE = 1.0
 SHORT_TRIAL = 0.05
 # How long the other ranks of a data-parallel trial get to end once one of them failed.
 RANK_GRACE = 3.0
+# How long the end of a run waits for tasks whose outcome already arrived (normally a few ms behind it).
+SETTLE_WAIT = 2.0
 
 
 # (scheduler address, hash of the pickled function) pairs whose function loaded on that cluster's workers.
@@ -178,6 +181,7 @@ class TrialScheduler:
                     if now - last_idle >= self.idle_interval:
                         last_idle = now
                         idle()
+                run.settle()
             except BaseException:
                 stop_on_workers(self.client, self.exp_id)
                 run.cancel_all()
@@ -231,6 +235,9 @@ class _Run:
         self.freed: list[str] = []
         self.stop_broadcast = False
         self.stop_deadline: float | None = None
+        # Futures of trials whose outcome has arrived but whose task has not ended yet: released once it has
+        # (releasing a running task would cancel it noisily on its worker).
+        self.lingering: list = []
 
     def step(self) -> bool:
         """Start what may start, then handle what arrives within one poll interval. False when all is done."""
@@ -249,6 +256,7 @@ class _Run:
             return False
         self._gather_overdue()
         self._give_up_on_stragglers()
+        self._release_ended()
         try:
             self._handle(self.events.get(timeout=s.poll_interval))
         except queue.Empty:
@@ -357,8 +365,7 @@ class _Run:
 
     def _finish_ranks(self, trial_id: int, gang: Gang) -> None:
         del self.running[trial_id]
-        for future in gang.futures:
-            future.release()
+        self._release_when_done(gang.futures)
         stopped = trial_id in self.pruned or self.s.stopping
         outcome = merge_outcomes(gang.outcomes, len(gang.futures), stopped)
         self._record(trial_id, outcome)
@@ -406,7 +413,7 @@ class _Run:
         stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
 
     def _finish(self, trial_id: int, outcome: dict) -> None:
-        _release_when_done(self.running.pop(trial_id))
+        self._release_when_done([self.running.pop(trial_id)])
         self.unreported.pop(trial_id, None)
         if outcome["worker"] is not None:
             self.freed.append(outcome["worker"])
@@ -467,6 +474,36 @@ class _Run:
             else:
                 self._finish(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
 
+    def _release_when_done(self, futures: list) -> None:
+        """Let Dask drop these trials' results: we have their outcomes."""
+        for future in futures:
+            if future.done():
+                future.release()
+            else:
+                self.lingering.append(future)
+
+    def _release_ended(self) -> None:
+        if self.lingering:
+            ended = [f for f in self.lingering if f.done()]
+            self.lingering = [f for f in self.lingering if not f.done()]
+            for future in ended:
+                future.release()
+
+    def settle(self) -> None:
+        """Wait (briefly) for the tasks whose outcomes arrived ahead of them, and release them.
+
+        Each trial future carries a Dask done-callback, which runs on a thread pool that refuses work once the
+        interpreter is exiting: a script that ended right after the run printed "cannot schedule new futures
+        after shutdown" for the last trials. Once every task has ended and the client's loop has gone round
+        once, no callback is left to fire late.
+        """
+        deadline = time.monotonic() + SETTLE_WAIT
+        while self.lingering and time.monotonic() < deadline:
+            time.sleep(0.005)
+            self._release_ended()
+        # A task that does not end (a rank stuck in a collective) keeps its future: nothing to wait for.
+        self.s.client.sync(asyncio.sleep, 0)  # the loop has handed every fired callback to the thread pool
+
     def cancel_all(self) -> None:
         for future in self.running.values():
             for f in _futures(future):
@@ -483,12 +520,3 @@ def _task_error(future) -> str:
     exc = future.exception()
     text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
     return f"the trial's task failed on Dask:\n{text}"
-
-
-def _release_when_done(future) -> None:
-    """Let Dask drop a trial's result: we have its outcome. Not before the task ends: releasing a running task
-    would cancel it noisily on its worker."""
-    if future.done():
-        future.release()
-    else:
-        future.add_done_callback(lambda f: f.release())
