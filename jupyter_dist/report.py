@@ -79,6 +79,8 @@ class TrialContext:
         self._emit = emit  # worker.log_event, bound once: get_worker() per report would cost more
         self.steps = 0
         self.last: dict[str, float] = {}
+        # When the function raised, before any clean-up ran: tells which rank of a job failed first.
+        self.failed_at: float | None = None
         self._batch: list[list] = []  # [step, metrics, time] per report, oldest first
         self._batch_lock = threading.Lock()
         self._last_flush = 0.0

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ..report import current_trial
+from ..report import TrialPruned, current_trial
 from ._context import run
 
 BACKENDS = ("gloo", "nccl")
@@ -46,17 +46,27 @@ class DataParallelTrial:
 
     def __call__(self, **kwargs: Any) -> Any:
         import torch
-        import torch.distributed as dist
 
         ctx = current_trial()
         info = ctx.rank_info
+        threads = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(self.threads)  # the nanny sets OMP_NUM_THREADS=1: choose on purpose
+        try:
+            return self._run(ctx, info, kwargs)
+        finally:
+            torch.set_num_threads(threads)  # the worker's later tasks get its own setting back
+
+    def _run(self, ctx, info: dict, kwargs: dict) -> Any:
+        import torch
+        import torch.distributed as dist
+        from distributed import get_worker
+
         use_gpu = self.gpus_per_worker > 0 or self.backend == "nccl"
         if use_gpu and not torch.cuda.is_available():
             raise RuntimeError(
                 f"rank {info['rank']}: asked for GPUs, but torch sees no CUDA device on worker "
-                f"{ctx.rank_info['host']}"
+                f"{get_worker().address}"
             )
         backend = self.backend or ("nccl" if use_gpu else "gloo")
         device = torch.device("cuda", _gpu_index(info["rank"])) if use_gpu else torch.device("cpu")
@@ -68,6 +78,10 @@ class DataParallelTrial:
         try:
             result = self.fn(**kwargs)
         except BaseException as exc:
+            if not isinstance(exc, TrialPruned):
+                ctx.failed_at = (
+                    time.time()
+                )  # before the clean-up below, which may wake the peers' collectives
             # Leave the default process group (the next job on this worker makes its own) and let go of the
             # failed function's frames, which the traceback would keep alive with the model and its gradients.
             dist.destroy_process_group()

@@ -5,7 +5,8 @@ Setting any of glibc's malloc variables also switches off its dynamic mmap thres
 128 KiB (most activations and gradients) is a fresh mmap, zero-filled page by page, and unmapped again when the
 tensor is freed: a training step in such a worker ran at 0.86x of the same step in the kernel (bench_ddp). While
 trials run, large blocks come from the heap and stay there (the step runs at the kernel's speed); when the last
-running trial of the process ends, the worker's settings come back and the memory is released (malloc_trim).
+running trial of the process ends, the worker's settings come back and free memory is handed back to the OS
+(malloc_trim; the top of a thread's arena shrinks only at that arena's next free, under the restored threshold).
 """
 
 from __future__ import annotations

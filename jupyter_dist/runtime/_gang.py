@@ -72,20 +72,23 @@ class Gang:
 
     workers: list[str]
     futures: list[Any]
-    failing_since: float | None = None  # monotonic time a rank was first seen failing
-    outcomes: dict[int, dict] = field(default_factory=dict)
+    # Monotonic time a rank first ended without completing (failed, pruned, stopped) or lost its worker: the
+    # others cannot get past their next collective without it.
+    ending_since: float | None = None
+    outcomes: dict[int, dict] = field(default_factory=dict)  # rank -> outcome, from its task's result
+    reported: dict[int, dict] = field(default_factory=dict)  # rank -> outcome event, which comes ahead of it
 
-    def done(self) -> bool:
-        return all(f.done() for f in self.futures)
+    def rank_ended_early(self) -> None:
+        if self.ending_since is None:
+            self.ending_since = time.monotonic()
 
-    def rank_failed(self) -> None:
-        if self.failing_since is None:
-            self.failing_since = time.monotonic()
+    def unfinished(self) -> list[int]:
+        return [rank for rank in range(len(self.futures)) if rank not in self.outcomes]
 
 
 def merge_outcomes(outcomes: dict[int, dict], world: int, stopped: bool) -> dict:
     """The trial's outcome from its ranks': rank 0's, unless a rank failed; then the first rank that failed
-    (by when it ended: the others usually fail because it left) gives the state and the traceback."""
+    (by when it raised: the others usually fail because it left) gives the state and the traceback."""
     main = outcomes.get(0)
     failed = [o for o in outcomes.values() if o["state"] == "failed"]
     pruned = any(o["state"] == "pruned" for o in outcomes.values())
@@ -97,9 +100,12 @@ def merge_outcomes(outcomes: dict[int, dict], world: int, stopped: bool) -> dict
     if failed:
 
         def ended(outcome: dict) -> float:
+            if outcome.get("failed_at"):
+                return outcome["failed_at"]
             return (outcome["started"] or float("inf")) + (outcome["duration"] or 0)
 
-        first = min(failed, key=ended)
+        # A lost worker is a cause, never a consequence; among the others, the earliest to raise.
+        first = min(failed, key=lambda o: (not o.get("worker_lost"), ended(o)))
         merged.update(state="failed", error=f"rank {first['rank']} of {world} failed:\n{first['error']}")
     elif pruned:
         merged["state"] = "pruned"

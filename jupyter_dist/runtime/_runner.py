@@ -176,6 +176,7 @@ def run_trial(
         state, stopped_at = "pruned", time.time()
     except (Exception, SystemExit):  # a failing trial is recorded, never a crashed worker
         state, error = "failed", traceback.format_exc()
+        ctx.failed_at = ctx.failed_at or time.time()
     finally:
         duration = time.time() - started
         del _captures[id(ctx)]
@@ -199,6 +200,7 @@ def run_trial(
         "error": error,
         "worker": worker.address,
         "stopped_at": stopped_at,  # when report() raised TrialPruned: the stop latency's far end
+        "failed_at": ctx.failed_at,
         "rank": ctx.rank,
     }
     # The outcome travels on the event stream too, behind the trial's reports and output: the kernel learns of

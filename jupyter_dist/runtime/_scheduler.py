@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -33,8 +34,15 @@ OUTCOME_GRACE = 1.0
 # 10 ms): for them three extra trials per slot are queued ahead so no worker waits for its next task. Longer trials
 # get none, so the sampler always decides with the most recent results.
 SHORT_TRIAL = 0.05
-# How long the other ranks of a data-parallel trial get to end once one of them failed.
+# How long the other ranks of a data-parallel trial get to end once one of them left the job early.
 RANK_GRACE = 3.0
+# How long restarting the workers of ranks given up on may take.
+RESTART_TIMEOUT = 30.0
+# How often the workers of running data-parallel trials are checked for having left the cluster.
+WORKER_CHECK = 1.0
+# How long a data-parallel trial waits for enough workers when none of ours is running (a restarted worker
+# coming back, an adaptive cluster scaling up) before the run fails with a PlacementError.
+WORKER_WAIT = 30.0
 # How long the end of a run waits for tasks whose outcome already arrived (normally a few ms behind it).
 SETTLE_WAIT = 2.0
 
@@ -238,6 +246,9 @@ class _Run:
         # Futures of trials whose outcome has arrived but whose task has not ended yet: released once it has
         # (releasing a running task would cancel it noisily on its worker).
         self.lingering: list = []
+        self.held: tuple | None = None  # a data-parallel trial asked for, waiting for enough free workers
+        self.short_of_workers_since: float | None = None
+        self.workers_checked = 0.0
 
     def step(self) -> bool:
         """Start what may start, then handle what arrives within one poll interval. False when all is done."""
@@ -249,12 +260,13 @@ class _Run:
             self._stopping()
         else:
             self._fill()
-        if not self.running:
+        if not self.running and (self.held is None or s.stopping):
             return False
         if s._interrupts > 1 or (self.stop_deadline is not None and time.monotonic() > self.stop_deadline):
             self._abandon("interrupted" if s._interrupts > 1 else "it did not stop within the grace period")
             return False
         self._gather_overdue()
+        self._notice_lost_workers()
         self._give_up_on_stragglers()
         self._release_ended()
         try:
@@ -274,16 +286,30 @@ class _Run:
         )
         capacity = self.s.parallel * (4 if short else 1)
         while len(self.running) < capacity:
-            workers = self._free_workers() if self.s.ranks else None
-            if self.s.ranks and workers is None:
-                return  # the next data-parallel trial waits for enough of our workers to be free
-            planned = self.source.next_trial()
+            planned, self.held = self.held or self.source.next_trial(), None
             if planned is None:
                 return
-            if workers is None:
+            if not self.s.ranks:
                 self._submit(*planned)
-            else:
-                self._submit_ranks(*planned, workers)
+                continue
+            workers = self._free_workers()
+            if workers is None:
+                self.held = planned  # it waits for enough of our workers to be free
+                self._check_not_short_of_workers()
+                return
+            self.short_of_workers_since = None
+            self._submit_ranks(*planned, workers)
+
+    def _check_not_short_of_workers(self) -> None:
+        """With none of our trials running, too few workers means the cluster shrank (a worker lost, an adaptive
+        cluster scaling down, a restarted worker not back yet): wait a while, then say so."""
+        if self.running:
+            return  # a running trial will free its workers
+        now = time.monotonic()
+        if self.short_of_workers_since is None:
+            self.short_of_workers_since = now
+        elif now - self.short_of_workers_since > WORKER_WAIT:
+            self.s.check_placement()  # a PlacementError saying what is needed and what is there
 
     def _free_workers(self) -> list[str] | None:
         busy = {w for gang in self.running.values() for w in gang.workers}
@@ -317,6 +343,9 @@ class _Run:
 
     def _submit_ranks(self, trial_id: int, params: dict, workers: list[str]) -> None:
         s = self.s
+        ranks = rendezvous(
+            s.client, workers, trial_id
+        )  # first: a worker gone by now fails before the trial starts
         self.sink.trial_started(trial_id, params)
         futures = [
             s.client.submit(
@@ -334,7 +363,7 @@ class _Run:
                 allow_other_workers=False,
                 resources=s.resources,
             )
-            for worker, rank in zip(workers, rendezvous(s.client, workers, trial_id), strict=True)
+            for worker, rank in zip(workers, ranks, strict=True)
         ]
         self.running[trial_id] = Gang(workers, futures)
         for future in futures:
@@ -342,25 +371,28 @@ class _Run:
 
     def _rank_event(self, trial_id: int, gang: Gang, kind: str, payload) -> None:
         if kind == "outcome":
-            if payload["state"] == "failed":
-                # Its peers may still be computing (their next report() stops them) or be blocked in a
-                # collective (given up on after RANK_GRACE, see _give_up_on_stragglers).
-                gang.rank_failed()
-                stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
+            gang.reported[payload["rank"]] = payload
+            if payload["state"] != "completed":
+                # Its peers cannot get past their next collective without it: their next report() stops them,
+                # or, blocked in a collective, they are given up on after RANK_GRACE (_give_up_on_stragglers).
+                gang.rank_ended_early()
+                if payload["state"] == "failed":
+                    stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
             return
         if kind != "future":
             return
         rank = gang.futures.index(payload)
+        if rank in gang.outcomes:
+            return  # already settled: its worker left the cluster
         if payload.status == "finished":
-            return_value = payload.result()
-            gang.outcomes[rank] = return_value
-            if return_value["state"] == "failed":
-                gang.rank_failed()
+            gang.outcomes[rank] = outcome = payload.result()
+            if outcome["state"] != "completed":
+                gang.rank_ended_early()
         elif payload.status in ("error", "cancelled"):
             gang.outcomes[rank] = _lost_outcome("failed", _task_error(payload), rank)
-            gang.rank_failed()
+            gang.rank_ended_early()
             stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
-        if len(gang.outcomes) == len(gang.futures):
+        if not gang.unfinished():
             self._finish_ranks(trial_id, gang)
 
     def _finish_ranks(self, trial_id: int, gang: Gang) -> None:
@@ -370,31 +402,71 @@ class _Run:
         outcome = merge_outcomes(gang.outcomes, len(gang.futures), stopped)
         self._record(trial_id, outcome)
 
+    def _notice_lost_workers(self) -> None:
+        """A rank pinned to a worker that left the cluster (killed, out of memory) would wait for it forever:
+        Dask does not fail a task whose only allowed worker is gone. Its peers are told to stop."""
+        now = time.monotonic()
+        gangs = [(trial_id, g) for trial_id, g in self.running.items() if isinstance(g, Gang)]
+        if not gangs or now - self.workers_checked < WORKER_CHECK:
+            return
+        self.workers_checked = now
+        present = self.s.client.scheduler_info(n_workers=-1)["workers"]
+        for trial_id, gang in gangs:
+            lost = [rank for rank in gang.unfinished() if gang.workers[rank] not in present]
+            for rank in lost:
+                gang.futures[rank].cancel()
+                gang.outcomes[rank] = gang.reported.get(rank) or dict(
+                    _lost_outcome(
+                        "failed", f"rank {rank}'s worker {gang.workers[rank]} left the cluster", rank
+                    ),
+                    worker_lost=True,
+                )
+            if lost:
+                gang.rank_ended_early()
+                stop_on_workers(self.s.client, self.s.exp_id, [trial_id])
+            if not gang.unfinished():
+                self._finish_ranks(trial_id, gang)
+
     def _give_up_on_stragglers(self) -> None:
-        """A rank that has not ended RANK_GRACE after a peer failed is given up on, and its worker restarted:
-        it may be stuck in a collective its failed peer will never join (gloo wakes it only when the peer's
-        process closes its sockets, else after torch's 30-minute timeout; aborting either side's process group
-        does not), or its pinned task may wait for a worker that died. A cancelled task does not stop a running
-        thread; a restart does, as torchrun restarts a worker group when one of its workers fails."""
+        """Ranks that have not ended RANK_GRACE after a peer left the job are given up on, and their workers
+        restarted: they may be stuck in a collective the peer will never join (gloo wakes them only when the
+        peer's process group is freed and its sockets close, which a DDP model kept alive prevents; aborting
+        either side's process group does not, measured with torch 2.13; else torch's 30-minute timeout), or
+        their pinned task may wait for a worker that died. A cancelled task does not stop a running thread; a
+        restart does, as torchrun restarts a worker group when one of its workers fails."""
         now = time.monotonic()
         for trial_id, gang in list(self.running.items()):
             if (
                 not isinstance(gang, Gang)
-                or gang.failing_since is None
-                or now - gang.failing_since < RANK_GRACE
+                or gang.ending_since is None
+                or now - gang.ending_since < RANK_GRACE
             ):
                 continue
-            stuck = []
-            for rank, future in enumerate(gang.futures):
-                if rank not in gang.outcomes:
-                    future.cancel()
-                    stuck.append(gang.workers[rank])
-                    gang.outcomes[rank] = _lost_outcome(
-                        "failed", f"rank {rank} did not end within {RANK_GRACE:.0f}s of a peer failing", rank
-                    )
+            stuck = gang.unfinished()
+            for rank in stuck:
+                gang.futures[rank].cancel()
+                # An outcome event that came without its task ending (a slow clean-up) still tells how it went.
+                gang.outcomes[rank] = gang.reported.get(rank) or _lost_outcome(
+                    "failed",
+                    f"rank {rank} did not end within {RANK_GRACE:.0f}s of a peer leaving the job",
+                    rank,
+                )
             self._finish_ranks(trial_id, gang)
-            if stuck:
-                self.s.client.restart_workers(stuck, raise_for_error=False)
+            self._restart([gang.workers[rank] for rank in stuck])
+
+    def _restart(self, workers: list[str]) -> None:
+        if not workers:
+            return
+        try:
+            self.s.client.restart_workers(workers, timeout=RESTART_TIMEOUT, raise_for_error=False)
+        except Exception as exc:  # a worker without a nanny cannot be restarted; the run goes on regardless
+            warnings.warn(
+                f"jupyter_dist: could not restart worker(s) {', '.join(workers)}, where a rank may still be "
+                f"blocked in a collective ({type(exc).__name__}: {exc}); restart them by hand if later "
+                "data-parallel runs cannot rendezvous there",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def outcome_arrived(self, trial_id: int, outcome: dict) -> None:
         """Called on the IO thread by the event channel."""
@@ -471,6 +543,8 @@ class _Run:
             if isinstance(future, Gang):
                 del self.running[trial_id]
                 self._record(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
+                # A rank still running may be blocked in a collective: its thread outlives the cancel.
+                self._restart([future.workers[rank] for rank in future.unfinished()])
             else:
                 self._finish(trial_id, _lost_outcome("stopped", f"stopped: {why}"))
 
@@ -483,11 +557,13 @@ class _Run:
                 self.lingering.append(future)
 
     def _release_ended(self) -> None:
-        if self.lingering:
-            ended = [f for f in self.lingering if f.done()]
-            self.lingering = [f for f in self.lingering if not f.done()]
-            for future in ended:
+        still = []
+        for future in self.lingering:
+            if future.done():
                 future.release()
+            else:
+                still.append(future)
+        self.lingering = still
 
     def settle(self) -> None:
         """Wait (briefly) for the tasks whose outcomes arrived ahead of them, and release them.
@@ -501,7 +577,7 @@ class _Run:
         while self.lingering and time.monotonic() < deadline:
             time.sleep(0.005)
             self._release_ended()
-        # A task that does not end (a rank stuck in a collective) keeps its future: nothing to wait for.
+        # Whatever still runs after SETTLE_WAIT is released when this run is dropped (and cancelled then).
         self.s.client.sync(asyncio.sleep, 0)  # the loop has handed every fired callback to the thread pool
 
     def cancel_all(self) -> None:
