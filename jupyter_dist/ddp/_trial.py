@@ -4,7 +4,7 @@
 (Dask does not start a job's ranks together; a rank whose worker is busy never comes), separate from the
 collectives' timeout (a slow step is not a lost rank). A rank that fails leaves the process group at once, so
 that its worker can run the next job; peers blocked in a collective are the scheduler's to end (gloo wakes them
-only when this process closes its sockets: see Scheduler._give_up_on_stragglers).
+only once this rank's process group is freed and its sockets close: see _Run._give_up_on_stragglers).
 """
 
 from __future__ import annotations
@@ -79,9 +79,8 @@ class DataParallelTrial:
             result = self.fn(**kwargs)
         except BaseException as exc:
             if not isinstance(exc, TrialPruned):
-                ctx.failed_at = (
-                    time.time()
-                )  # before the clean-up below, which may wake the peers' collectives
+                # Before the clean-up below, which may wake the peers' collectives and make them fail too.
+                ctx.failed_at = time.time()
             # Leave the default process group (the next job on this worker makes its own) and let go of the
             # failed function's frames, which the traceback would keep alive with the model and its gradients.
             dist.destroy_process_group()
