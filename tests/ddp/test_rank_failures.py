@@ -61,25 +61,31 @@ def test_ranks_that_never_report_are_stopped_with_rank_0_and_the_workers_stay_us
 
 
 def test_a_cluster_that_shrinks_under_a_study_fails_with_a_placement_error(monkeypatch):
-    from distributed import LocalCluster
+    from distributed import Client, LocalCluster
 
     monkeypatch.setattr(_scheduler, "WORKER_WAIT", 2.0)
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        client = jd.get_client(cluster)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
         # Once the first 2-rank trial runs, the cluster scales down to one worker: that trial loses a rank,
         # and the next one can never be placed.
-        threading.Timer(3.0, cluster.scale, args=(1,)).start()
+        shrink = threading.Timer(3.0, cluster.scale, args=(1,))
+        shrink.start()
         started = time.monotonic()
-        with pytest.raises(
-            jd.PlacementError, match="needs 2 workers, one rank per worker process; the cluster has 1"
-        ):
-            jd.hpo(
-                lockstep,
-                {"steps": 400, "step_time": 0.02},
-                trials=2,
-                metric="x",
-                workers_per_trial=2,
-                cluster=client,
-                progress=False,
-            )
+        try:
+            with pytest.raises(
+                jd.PlacementError, match="needs 2 workers, one rank per worker process; the cluster has 1"
+            ):
+                jd.hpo(
+                    lockstep,
+                    {"steps": 400, "step_time": 0.02},
+                    trials=2,
+                    metric="x",
+                    workers_per_trial=2,
+                    cluster=client,
+                    progress=False,
+                )
+        finally:
+            shrink.cancel()  # had the run ended early, it must not fire on a closed cluster
         assert time.monotonic() - started < 40
