@@ -7,31 +7,51 @@ training on Dask, live in Jupyter.
 from __future__ import annotations
 
 from . import space
-from .ablation import AblationError, AblationExperiment, ablate
-from .api import ablation, data_parallel, hpo
-from .ddp import DataParallelExperiment, RendezvousError, is_main, prepare, rank, unwrap, world_size
-from .experiment import Best, Experiment, ExperimentFailed, MetricError
-from .report import Reporter, TrialPruned, report
-from .runtime import ClusterError, PlacementError, TrialFunctionError, close_local_cluster, get_client
-from .space import SearchSpaceError
+from ._report import Reporter, report
+from .ablation import AblationExperiment, ablate
+from .api import ablation, data_parallel, hpo, use_cluster
+from .ddp import DataParallelExperiment, is_main, prepare, rank, unwrap, world_size
+from .errors import (
+    AblationError,
+    ArgumentError,
+    ClusterError,
+    ExperimentFailed,
+    JupyterDistError,
+    MetricError,
+    NoResultError,
+    PlacementError,
+    RendezvousError,
+    SearchSpaceError,
+    TrialFunctionError,
+    TrialPruned,
+)
+from .experiment import Best, Experiment
+from .protocol import Direction, ExperimentState, TrialState
+from .runtime import close_local_cluster, get_client
 
-__version__ = "0.3.1"
+__version__ = "0.4.0"
 
 __all__ = [
     "AblationError",
     "AblationExperiment",
+    "ArgumentError",
     "Best",
-    "DataParallelExperiment",
     "ClusterError",
+    "DataParallelExperiment",
+    "Direction",
     "Experiment",
     "ExperimentFailed",
+    "ExperimentState",
+    "JupyterDistError",
     "MetricError",
+    "NoResultError",
     "PlacementError",
     "RendezvousError",
     "Reporter",
     "SearchSpaceError",
     "TrialFunctionError",
     "TrialPruned",
+    "TrialState",
     "ablate",
     "ablation",
     "close_local_cluster",
@@ -45,6 +65,7 @@ __all__ = [
     "report",
     "space",
     "unwrap",
+    "use_cluster",
     "world_size",
 ]
 

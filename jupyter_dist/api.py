@@ -1,22 +1,26 @@
-"""The Python API: ``hpo()`` turns a plain training function into an experiment on Dask.
+"""The Python API: ``hpo()``, ``ablation()`` and ``data_parallel()`` turn a plain training function into an
+experiment on Dask.
 
-This module is where the pieces meet: it validates the user's input before any work starts, resolves the
-cluster, wires the search (the source) and the Experiment (the sink) to the trial scheduler, and chooses a view.
+Each entry point validates its arguments before any work starts and says what to run (a trial source, the
+function as the workers run it, the experiment's definition); _orchestrate.run_experiment does the rest, the same
+way for every kind.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
-from .experiment import Experiment, ExperimentFailed, MetricError
-from .runtime import TrialScheduler, get_client, worker_threads
+from ._orchestrate import run_experiment
+from ._validate import check_callable, check_metric, check_positive, check_progress
+from .errors import ArgumentError
+from .experiment import Experiment
+from .protocol import Direction, Objective
+from .runtime import use_cluster
 from .space import validate_space
+from .store import ExperimentDefinition
 
-__all__ = ["hpo", "ablation", "data_parallel"]
-
-MODES = ("max", "min")
+__all__ = ["ablation", "data_parallel", "hpo", "use_cluster"]
 
 
 def hpo(
@@ -80,42 +84,42 @@ def hpo(
     """
     from .search import OptunaSearch
 
-    _check_common("hpo", fn, metric, mode, parallel, progress)
-    _check_positive("max_steps", max_steps, int)
-    _check_positive("timeout", timeout, (int, float))
-    _check_positive("workers_per_trial", workers_per_trial, int)
+    objective = _check_common("hpo", fn, metric, mode, parallel, progress)
+    check_positive("max_steps", max_steps)
+    check_positive("timeout", timeout, integer=False)
+    check_positive("workers_per_trial", workers_per_trial, optional=False)
     validate_space(fn, search_space)
     search = OptunaSearch(
         search_space,
         trials=trials,
-        mode=mode,
-        metric=metric,
+        objective=objective,
         sampler=sampler,
         pruner=pruner,
         max_steps=max_steps,
         seed=seed,
         unlimited=timeout is not None,
     )
-
-    client = get_client(cluster)
-    exp = Experiment(
+    definition = ExperimentDefinition(
         "hpo",
         name or fn.__name__,
-        metric,
-        mode,
-        search_space,
+        objective,
+        dict(search_space),
         total=search.total,
-        dashboard_link=_dashboard_link(client),
         max_steps=max_steps,
         timeout=timeout,
     )
-    if workers_per_trial == 1:
-        return run_experiment(exp, fn, search, client, parallel=parallel, progress=progress)
-    from .ddp import DataParallelTrial
+    if workers_per_trial > 1:
+        from .ddp import DataParallelTrial
 
-    trial_fn = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
+        fn = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
     return run_experiment(
-        exp, trial_fn, search, client, parallel=parallel, progress=progress, ranks=workers_per_trial
+        definition,
+        fn,
+        search,
+        cluster=cluster,
+        parallel=parallel,
+        progress=progress,
+        ranks=workers_per_trial if workers_per_trial > 1 else None,
     )
 
 
@@ -158,32 +162,21 @@ def data_parallel(
     rendezvous_timeout
         Seconds for every rank to join; more than that means not enough workers were free at once.
     """
-    from .ddp import BACKENDS, DataParallelExperiment, DataParallelTrial
+    from .ddp import DataParallelExperiment, DataParallelTrial, SingleRun, check_data_parallel
 
-    _check_callable(fn)
-    _check_progress(progress)
-    _check_positive("workers", workers, int)
-    _check_positive("timeout", timeout, (int, float))
-    _check_positive("threads_per_rank", threads_per_rank, int)
-    _check_positive("rendezvous_timeout", rendezvous_timeout, (int, float))
-    if (
-        isinstance(gpus_per_worker, bool)
-        or not isinstance(gpus_per_worker, (int, float))
-        or gpus_per_worker < 0
-    ):
-        raise ValueError(f"gpus_per_worker={gpus_per_worker!r}: give 0 (CPU) or the GPUs each rank needs")
-    if backend is not None and backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r}: use 'gloo', 'nccl', or None (NCCL with GPUs, gloo without)")
-    if backend == "nccl" and not gpus_per_worker:
-        raise ValueError("backend='nccl' runs on GPUs: give gpus_per_worker=1 (or more)")
+    check_callable(fn)
+    check_progress(progress)
+    check_positive("workers", workers, optional=False)
+    check_positive("timeout", timeout, integer=False)
+    check_positive("threads_per_rank", threads_per_rank)
+    check_positive("rendezvous_timeout", rendezvous_timeout, integer=False, optional=False)
     if metric is not None and (not isinstance(metric, str) or not metric):
-        raise ValueError(f"metric={metric!r}: give the name of a metric rank 0 reports, or None")
+        raise ArgumentError(f"metric={metric!r}: give the name of a metric rank 0 reports, or None")
+    check_data_parallel(gpus_per_worker, backend)
     validate_space(fn, kwargs_for_train)
-    _check_kernel_cuda()
 
-    client = get_client(cluster)
-    exp = DataParallelExperiment(
-        name or fn.__name__, metric, workers, dashboard_link=_dashboard_link(client), timeout=timeout
+    definition = ExperimentDefinition(
+        "ddp", name or fn.__name__, Objective(metric), dict(kwargs_for_train), total=1, timeout=timeout
     )
     trial_fn = DataParallelTrial(
         fn,
@@ -192,51 +185,17 @@ def data_parallel(
         threads=threads_per_rank,
         rendezvous_timeout=rendezvous_timeout,
     )
-    source = _OneRun(kwargs_for_train)
-    resources = {"GPU": gpus_per_worker} if gpus_per_worker else None
     return run_experiment(
-        exp, trial_fn, source, client, parallel=1, progress=progress, ranks=workers, resources=resources
+        definition,
+        trial_fn,
+        SingleRun(kwargs_for_train),
+        cluster=cluster,
+        parallel=1,
+        progress=progress,
+        make_experiment=lambda record, stop: DataParallelExperiment(record, stop, workers=workers),
+        ranks=workers,
+        resources={"GPU": gpus_per_worker} if gpus_per_worker else None,
     )
-
-
-class _OneRun:
-    """The trial source of a data-parallel run: one trial, the function's arguments as given."""
-
-    prunes = False
-
-    def __init__(self, kwargs: dict[str, Any]) -> None:
-        self.kwargs = kwargs
-        self.given = False
-
-    def next_trial(self) -> tuple[int, dict[str, Any]] | None:
-        if self.given:
-            return None
-        self.given = True
-        return 0, dict(self.kwargs)
-
-    def report(self, trial_id: int, batch: list) -> bool:
-        return False
-
-    def tell(self, record) -> None:
-        pass
-
-
-def _check_kernel_cuda() -> None:
-    """Accelerate's most common notebook failure is CUDA initialised in the kernel before it forks the ranks.
-    Our ranks are Dask worker processes, spawned, not forked, so it cannot happen, unless Dask is configured
-    to fork its workers: then refuse before anything starts."""
-    import sys
-
-    import dask
-
-    torch = sys.modules.get("torch")
-    forks = dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork"
-    if forks and torch is not None and torch.cuda.is_initialized():
-        raise RuntimeError(
-            "CUDA is initialised in this kernel and Dask is configured to fork its worker processes "
-            "(distributed.worker.multiprocessing-method: fork): forked workers cannot use CUDA. Use the default "
-            "'spawn', or restart the kernel without touching CUDA before the run"
-        )
 
 
 def ablation(
@@ -283,10 +242,10 @@ def ablation(
     """
     from .ablation import AblationExperiment, AblationSource, AblationTrial, plan_study
 
-    _check_common("ablation", fn, metric, mode, parallel, progress)
-    _check_positive("timeout", timeout, (int, float))
+    objective = _check_common("ablation", fn, metric, mode, parallel, progress)
+    check_positive("timeout", timeout, integer=False)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed={seed!r}: give an int")
+        raise ArgumentError(f"seed={seed!r}: give an int")
     plan = plan_study(
         fn,
         features=features,
@@ -297,132 +256,29 @@ def ablation(
         params=params,
         seed=seed,
     )
-    client = get_client(cluster)
-    exp = AblationExperiment(
-        plan,
+    definition = ExperimentDefinition(
+        "ablation",
         name or fn.__name__,
-        metric,
-        mode,
-        dashboard_link=_dashboard_link(client),
+        objective,
+        dict(params or {}),
+        total=len(plan.trials),
         timeout=timeout,
     )
-    trial_fn = AblationTrial(fn, plan.modules, plan.removed_modules())
-    return run_experiment(exp, trial_fn, AblationSource(plan), client, parallel=parallel, progress=progress)
+    return run_experiment(
+        definition,
+        AblationTrial(fn, plan.modules, plan.removed_modules()),
+        AblationSource(plan),
+        cluster=cluster,
+        parallel=parallel,
+        progress=progress,
+        make_experiment=lambda record, stop: AblationExperiment(record, stop, plan=plan),
+    )
 
 
-def run_experiment(
-    exp: Experiment,
-    fn: Callable,
-    source,
-    client,
-    *,
-    parallel: int | None,
-    progress: Any,
-    ranks: int | None = None,
-    resources: dict[str, float] | None = None,
-) -> Experiment:
-    """Run ``source``'s trials of ``fn`` on ``client``'s cluster, recording into ``exp`` and showing a view.
-
-    ``ranks``: every trial is a data-parallel job of that many rank tasks, on workers having ``resources``."""
-    scheduler = TrialScheduler(client, fn, exp.id, parallel=parallel or 1, ranks=ranks, resources=resources)
-    if ranks is not None:
-        fits = scheduler.check_placement()  # too few workers: say so before anything starts
-        scheduler.parallel = min(parallel or fits, fits)
-    else:
-        scheduler.parallel = parallel or max(1, worker_threads(client))
-    scheduler.check_function()
-    exp._stop = scheduler.request_stop
-    view = make_view(progress, exp)
-    # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
-    with scheduler.interrupts_stop():
-        return _run_with_view(exp, scheduler, source, view)
-
-
-def _run_with_view(exp: Experiment, scheduler: TrialScheduler, source, view) -> Experiment:
-    view.start()
-    try:
-        try:
-            scheduler.run(source, exp, idle=view.idle, timeout=exp.timeout)
-        except MetricError as exc:
-            exp.state, exp.error = "failed", str(exc)
-            raise ExperimentFailed(str(exc), exp) from None
-        except BaseException as exc:
-            exp.state, exp.error = "failed", f"{type(exc).__name__}: {exc}"
-            raise
-        counts = exp.counts()
-        every_trial_failed = counts["failed"] and not (counts["completed"] or counts["pruned"])
-        if every_trial_failed:
-            first = next(r for r in exp.trial_records() if r.state == "failed")
-            exp.state, exp.error = "failed", first.error
-        else:
-            # Time running out is a planned end; a stop (button, interrupt, exp.stop()) is not.
-            exp.state = "stopped" if scheduler.stopping and not scheduler.timed_out else "completed"
-    finally:
-        exp.ended = time.time()
-        view.finish()
-    if every_trial_failed:
-        raise ExperimentFailed(
-            f"every trial failed; the first (trial {first.trial_id}) with:\n{first.error}", exp
-        )
-    return exp
-
-
-class _Silent:
-    def start(self) -> None: ...
-
-    def idle(self) -> None: ...
-
-    def finish(self) -> None: ...
-
-
-def make_view(progress: Any, exp: Experiment):
-    """The view that shows ``exp`` while it runs (see ``hpo(progress=...)``)."""
-    if progress is False or progress is None:
-        return _Silent()
-    if callable(progress):
-        return progress(exp)
-    from .widgets import view_for
-
-    return view_for(exp, progress)
-
-
-def _check_callable(fn: Any) -> None:
-    if not callable(fn):
-        raise TypeError(f"the training function must be callable, got {type(fn).__name__} {fn!r:.60}")
-
-
-def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, progress: Any) -> None:
-    _check_callable(fn)
-    if not isinstance(metric, str) or not metric:
-        raise ValueError(
-            f"{what}() needs metric=..., the name of the metric to {'optimise' if what == 'hpo' else 'compare'}: "
-            "one that the training function reports with jupyter_dist.report(...) or returns"
-        )
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r}: use 'max' or 'min'")
-    _check_parallel(parallel)
-    _check_progress(progress)
-
-
-def _check_parallel(parallel: Any) -> None:
-    if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1):
-        raise ValueError(f"parallel={parallel!r}: give a positive number of trials to run at once, or None")
-
-
-def _check_positive(name: str, value: Any, kind) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, kind) or value <= 0):
-        raise ValueError(f"{name}={value!r}: give a positive number, or None")
-
-
-def _check_progress(progress: Any) -> None:
-    from .widgets import PROGRESS
-
-    if isinstance(progress, str) and progress not in PROGRESS:
-        raise ValueError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
-
-
-def _dashboard_link(client) -> str | None:
-    try:
-        return client.dashboard_link
-    except Exception:  # a scheduler without a dashboard (no bokeh) has no link to show
-        return None
+def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, progress: Any) -> Objective:
+    """The checks hpo() and ablation() share; returns their objective."""
+    check_callable(fn)
+    check_metric(what, metric)
+    check_positive("parallel", parallel)
+    check_progress(progress)
+    return Objective(metric, Direction.parse(mode))

@@ -12,11 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import SearchSpaceError
+
 __all__ = ["Space", "uniform", "loguniform", "integer", "choice", "SearchSpaceError"]
-
-
-class SearchSpaceError(ValueError):
-    """A search space that cannot be searched, or that does not fit the training function."""
 
 
 class Space:

@@ -5,12 +5,12 @@ import pytest
 import torch
 
 import jupyter_dist
-from jupyter_dist.report import (
+from jupyter_dist import TrialPruned
+from jupyter_dist.runtime._trial_context import (
     FLUSH_INTERVAL,
     MAX_BATCH,
     Reporter,
     TrialContext,
-    TrialPruned,
     activate,
     forget_experiment,
     mark_stopped,
@@ -69,7 +69,7 @@ def test_reports_are_batched_and_never_overtaken(context):
     for i in range(MAX_BATCH + 10):
         jupyter_dist.report(v=i)
     assert len(sent) == 1 and len(sent[0][1]["b"]) == MAX_BATCH  # a full batch leaves at once
-    ctx.send({"k": "l", "n": "stdout", "x": "done\n"})  # a later message pushes the rest out first
+    ctx.send_log("stdout", "done\n")  # a later message pushes the rest out first
     assert [m["k"] for _, m in sent] == ["r", "r", "l"]
     assert [b[1]["v"] for _, m in sent[:2] for b in m["b"]] == list(range(MAX_BATCH + 10))
 

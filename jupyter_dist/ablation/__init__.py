@@ -1,7 +1,8 @@
 """Ablation studies: leave one feature, module or flag out at a time, and rank them by what it costs."""
 
+from ..errors import AblationError
 from ._ablate import AblationTrial, ablate
-from ._plan import BASELINE, AblationError, Plan, plan_study
+from ._plan import BASELINE, Plan, plan_study
 from ._study import AblationExperiment, AblationSource
 
 __all__ = [

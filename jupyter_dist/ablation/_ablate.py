@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..report import current_trial
-from ._plan import AblationError
+from ..errors import AblationError, ArgumentError
+from ..runtime._trial_context import current_trial
 
 __all__ = ["ablate", "AblationTrial"]
 
@@ -41,7 +41,7 @@ def ablate(model):
     from ._identity import Ablated
 
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"ablate() takes a torch.nn.Module, got {type(model).__name__}")
+        raise ArgumentError(f"ablate() takes a torch.nn.Module, got {type(model).__name__}")
     named = dict(model.named_modules())
     missing = [m for m in _removal.modules if m not in named]
     if missing:

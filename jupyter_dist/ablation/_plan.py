@@ -13,14 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import AblationError
 from ..space import accepted_arguments
 
 BASELINE = "baseline"
 KINDS = ("feature", "module", "flag")
-
-
-class AblationError(ValueError):
-    """An ablation study that cannot run as asked: bad components, or a removal the model cannot take."""
 
 
 @dataclass(frozen=True)

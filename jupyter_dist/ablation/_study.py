@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from collections.abc import Callable
 
-from ..experiment import Experiment, TrialRecord
+from ..experiment import Experiment
+from ..protocol import ErrorKind, TrialState
+from ..runtime import TrialSpec
+from ..store import ExperimentRecord, TrialRecord
 from ._plan import BASELINE, Plan
 
 SUMMARY_COLUMNS = ["component", "kind", "mean", "std", "delta", "impact", "n"]
@@ -20,13 +23,16 @@ class AblationSource:
     prunes = False
 
     def __init__(self, plan: Plan) -> None:
-        self._trials = iter(plan.trials)
+        self._planned = iter(plan.trials)
         self._variant = {t.trial_id: t.variant for t in plan.trials}
         self.halted = False
 
-    def next_trial(self) -> tuple[int, dict[str, Any]] | None:
-        trial = None if self.halted else next(self._trials, None)
-        return None if trial is None else (trial.trial_id, dict(trial.params))
+    def next_trial(self) -> TrialSpec | None:
+        trial = None if self.halted else next(self._planned, None)
+        if trial is None:
+            return None
+        labels = {"ablated": trial.variant.name, "kind": trial.variant.kind, "repeat": trial.repeat}
+        return TrialSpec(trial.trial_id, dict(trial.params), labels)
 
     def report(self, trial_id: int, batch: list) -> bool:
         return False
@@ -35,9 +41,9 @@ class AblationSource:
         # A baseline that fails on the study itself (a module the model lacks, ablate() never called) would fail
         # the same way in every variant: start no more of them.
         if (
-            record.state == "failed"
+            record.state is TrialState.FAILED
             and self._variant[record.trial_id].kind == BASELINE
-            and "AblationError" in (record.error or "")
+            and record.error_kind is ErrorKind.SETUP
         ):
             self.halted = True
 
@@ -45,19 +51,16 @@ class AblationSource:
 class AblationExperiment(Experiment):
     """An Experiment whose trials are the plan's variants; ``summary()`` and ``plot()`` compare them."""
 
-    def __init__(self, plan: Plan, name: str, metric: str, mode: str, **kwargs: Any) -> None:
-        super().__init__("ablation", name, metric, mode, total=len(plan.trials), **kwargs)
+    def __init__(
+        self, record: ExperimentRecord, stop: Callable[[], None] | None = None, *, plan: Plan
+    ) -> None:
+        super().__init__(record, stop)
         self.plan = plan
-        self._planned = {t.trial_id: t for t in plan.trials}
-
-    def labels_of(self, trial_id: int) -> dict[str, Any]:
-        planned = self._planned[trial_id]
-        return {"ablated": planned.variant.name, "kind": planned.variant.kind, "repeat": planned.repeat}
 
     def _values(self) -> dict[str, list[float]]:
         values: dict[str, list[float]] = {}
         for rec in self.trial_records():
-            if rec.state == "completed" and rec.value is not None:
+            if rec.state is TrialState.COMPLETED and rec.value is not None:
                 values.setdefault(rec.labels["ablated"], []).append(rec.value)
         return values
 

@@ -1,15 +1,17 @@
-"""Data-parallel PyTorch training on Dask workers: prepare(), rank placement and the rendezvous."""
+"""Data-parallel PyTorch training on Dask workers: prepare(), the rank's trial, and the run's results."""
 
 from ._context import is_main, rank, world_size
 from ._experiment import DataParallelExperiment
 from ._prepare import prepare, unwrap
-from ._trial import BACKENDS, DataParallelTrial, RendezvousError
+from ._source import BACKENDS, SingleRun, check_data_parallel
+from ._trial import DataParallelTrial
 
 __all__ = [
     "BACKENDS",
     "DataParallelExperiment",
     "DataParallelTrial",
-    "RendezvousError",
+    "SingleRun",
+    "check_data_parallel",
     "is_main",
     "prepare",
     "rank",

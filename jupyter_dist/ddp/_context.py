@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from ..report import current_trial
+from ..runtime._trial_context import current_trial
 
 
 class _Run(threading.local):

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ..errors import NoResultError
 from ..experiment import Experiment
+from ..protocol import TrialState
+from ..store import ExperimentRecord
 
 
 class DataParallelExperiment(Experiment):
-    def __init__(self, name: str, metric: str | None, workers: int, **kwargs: Any) -> None:
-        super().__init__("ddp", name, metric, "max", total=1, **kwargs)
+    def __init__(
+        self, record: ExperimentRecord, stop: Callable[[], None] | None = None, *, workers: int
+    ) -> None:
+        super().__init__(record, stop)
         self.workers = workers
 
     @property
     def result(self) -> Any:
         """Rank 0's return value, whole (a number, a dict, a state dict, a model...)."""
         records = self.trial_records()
-        if not records or records[0].state == "running":
-            raise ValueError(f"data-parallel run {self.name!r} has no result yet (state: {self.state})")
+        if not records or records[0].state is TrialState.RUNNING:
+            raise NoResultError(f"data-parallel run {self.name!r} has no result yet (state: {self.state})")
         return records[0].result
 
     @property

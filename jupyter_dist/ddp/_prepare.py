@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any
 
+from ..errors import ArgumentError, ClusterError
 from ._context import rank as _rank
 from ._context import run, world_size
 
@@ -44,7 +45,7 @@ def _prepare_one(obj: Any, index: int) -> Any:
         return ShardedLoader(obj, run.device)
     if isinstance(obj, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)):
         return obj
-    raise TypeError(
+    raise ArgumentError(
         f"prepare(): argument {index + 1} is a {type(obj).__name__}; it takes models (torch.nn.Module), "
         "optimizers, LR schedulers and DataLoaders"
     )
@@ -57,7 +58,7 @@ def _shuffles(loader) -> bool:
         return True
     if isinstance(loader.sampler, SequentialSampler):
         return False
-    raise TypeError(
+    raise ArgumentError(
         f"prepare(): the DataLoader has a {type(loader.sampler).__name__}; only DataLoaders made with "
         "shuffle=True/False can be sharded across ranks. Shard it yourself with jupyter_dist.rank() and "
         "jupyter_dist.world_size() instead"
@@ -73,16 +74,16 @@ class ShardedLoader:
         from torch.utils.data.distributed import DistributedSampler
 
         if isinstance(loader.dataset, IterableDataset):
-            raise TypeError(
+            raise ArgumentError(
                 "prepare(): an IterableDataset cannot be sharded by a sampler; read your share of it with "
                 "jupyter_dist.rank() and jupyter_dist.world_size()"
             )
         if loader.batch_size is None:
-            raise TypeError(
+            raise ArgumentError(
                 "prepare(): the DataLoader has a custom batch_sampler; give it a batch_size instead"
             )
         if loader.num_workers and multiprocessing.current_process().daemon:
-            raise RuntimeError(
+            raise ClusterError(
                 f"DataLoader(num_workers={loader.num_workers}) needs worker processes that may start processes, "
                 "but this Dask worker is daemonic: start the workers with the dask config "
                 "distributed.worker.daemon: False (the embedded cluster does), or use num_workers=0"

@@ -4,7 +4,7 @@
 (Dask does not start a job's ranks together; a rank whose worker is busy never comes), separate from the
 collectives' timeout (a slow step is not a lost rank). A rank that fails leaves the process group at once, so
 that its worker can run the next job; peers blocked in a collective are the scheduler's to end (gloo wakes them
-only once this rank's process group is freed and its sockets close: see _Run._give_up_on_stragglers).
+only once this rank's process group is freed and its sockets close: see runtime/_gang.py, GangTrial._give_up_on_stragglers).
 """
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ..report import TrialPruned, current_trial
+from ..errors import PlacementError, RendezvousError, TrialPruned
+from ..protocol import RankInfo
+from ..runtime._trial_context import current_trial
 from ._context import run
 
-BACKENDS = ("gloo", "nccl")
 GLOO_SETTLE = 0.2
-
-
-class RendezvousError(RuntimeError):
-    """Not every rank of a data-parallel job joined in time."""
 
 
 class DataParallelTrial:
@@ -57,23 +54,23 @@ class DataParallelTrial:
         finally:
             torch.set_num_threads(threads)  # the worker's later tasks get its own setting back
 
-    def _run(self, ctx, info: dict, kwargs: dict) -> Any:
+    def _run(self, ctx, info: RankInfo, kwargs: dict) -> Any:
         import torch
         import torch.distributed as dist
         from distributed import get_worker
 
         use_gpu = self.gpus_per_worker > 0 or self.backend == "nccl"
         if use_gpu and not torch.cuda.is_available():
-            raise RuntimeError(
-                f"rank {info['rank']}: asked for GPUs, but torch sees no CUDA device on worker "
+            raise PlacementError(
+                f"rank {info.rank}: asked for GPUs, but torch sees no CUDA device on worker "
                 f"{get_worker().address}"
             )
         backend = self.backend or ("nccl" if use_gpu else "gloo")
-        device = torch.device("cuda", _gpu_index(info["rank"])) if use_gpu else torch.device("cpu")
+        device = torch.device("cuda", _gpu_index(info.rank)) if use_gpu else torch.device("cpu")
         if device.type == "cuda":
             torch.cuda.set_device(device)
         store = self._join(info)
-        dist.init_process_group(backend, store=store, rank=info["rank"], world_size=info["world"])
+        dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.world)
         run.device = device
         try:
             result = self.fn(**kwargs)
@@ -94,23 +91,23 @@ class DataParallelTrial:
         _let_gloo_settle()
         return result
 
-    def _join(self, info: dict):
+    def _join(self, info: RankInfo):
         import torch.distributed as dist
 
         try:
             return dist.TCPStore(
-                info["host"],
-                info["port"],
-                info["world"],
-                is_master=info["rank"] == 0,
+                info.host,
+                info.port,
+                info.world,
+                is_master=info.rank == 0,
                 timeout=datetime.timedelta(seconds=self.rendezvous_timeout),
                 wait_for_workers=True,
             )
         except (RuntimeError, dist.DistError) as exc:
             raise RendezvousError(
-                f"rank {info['rank']} of {info['world']}: not every rank joined within "
-                f"{self.rendezvous_timeout:g}s at {info['host']}:{info['port']}. Dask does not start a job's "
-                f"ranks together: the job needs {info['world']} workers free at the same time ({exc})"
+                f"rank {info.rank} of {info.world}: not every rank joined within "
+                f"{self.rendezvous_timeout:g}s at {info.host}:{info.port}. Dask does not start a job's "
+                f"ranks together: the job needs {info.world} workers free at the same time ({exc})"
             ) from None
 
 

@@ -9,13 +9,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .. import api
-from ..experiment import ExperimentFailed
-from ..runtime import _cluster
+import jupyter_dist
+
 from ..space import Space, accepted_arguments
 
 MODES_AVAILABLE = ("hpo", "ablation", "ddp")
-DEFAULT_TRIALS = 32
 
 
 def _new_names(before: dict[str, int], namespace: dict[str, Any]) -> list[str]:
@@ -76,6 +74,14 @@ def _pick_function(args, namespace: dict[str, Any], new: list[str], space: dict[
 def _accepts(fn, space: dict[str, Any]) -> bool:
     accepted = accepted_arguments(fn)
     return accepted is None or set(space) <= accepted
+
+
+def _given(args, *names: str) -> dict[str, Any]:
+    """The options the line gave: the API's own defaults stand for the rest (they are written there only)."""
+    given = {name: getattr(args, name) for name in names + ("direction",) if getattr(args, name) is not None}
+    if "direction" in given:  # --mode is stored as `direction`: MODE is the positional in the usage line
+        given["mode"] = given.pop("direction")
+    return given
 
 
 def _comma_list(text: str | None) -> list[str] | None:
@@ -156,7 +162,6 @@ class DistributeMagics(Magics):
                 "--" + {"direction": "mode"}.get(name, name).replace("_", "-") for name in given
             )
             raise UsageError(f"{options}: not an option of %%distribute {args.kind}")
-        args.direction = args.direction or "max"
         if not args.metric and args.kind != "ddp":
             raise UsageError(
                 f"%%distribute {args.kind} needs --metric NAME, the metric to {args.kind == 'hpo' and 'optimise' or 'compare'}"
@@ -172,7 +177,7 @@ class DistributeMagics(Magics):
         run = {"hpo": self._hpo, "ablation": self._ablation, "ddp": self._ddp}[args.kind]
         try:
             exp = run(args, namespace, new)
-        except ExperimentFailed as exc:
+        except jupyter_dist.ExperimentFailed as exc:
             namespace[args.out] = exc.experiment  # what was recorded stays reachable
             raise
         namespace[args.out] = exp
@@ -183,56 +188,35 @@ class DistributeMagics(Magics):
     def _hpo(self, args, namespace: dict[str, Any], new: list[str]):
         space = _pick_space(args, namespace, new)
         fn = _pick_function(args, namespace, new, space)
-        return api.hpo(
-            fn,
-            space,
-            trials=args.trials if args.trials is not None or args.timeout else DEFAULT_TRIALS,
-            metric=args.metric,
-            mode=args.direction,
-            sampler=args.sampler or "tpe",
-            pruner=None if args.pruner == "none" else (args.pruner or "asha"),
-            cluster=args.cluster,
-            parallel=args.parallel,
-            name=args.name,
-            seed=args.seed,
-            max_steps=args.max_steps,
-            timeout=args.timeout,
-            progress="auto",
+        options = _given(
+            args, "metric", "sampler", "parallel", "name", "seed", "max_steps", "timeout", "cluster"
         )
+        if args.trials is not None or args.timeout is not None:
+            options["trials"] = args.trials  # --timeout without --trials: as many trials as fit in the time
+        if args.pruner is not None:
+            options["pruner"] = None if args.pruner == "none" else args.pruner
+        return jupyter_dist.hpo(fn, space, progress="auto", **options)
 
     def _ddp(self, args, namespace: dict[str, Any], new: list[str]):
         fn = _pick_function(args, namespace, new, {})
-        return api.data_parallel(
-            fn,
-            workers=2 if args.workers is None else args.workers,
-            gpus_per_worker=args.gpus_per_worker or 0,
-            backend=args.backend,
-            cluster=args.cluster,
-            timeout=args.timeout,
-            name=args.name,
-            metric=args.metric,
-            progress="auto",
+        options = _given(
+            args, "workers", "gpus_per_worker", "backend", "cluster", "timeout", "name", "metric"
         )
+        return jupyter_dist.data_parallel(fn, progress="auto", **options)
 
     def _ablation(self, args, namespace: dict[str, Any], new: list[str]):
         features, flags = _comma_list(args.features), _comma_list(args.flags)
         needs = dict.fromkeys((["features"] if features else []) + (flags or []))
         fn = _pick_function(args, namespace, new, needs)
-        return api.ablation(
+        options = _given(args, "metric", "repeats", "cluster", "name", "seed", "parallel", "timeout")
+        return jupyter_dist.ablation(
             fn,
             features=features,
             modules=_comma_list(args.modules),
             flags=flags,
             groups=args.groups,
-            metric=args.metric,
-            mode=args.direction,
-            repeats=1 if args.repeats is None else args.repeats,
-            cluster=args.cluster,
-            name=args.name,
-            seed=args.seed or 0,
-            parallel=args.parallel,
-            timeout=args.timeout,
             progress="auto",
+            **options,
         )
 
     @magic_arguments()
@@ -248,14 +232,4 @@ class DistributeMagics(Magics):
         ``%distribute_cluster tcp://host:8786`` connects to a running Dask scheduler.
         """
         args = parse_argstring(self.distribute_cluster, line)
-        if args.target is None:
-            client = _cluster.get_client()
-        elif args.target == _cluster.LOCAL:
-            if args.workers is not None:
-                _cluster.close_local_cluster()
-            client = _cluster.get_client(_cluster.LOCAL, n_workers=args.workers)
-        else:
-            client = _cluster.get_client(args.target)
-        if args.target is not None:
-            _cluster.set_default_cluster(args.target)
-        return client
+        return jupyter_dist.use_cluster(args.target, workers=args.workers)

@@ -1,20 +1,25 @@
 """The Dask side: which cluster, running trials on workers, and the messages between kernel and workers.
 
-Nothing here knows about IPython or widgets.
+Nothing here knows about IPython or widgets. The trial loop (_loop.py) knows nothing of Dask either: the
+launcher (_launcher.py) is where trials meet the cluster.
 """
 
-from ._cluster import ClusterError, close_local_cluster, get_client, worker_threads
-from ._gang import PlacementError
-from ._scheduler import TrialFunctionError, TrialScheduler, TrialSink, TrialSource
+from ._cluster import close_local_cluster, get_client, use_cluster
+from ._interrupts import StopSignal, interrupts_stop
+from ._launcher import DaskLauncher
+from ._loop import RunningTrial, TrialLauncher, TrialLoop, TrialSink, TrialSource, TrialSpec
 
 __all__ = [
-    "ClusterError",
-    "PlacementError",
-    "TrialFunctionError",
-    "TrialScheduler",
+    "DaskLauncher",
+    "RunningTrial",
+    "StopSignal",
+    "TrialLauncher",
+    "TrialLoop",
     "TrialSink",
     "TrialSource",
+    "TrialSpec",
     "close_local_cluster",
     "get_client",
-    "worker_threads",
+    "interrupts_stop",
+    "use_cluster",
 ]

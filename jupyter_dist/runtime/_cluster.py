@@ -1,6 +1,6 @@
 """Which Dask cluster trials run on: the embedded LocalCluster, a scheduler address, or a given client/cluster.
 
-Resolution order for ``cluster=None``: the cluster chosen with ``%distribute_cluster`` in this kernel, the
+Resolution order for ``cluster=None``: the cluster chosen with ``use_cluster()`` (``%distribute_cluster``), the
 ``JUPYTER_DIST_CLUSTER`` environment variable (a JupyterHub admin sets it for every user), dask config
 ``jupyter_dist.cluster``, and finally the embedded local cluster.
 """
@@ -14,14 +14,12 @@ from typing import Any
 
 import dask
 
-__all__ = ["get_client", "ClusterError", "close_local_cluster", "worker_threads"]
+from ..errors import ArgumentError, ClusterError
+
+__all__ = ["close_local_cluster", "get_client", "use_cluster"]
 
 LOCAL = "local"
 CONNECT_TIMEOUT = "5s"
-
-
-class ClusterError(RuntimeError):
-    """The Dask cluster asked for cannot be reached or used."""
 
 
 _lock = threading.Lock()
@@ -29,15 +27,31 @@ _local: dict[str, Any] = {}  # "cluster" and "client" of the embedded LocalClust
 _remote: dict[str, Any] = {}  # address -> Client, so later cells reuse the connection
 
 
-_chosen: list[str] = []  # set by %distribute_cluster
+_chosen: list[Any] = []  # set by use_cluster()
 
 
-def set_default_cluster(target: str) -> None:
-    """Make ``target`` ('local' or an address) the cluster of later experiments that name none."""
-    _chosen[:] = [target]
+def use_cluster(cluster: Any = None, *, workers: int | None = None):
+    """Choose the cluster that later experiments naming none run on, and return its ``distributed.Client``.
+
+    ``cluster``: "local" (the embedded LocalCluster; ``workers=N`` restarts it with N worker processes), a
+    scheduler address ("tcp://host:8786"), a ``distributed.Client`` or a Dask cluster object. With no
+    argument, nothing changes: the client of the cluster experiments would use now. ``%distribute_cluster``
+    calls this.
+    """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ArgumentError(f"workers={workers!r}: give a positive number of worker processes")
+    if workers is not None and cluster != LOCAL:
+        raise ArgumentError("workers= sizes the embedded cluster: use it with cluster='local'")
+    if cluster is None:
+        return get_client()
+    if workers is not None:
+        close_local_cluster()
+    client = get_client(cluster, n_workers=workers) if cluster == LOCAL else get_client(cluster)
+    _chosen[:] = [cluster]
+    return client
 
 
-def _default_target() -> str:
+def _default_target() -> Any:
     return (
         (_chosen[0] if _chosen else None)
         or os.environ.get("JUPYTER_DIST_CLUSTER")
@@ -128,9 +142,3 @@ def close_local_cluster() -> None:
             c.close()
     if cluster is not None:
         cluster.close()
-
-
-def worker_threads(client) -> int:
-    """How many trials the cluster can run at once right now."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    return sum(w.get("nthreads", 1) for w in workers.values())

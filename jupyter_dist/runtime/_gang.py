@@ -1,5 +1,5 @@
-"""Trials that run as several ranks at once (data-parallel jobs): where the ranks go and how their outcomes
-combine into the trial's.
+"""Trials that run as several ranks at once (data-parallel jobs): where the ranks go, how their outcomes combine
+into the trial's, and what happens when one of them leaves the job.
 
 Dask does not gang-schedule, so ranks are placed by hand: one task per rank, each pinned to a distinct worker
 (two ranks in one process would share torch.distributed's one default process group and deadlock), on workers
@@ -9,15 +9,19 @@ so re-running a cell never clashes with the last run's port.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import PlacementError
+from ..protocol import ErrorKind, Outcome, RankInfo, TrialState
+from ._loop import RunningTrial
+from ._task_trial import task_error
 
-class PlacementError(RuntimeError):
-    """The cluster has too few workers (with the resources asked for) for one data-parallel trial."""
+# How long the other ranks of a data-parallel trial get to end once one of them left the job early.
+RANK_GRACE = 3.0
 
 
 def _free_port() -> int:
@@ -52,62 +56,156 @@ def check_placement(client, ranks: int, resources: dict[str, float] | None) -> i
     return len(found) // ranks
 
 
-def rendezvous(client, workers: list[str], trial_id: int) -> list[dict[str, Any]]:
+def rendezvous(client, workers: list[str], trial_id: int) -> list[RankInfo]:
     """Each rank's view of the job: its rank, the world size, rank 0's host and a free port there."""
     from distributed.comm import get_address_host
 
     port = client.run(_free_port, workers=[workers[0]])[workers[0]]
     host = get_address_host(workers[0])
-    # One attempt id for all ranks: their output belongs to one trial run, not to several attempts of it.
     attempt = f"{trial_id}-{uuid.uuid4().hex[:8]}"
-    return [
-        {"rank": r, "world": len(workers), "host": host, "port": port, "attempt": attempt}
-        for r in range(len(workers))
-    ]
+    return [RankInfo(r, len(workers), host, port, attempt) for r in range(len(workers))]
 
 
-@dataclass
-class Gang:
-    """The rank tasks of one running trial."""
+class GangTrial(RunningTrial):
+    """The rank tasks of one running trial, settled once every rank has an outcome.
 
-    workers: list[str]
-    futures: list[Any]
-    # Monotonic time a rank first ended without completing (failed, pruned, stopped) or lost its worker: the
-    # others cannot get past their next collective without it.
-    ending_since: float | None = None
-    outcomes: dict[int, dict] = field(default_factory=dict)  # rank -> outcome, from its task's result
-    reported: dict[int, dict] = field(default_factory=dict)  # rank -> outcome event, which comes ahead of it
+    ``launcher`` gives it what it needs of the cluster: ``stop([trial_id])``, ``present_workers()`` and
+    ``restart(workers)``.
+    """
 
-    def rank_ended_early(self) -> None:
-        if self.ending_since is None:
-            self.ending_since = time.monotonic()
+    def __init__(self, trial_id: int, workers: list[str], futures: list, launcher) -> None:
+        super().__init__(trial_id)
+        self.workers = workers
+        self.futures = futures
+        self.launcher = launcher
+        # Monotonic time a rank first ended without completing (failed, pruned, stopped) or lost its worker: the
+        # others cannot get past their next collective without it.
+        self.ending_since: float | None = None
+        self.outcomes: dict[int, Outcome] = {}  # rank -> outcome, from its task's result
+        self.reported: dict[int, Outcome] = {}  # rank -> outcome event, which comes ahead of the task
 
     def unfinished(self) -> list[int]:
         return [rank for rank in range(len(self.futures)) if rank not in self.outcomes]
 
+    def _rank_left(self, failed: bool) -> None:
+        if self.ending_since is None:
+            self.ending_since = time.monotonic()
+        if failed:
+            # Its peers cannot get past their next collective without it: their next report() stops them, or,
+            # blocked in a collective, they are given up on after RANK_GRACE (poll).
+            self.launcher.stop([self.trial_id])
 
-def merge_outcomes(outcomes: dict[int, dict], world: int, stopped: bool) -> dict:
+    def on_event(self, kind: str, payload: Any) -> Outcome | None:
+        if kind == "outcome":
+            self.reported[payload.rank] = payload
+            if payload.state is not TrialState.COMPLETED:
+                self._rank_left(payload.state is TrialState.FAILED)
+            return None
+        if payload not in self.futures:
+            return None
+        rank = self.futures.index(payload)
+        if rank in self.outcomes:
+            return None  # already settled: its worker left the cluster
+        if payload.status == "finished":
+            self.outcomes[rank] = outcome = payload.result()
+            if outcome.state is not TrialState.COMPLETED:
+                self._rank_left(failed=False)
+        elif payload.status in ("error", "cancelled"):
+            self.outcomes[rank] = Outcome.lost(
+                self.trial_id, TrialState.FAILED, task_error(payload), ErrorKind.LOST, rank
+            )
+            self._rank_left(failed=True)
+        return self._merged()
+
+    def poll(self, now: float) -> Outcome | None:
+        return self._notice_lost_workers() or self._give_up_on_stragglers(now)
+
+    def _notice_lost_workers(self) -> Outcome | None:
+        """A rank pinned to a worker that left the cluster (killed, out of memory) would wait for it forever:
+        Dask does not fail a task whose only allowed worker is gone. Its peers are told to stop."""
+        present = self.launcher.present_workers()
+        lost = [rank for rank in self.unfinished() if self.workers[rank] not in present]
+        for rank in lost:
+            self.futures[rank].cancel()
+            self.outcomes[rank] = self.reported.get(rank) or dataclasses.replace(
+                Outcome.lost(
+                    self.trial_id,
+                    TrialState.FAILED,
+                    f"rank {rank}'s worker {self.workers[rank]} left the cluster",
+                    ErrorKind.LOST,
+                    rank,
+                ),
+                worker_lost=True,
+            )
+        if lost:
+            self._rank_left(failed=True)
+        return self._merged()
+
+    def _give_up_on_stragglers(self, now: float) -> Outcome | None:
+        """Ranks that have not ended RANK_GRACE after a peer left the job are given up on, and their workers
+        restarted: they may be stuck in a collective the peer will never join (gloo wakes them only when the
+        peer's process group is freed and its sockets close, which a DDP model kept alive prevents; aborting
+        either side's process group does not, measured with torch 2.13; else torch's 30-minute timeout), or
+        their pinned task may wait for a worker that died. A cancelled task does not stop a running thread; a
+        restart does, as torchrun restarts a worker group when one of its workers fails."""
+        if self.ending_since is None or now - self.ending_since < RANK_GRACE:
+            return None
+        stuck = self.unfinished()
+        for rank in stuck:
+            self.futures[rank].cancel()
+            # An outcome event that came without its task ending (a slow clean-up) still tells how it went.
+            self.outcomes[rank] = self.reported.get(rank) or Outcome.lost(
+                self.trial_id,
+                TrialState.FAILED,
+                f"rank {rank} did not end within {RANK_GRACE:.0f}s of a peer leaving the job",
+                ErrorKind.ABANDONED,
+                rank,
+            )
+        self.launcher.restart([self.workers[rank] for rank in stuck])
+        return self._merged()
+
+    def abandon(self, why: str) -> Outcome:
+        stuck = self.unfinished()
+        self.cancel()
+        # A rank still running may be blocked in a collective: its thread outlives the cancel.
+        self.launcher.restart([self.workers[rank] for rank in stuck])
+        return Outcome.lost(self.trial_id, TrialState.STOPPED, f"stopped: {why}", ErrorKind.ABANDONED)
+
+    def cancel(self) -> None:
+        for future in self.futures:
+            future.cancel()
+
+    def _merged(self) -> Outcome | None:
+        if self.unfinished():
+            return None
+        return merge_outcomes(self.outcomes, len(self.futures), stopped=self.told_to_stop)
+
+
+def merge_outcomes(outcomes: dict[int, Outcome], world: int, stopped: bool) -> Outcome:
     """The trial's outcome from its ranks': rank 0's, unless a rank failed; then the first rank that failed
     (by when it raised: the others usually fail because it left) gives the state and the traceback."""
     main = outcomes.get(0)
-    failed = [o for o in outcomes.values() if o["state"] == "failed"]
-    pruned = any(o["state"] == "pruned" for o in outcomes.values())
+    failed = [o for o in outcomes.values() if o.state is TrialState.FAILED]
+    pruned = any(o.state is TrialState.PRUNED for o in outcomes.values())
     if stopped and pruned:  # ranks leave at different steps when told to stop: the ones left behind then fail
         failed = []
-    merged = dict(main) if main is not None else dict(next(iter(outcomes.values())))
-    if main is None:
-        merged.update(returned=None, result=None)
+    if main is not None:
+        merged = dataclasses.replace(main)
+    else:
+        merged = dataclasses.replace(next(iter(outcomes.values())), returned=None, result=None)
     if failed:
 
-        def ended(outcome: dict) -> float:
-            if outcome.get("failed_at"):
-                return outcome["failed_at"]
-            return (outcome["started"] or float("inf")) + (outcome["duration"] or 0)
+        def ended(outcome: Outcome) -> float:
+            if outcome.failed_at:
+                return outcome.failed_at
+            return (outcome.started or float("inf")) + (outcome.duration or 0)
 
         # A lost worker is a cause, never a consequence; among the others, the earliest to raise.
-        first = min(failed, key=lambda o: (not o.get("worker_lost"), ended(o)))
-        merged.update(state="failed", error=f"rank {first['rank']} of {world} failed:\n{first['error']}")
+        first = min(failed, key=lambda o: (not o.worker_lost, ended(o)))
+        merged.state = TrialState.FAILED
+        merged.error = f"rank {first.rank} of {world} failed:\n{first.error}"
+        merged.error_kind = first.error_kind
     elif pruned:
-        merged["state"] = "pruned"
-    merged["results"] = [outcomes.get(r, {}).get("result") for r in range(world)]
+        merged.state = TrialState.PRUNED
+    merged.rank_results = [outcomes[r].result if r in outcomes else None for r in range(world)]
     return merged

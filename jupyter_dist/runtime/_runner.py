@@ -1,13 +1,12 @@
-"""The worker side of a trial: load the function, run it with its parameters, capture what it prints.
+"""The worker side of a trial: load the function, run it with its parameters, say how it ended.
 
-Everything here runs inside a Dask worker process. The outcome is a plain dict so it survives any transport.
+Everything here runs inside a Dask worker process. The outcome is built here, once (``protocol.Outcome``), and
+travels both on the event stream and as the task's result.
 """
 
 from __future__ import annotations
 
 import inspect
-import io
-import sys
 import threading
 import time
 import traceback
@@ -18,9 +17,11 @@ from typing import Any
 
 import cloudpickle
 
-from .. import report as report_module
-from ..report import Reporter, TrialContext, TrialPruned, activate, current_trial
+from ..errors import JupyterDistError, TrialPruned
+from ..protocol import ErrorKind, Outcome, RankInfo, TrialState, encode_outcome
 from ._allocator import tensor_friendly_allocator
+from ._capture import TrialOutput
+from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by experiment id: the function travels as bytes with every task (cheap), but is
 # unpickled once per worker process. The oldest experiments are dropped (with their stop flags) past
@@ -39,7 +40,7 @@ def load_function(key: str, blob: bytes) -> Callable:
                 fn = _functions[key] = cloudpickle.loads(blob)
                 while len(_functions) > KEPT_EXPERIMENTS:
                     oldest, _ = _functions.popitem(last=False)
-                    report_module.forget_experiment(oldest)
+                    forget_experiment(oldest)
     return fn
 
 
@@ -59,74 +60,6 @@ def probe_function(key: str, blob: bytes) -> str | None:
     return None
 
 
-class _CapturedStream(io.TextIOBase):
-    """Stands in for sys.stdout/sys.stderr in a worker: a trial thread's writes go to its trial, others pass."""
-
-    def __init__(self, name: str, original) -> None:
-        self.name = name
-        self.original = original
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        capture = _captures.get(id(current_trial()))
-        if capture is None:
-            return self.original.write(text)
-        capture.write(self.name, text)
-        return len(text)
-
-    def flush(self) -> None:
-        self.original.flush()
-
-    def isatty(self) -> bool:
-        return False
-
-    @property
-    def encoding(self):  # some libraries ask the stream for its encoding
-        return getattr(self.original, "encoding", "utf-8")
-
-
-class _TrialOutput:
-    """The stdout/stderr of one trial attempt, streamed to the kernel a line at a time."""
-
-    def __init__(self, ctx: TrialContext) -> None:
-        self.ctx = ctx
-        self.pending = {"stdout": "", "stderr": ""}
-        # Every rank of a data-parallel trial prints into the same trial output: label its lines.
-        self.label = f"[rank {ctx.rank}] " if ctx.world_size > 1 else ""
-
-    def write(self, stream: str, text: str) -> None:
-        pending = self.pending[stream] + text
-        cut = pending.rfind("\n") + 1
-        if cut:
-            self._send(stream, pending[:cut])
-            pending = pending[cut:]
-        self.pending[stream] = pending
-
-    def close(self) -> None:
-        for stream, text in self.pending.items():
-            if text:
-                self._send(stream, text)
-
-    def _send(self, stream: str, text: str) -> None:
-        if self.label:
-            text = "".join(self.label + line for line in text.splitlines(keepends=True))
-        self.ctx.send({"k": "l", "n": stream, "x": text})
-
-
-_captures: dict[int, _TrialOutput] = {}
-_install_lock = threading.Lock()
-
-
-def _install_capture() -> None:
-    with _install_lock:
-        if not isinstance(sys.stdout, _CapturedStream):
-            sys.stdout = _CapturedStream("stdout", sys.stdout)
-        if not isinstance(sys.stderr, _CapturedStream):
-            sys.stderr = _CapturedStream("stderr", sys.stderr)
-
-
 def _wants_reporter(fn: Callable) -> bool:
     try:
         return "reporter" in inspect.signature(fn).parameters
@@ -141,74 +74,74 @@ def run_trial(
     exp_id: str,
     trial_id: int,
     topic: str,
-    rank: dict | None = None,
-) -> dict:
-    """Run one trial attempt on this worker and describe how it went (a plain, msgpack-able dict).
+    rank: RankInfo | None = None,
+) -> Outcome:
+    """Run one trial attempt on this worker and say how it went.
 
     Every attempt gets a fresh id: when a worker dies Dask re-runs the task elsewhere, and the kernel must tell
     the second attempt's reports from the first's. ``rank`` makes this one rank of a data-parallel trial: its
-    whole return value then comes back too, as ``result`` in the task's result (never on the event stream).
+    whole return value then comes back too, as ``result`` of the task's Outcome (never on the event stream).
     """
     from distributed import get_worker
 
     fn = load_function(fn_key, fn_blob)
     worker = get_worker()
-    attempt = rank["attempt"] if rank else uuid.uuid4().hex[:12]
+    attempt = rank.attempt if rank else uuid.uuid4().hex[:12]
     ctx = TrialContext(exp_id, trial_id, attempt, topic, worker.log_event, rank)
-    output = _TrialOutput(ctx)
-    _install_capture()
     kwargs = dict(params)
     if _wants_reporter(fn):
         kwargs["reporter"] = Reporter(ctx)
 
-    activate(ctx)
-    _captures[id(ctx)] = output
     started = time.time()
-    returned, error, state, stopped_at = None, None, "completed", None
-    try:
-        if ctx.should_stop:  # queued before the stop, started after it
-            raise TrialPruned
-        with tensor_friendly_allocator():
-            returned = fn(**kwargs)
-        if ctx.should_stop:
-            state = "pruned"  # it returned by itself, but after it was told to stop
-    except TrialPruned:
-        state, stopped_at = "pruned", time.time()
-    except (Exception, SystemExit):  # a failing trial is recorded, never a crashed worker
-        state, error = "failed", traceback.format_exc()
-        ctx.failed_at = ctx.failed_at or time.time()
-    finally:
-        duration = time.time() - started
-        del _captures[id(ctx)]
-        activate(None)
-    output.close()
+    returned, error, kind, state, stopped_at = None, None, None, TrialState.COMPLETED, None
+    with TrialOutput(ctx):
+        activate(ctx)
+        try:
+            if ctx.should_stop:  # queued before the stop, started after it
+                raise TrialPruned
+            with tensor_friendly_allocator():
+                returned = fn(**kwargs)
+            if ctx.should_stop:
+                state = TrialState.PRUNED  # it returned by itself, but after it was told to stop
+        except TrialPruned:
+            state, stopped_at = TrialState.PRUNED, time.time()
+        except (Exception, SystemExit) as exc:  # a failing trial is recorded, never a crashed worker
+            state, error = TrialState.FAILED, traceback.format_exc()
+            kind = ErrorKind.SETUP if isinstance(exc, JupyterDistError) else ErrorKind.TRIAL
+            ctx.failed_at = ctx.failed_at or time.time()
+        finally:
+            duration = time.time() - started
+            activate(None)
 
     result = returned
-    if state == "completed":
+    if state is TrialState.COMPLETED:
         returned, error = _plain_result(fn, returned)
         if error and rank is not None:  # a data-parallel job may return anything (a model, a state dict)
             returned, error = None, None
         if error:
-            state = "failed"
-    outcome = {
-        "state": state,
-        "returned": returned,
-        "last": ctx.last,
-        "steps": ctx.steps,
-        "started": started,
-        "duration": duration,
-        "error": error,
-        "worker": worker.address,
-        "stopped_at": stopped_at,  # when report() raised TrialPruned: the stop latency's far end
-        "failed_at": ctx.failed_at,
-        "rank": ctx.rank,
-    }
+            state, kind = TrialState.FAILED, ErrorKind.RESULT
+    outcome = Outcome(
+        trial_id,
+        ctx.attempt,
+        state,
+        returned=returned,
+        last=ctx.last,
+        steps=ctx.steps,
+        started=started,
+        duration=duration,
+        error=error,
+        error_kind=kind,
+        worker=worker.address,
+        stopped_at=stopped_at,
+        failed_at=ctx.failed_at,
+        rank=ctx.rank,
+    )
     # The outcome travels on the event stream too, behind the trial's reports and output: the kernel learns of
     # the end ~2 ms later without a gather round trip, and knows every earlier message has arrived.
-    ctx.send({"k": "f", "o": outcome})
+    ctx.send(encode_outcome(outcome))
     if rank is not None:
-        return dict(outcome, attempt=ctx.attempt, result=result)
-    return dict(outcome, attempt=ctx.attempt)
+        outcome.result = result
+    return outcome
 
 
 def _plain_result(fn: Callable, returned: Any) -> tuple[Any, str | None]:

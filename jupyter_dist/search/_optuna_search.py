@@ -8,6 +8,9 @@ import threading
 import time
 from typing import Any
 
+from ..errors import ArgumentError
+from ..protocol import Objective, TrialState
+from ..runtime import TrialSpec
 from ..space import constants, searched
 from ._pruners import make_pruner
 from ._samplers import grid_size, make_sampler
@@ -52,8 +55,7 @@ class OptunaSearch:
         space: dict[str, Any],
         *,
         trials: int | None,
-        mode: str,
-        metric: str,
+        objective: Objective,
         sampler: Any = "tpe",
         pruner: Any = None,
         max_steps: int | None = None,
@@ -65,14 +67,14 @@ class OptunaSearch:
         self.searched = searched(space)
         self.constants = constants(space)
         self.distributions = {name: s.to_optuna(name) for name, s in self.searched.items()}
-        self.metric = metric
+        self.objective = objective
         if sampler == "grid":
             size = grid_size(self.searched)
             trials = size if trials is None else min(trials, size)
         if trials is None and not unlimited:
-            raise ValueError("trials=None searches until timeout=: give a timeout, or a number of trials")
+            raise ArgumentError("trials=None searches until timeout=: give a timeout, or a number of trials")
         if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
-            raise ValueError(f"trials must be a positive number of trials, got {trials!r}")
+            raise ArgumentError(f"trials must be a positive number of trials, got {trials!r}")
         self.total = trials
         pruner = make_pruner(pruner, max_steps)
         self.prunes = not isinstance(pruner, optuna.pruners.NopPruner)
@@ -81,7 +83,7 @@ class OptunaSearch:
                 # Hyperband assigns trials to brackets by hashing the study name: seed it too, so that a seeded
                 # search prunes the same trials every time.
                 study_name=None if seed is None else f"jupyter_dist-seed-{seed}",
-                direction="maximize" if mode == "max" else "minimize",
+                direction=objective.direction.optuna,
                 sampler=make_sampler(sampler, self.searched, seed),
                 pruner=pruner,
             )
@@ -90,7 +92,7 @@ class OptunaSearch:
         self._last_sampled: dict[int, float] = {}
         self._asked = 0
 
-    def next_trial(self) -> tuple[int, dict[str, Any]] | None:
+    def next_trial(self) -> TrialSpec | None:
         if self.total is not None and self._asked >= self.total:
             return None
         with _quiet_optuna():
@@ -99,7 +101,7 @@ class OptunaSearch:
         self._pending[trial.number] = trial
         params = dict(self.constants)
         params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
-        return trial.number, params
+        return TrialSpec(trial.number, params)
 
     def report(self, trial_id: int, batch: list) -> bool:
         """Give Optuna a trial's new reports of the objective; True when its pruner says stop.
@@ -120,9 +122,9 @@ class OptunaSearch:
             if now - self._last_sampled.get(trial_id, 0.0) < HIGH_RATE_INTERVAL:
                 return False
             self._last_sampled[trial_id] = now
-            batch = [report for report in batch if self.metric in report[1]][-1:]
+            batch = [report for report in batch if self.objective.intermediate(report[1]) is not None][-1:]
         for step, metrics, _ in batch:
-            value = metrics.get(self.metric)
+            value = self.objective.intermediate(metrics)
             # Optuna keeps the first value of a step; a re-run attempt repeats the steps.
             if value is None or step in seen:
                 continue
@@ -133,15 +135,15 @@ class OptunaSearch:
         return False
 
     def tell(self, record) -> None:
-        from optuna.trial import TrialState
+        import optuna
 
         trial = self._pending.pop(record.trial_id)
         self._steps_seen.pop(record.trial_id, None)
         self._last_sampled.pop(record.trial_id, None)
         with _quiet_optuna():
-            if record.state == "completed":
+            if record.state is TrialState.COMPLETED:
                 self.study.tell(trial, record.value)
-            elif record.state == "failed":
-                self.study.tell(trial, state=TrialState.FAIL)
+            elif record.state is TrialState.FAILED:
+                self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:  # pruned or stopped: Optuna keeps its last intermediate value
-                self.study.tell(trial, state=TrialState.PRUNED)
+                self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ArgumentError
+
 PRUNERS = ("median", "asha", "hyperband")
 REDUCTION_FACTOR = 3
 
@@ -17,7 +19,7 @@ def make_pruner(pruner: Any, max_steps: int | None):
     if isinstance(pruner, optuna.pruners.BasePruner):
         return pruner
     if not isinstance(pruner, str) or pruner not in PRUNERS:
-        raise ValueError(
+        raise ArgumentError(
             f"pruner={pruner!r} is not known; use one of {', '.join(PRUNERS)}, an Optuna pruner instance, or None"
         )
     if pruner == "median":

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..space import Choice, SearchSpaceError, Space
+from ..errors import ArgumentError, SearchSpaceError
+from ..space import Choice, Space
 
 SAMPLERS = ("tpe", "random", "grid", "gp", "cmaes")
 
@@ -16,7 +17,7 @@ def make_sampler(sampler: Any, searched: dict[str, Space], seed: int | None):
     if isinstance(sampler, optuna.samplers.BaseSampler):
         return sampler  # configured by the user, seed included
     if not isinstance(sampler, str) or sampler not in SAMPLERS:
-        raise ValueError(
+        raise ArgumentError(
             f"sampler={sampler!r} is not known; use one of {', '.join(SAMPLERS)} or an Optuna sampler instance"
         )
     if sampler == "grid":

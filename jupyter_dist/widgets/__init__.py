@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..errors import ArgumentError
 from ..experiment import Experiment
 from ._base import ExperimentView
 from ._text import TextView
@@ -36,7 +37,7 @@ def view_for(exp: Experiment, progress: str = "auto") -> ExperimentView:
     ``JUPYTER_DIST_PROGRESS=text`` (or ``widget``) overrides "auto", e.g. for a frontend without widgets.
     """
     if progress not in PROGRESS:
-        raise ValueError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
+        raise ArgumentError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
     if progress == "auto":
         progress = os.environ.get("JUPYTER_DIST_PROGRESS") or ("widget" if _in_kernel() else "text")
     if progress == "widget":

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import html
 
-from ..experiment import FINAL_STATES, Experiment, TrialRecord
-from ..plots import curve_style
+from ..experiment import Experiment
+from ..experiment._plots import curve_style
+from ..protocol import ExperimentState, TrialState
+from ..store import TrialRecord
 from ._base import ExperimentView, format_duration
 from ._side_thread import route_to, side_thread
 
@@ -81,10 +83,10 @@ class LiveView(ExperimentView):
     def start(self) -> None:
         from IPython.display import display
 
-        subshell = side_thread()
+        subshell, why_not = side_thread()
         if subshell is None:
             self.stop_button.disabled = True
-            self.stop_button.tooltip = "This kernel cannot hear buttons mid-run: interrupt the kernel to stop"
+            self.stop_button.tooltip = why_not
         else:  # routed before it is shown, so even the first click is heard while this cell is busy
             route_to(self.stop_button, subshell)
             route_to(self.log_picker, subshell)
@@ -125,7 +127,7 @@ class LiveView(ExperimentView):
         exp = self.exp
         records = exp.trial_records()
         c = exp.counts()
-        done = sum(c[s] for s in FINAL_STATES)
+        done = sum(c[s.value] for s in TrialState if s.finished)
         state_colour = {"running": "#1f77b4", "completed": "#2ca02c", "stopped": "#ff7f0e"}.get(
             exp.state, "#d62728"
         )
@@ -134,7 +136,7 @@ class LiveView(ExperimentView):
             f"<span style='color:{state_colour}'>{exp.state}</span>"
         )
         self.progress.value = done
-        self.progress.bar_style = "success" if exp.state == "completed" else "info"
+        self.progress.bar_style = "success" if exp.state is ExperimentState.COMPLETED else "info"
         self.counts.value = (
             f"&nbsp;{done}/{exp.total or '?'} done · {c['running']} running · "
             f"{c['pruned']} pruned · {c['failed']} failed"
@@ -215,8 +217,8 @@ class LiveView(ExperimentView):
             ]
             style = (
                 " style='opacity:0.5'"
-                if r.state in ("pruned", "stopped")
-                else (" style='color:#d62728'" if r.state == "failed" else "")
+                if r.state in (TrialState.PRUNED, TrialState.STOPPED)
+                else (" style='color:#d62728'" if r.state is TrialState.FAILED else "")
             )
             rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
         self.table.value = (
@@ -228,7 +230,7 @@ class LiveView(ExperimentView):
         options = [(f"trial {r.trial_id} · {r.state}", r.trial_id) for r in records]
         follow = self.log_picker.value
         if not self._log_choice_by_user and records:
-            failed = [r for r in records if r.state == "failed"]
+            failed = [r for r in records if r.state is TrialState.FAILED]
             follow = (failed or records)[-1].trial_id
         self._picking = True
         try:
@@ -241,7 +243,7 @@ class LiveView(ExperimentView):
 
     def _draw_log(self) -> None:
         trial_id = self.log_picker.value
-        text = self.exp.logs(trial_id) if trial_id in self.exp._trials else ""
+        text = self.exp.logs(trial_id) if trial_id is not None else ""
         if len(text) > MAX_LOG_CHARS:
             text = "…" + text[-MAX_LOG_CHARS:]
         value = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from ..protocol import TrialState
 from ._base import ExperimentView
 
 
@@ -26,7 +27,7 @@ class TextView(ExperimentView):
 
     def draw(self) -> None:
         for rec in self.exp.trial_records():
-            if rec.state == "failed" and rec.trial_id not in self._reported_failures:
+            if rec.state is TrialState.FAILED and rec.trial_id not in self._reported_failures:
                 self._reported_failures.add(rec.trial_id)
                 last_line = (rec.error or "").strip().splitlines()[-1:] or ["(no traceback)"]
                 self._print(

@@ -182,10 +182,12 @@ def test_hpo_trials_can_each_be_a_data_parallel_job(client):
 def test_cuda_in_the_kernel_is_refused_only_when_dask_would_fork(monkeypatch):
     import dask
 
-    from jupyter_dist import api
+    from jupyter_dist.ddp import check_data_parallel
 
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)  # this machine has no GPU to initialise
-    api._check_kernel_cuda()  # spawned workers (Dask's default) do not inherit the kernel's CUDA state
+    check_data_parallel(
+        gpus_per_worker=0, backend=None
+    )  # spawned workers (Dask's default) do not inherit the kernel's CUDA state
     with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
         with pytest.raises(RuntimeError, match="forked workers cannot use CUDA"):
             jd.data_parallel(regression, cluster="tcp://127.0.0.1:9", progress=False)

@@ -84,7 +84,8 @@ def test_stop_keeps_finished_trials_and_stops_running_ones(client, tmp_path):
     holder = []
 
     def stop_after_two():
-        while not holder or holder[0].counts()["completed"] < 2:
+        # once two have finished and a long one has started (else there would be nothing to stop)
+        while not holder or holder[0].counts()["completed"] < 2 or not holder[0].counts()["running"]:
             time.sleep(0.02)
         holder[0].stop()
 

@@ -6,6 +6,8 @@ import time
 
 import jupyter_dist as jd
 from jupyter_dist import space
+from jupyter_dist.protocol import Objective
+from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
 from jupyter_dist.widgets import TextView, view_for
 from jupyter_dist.widgets._live import LiveView
 
@@ -157,7 +159,7 @@ def test_an_ablation_study_shows_its_variants_and_ends_with_its_summary(client):
 
 
 def test_auto_gives_text_outside_a_kernel(monkeypatch):
-    exp = jd.Experiment("hpo", "x", "acc", "max")
+    exp = jd.Experiment(InMemoryRecord(ExperimentDefinition("hpo", "x", Objective("acc"))))
     monkeypatch.delenv("JUPYTER_DIST_PROGRESS", raising=False)
     assert isinstance(view_for(exp, "auto"), TextView)
     assert isinstance(view_for(exp, "widget"), LiveView)

@@ -1,8 +1,7 @@
-"""What a training function sees: ``report()``, ``TrialPruned`` and the optional injected ``Reporter``.
+"""The trial a worker thread is running: its reports batched to the kernel, its output, its stop flag.
 
-Inside a trial (on a Dask worker) ``report()`` sends each metric to the kernel as a Dask event and checks the
-trial's stop flag. Outside an experiment it does nothing, so the same function runs unchanged when called
-directly.
+``report()`` (jupyter_dist/_report.py) finds the calling thread's trial here. Messages are built with the
+protocol's encoders only (jupyter_dist/protocol.py); stop flags are set from the kernel with ``Client.run``.
 """
 
 from __future__ import annotations
@@ -11,16 +10,10 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["report", "TrialPruned", "Reporter", "current_trial"]
+from ..errors import ArgumentError, TrialPruned
+from ..protocol import RankInfo, encode_log, encode_reports
 
-
-class TrialPruned(BaseException):
-    """Raised by ``report()`` once the trial has been pruned or its experiment stopped.
-
-    It derives from ``BaseException``, like ``KeyboardInterrupt``, on purpose: training loops often wrap a step
-    in ``except Exception`` to log and carry on, and that must not swallow the stop. Let it propagate (or
-    re-raise it); the runner records the trial as pruned/stopped with its last reported values.
-    """
+__all__ = ["Reporter", "TrialContext", "activate", "current_trial", "forget_experiment", "mark_stopped"]
 
 
 # Stop flags of this worker process, set from the kernel with ``Client.run`` (a few ms) and read by report().
@@ -47,7 +40,7 @@ def _as_number(name: str, value: Any) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise TypeError(
+        raise ArgumentError(
             f"report(): metric {name!r} must be a number, got {type(value).__name__} {value!r}"
         ) from None
 
@@ -66,16 +59,15 @@ class TrialContext:
     """One attempt of one trial, as the worker runs it: streams reports and captured output to the kernel."""
 
     def __init__(
-        self, exp_id: str, trial_id: int, attempt: str, topic: str, emit, rank: dict | None = None
+        self, exp_id: str, trial_id: int, attempt: str, topic: str, emit, rank: RankInfo | None = None
     ) -> None:
         self.exp_id = exp_id
         self.trial_id = trial_id
         self.attempt = attempt
         self.topic = topic
-        # A data-parallel trial runs one task per rank: {"rank", "world", "host", "port"} (the rendezvous).
-        self.rank_info = rank
-        self.rank = rank["rank"] if rank else 0
-        self.world_size = rank["world"] if rank else 1
+        self.rank_info = rank  # a data-parallel trial runs one task per rank
+        self.rank = rank.rank if rank else 0
+        self.world_size = rank.world if rank else 1
         self._emit = emit  # worker.log_event, bound once: get_worker() per report would cost more
         self.steps = 0
         self.last: dict[str, float] = {}
@@ -91,7 +83,7 @@ class TrialContext:
 
     def report(self, step: int | None, metrics: dict[str, Any]) -> None:
         if not metrics:
-            raise TypeError("report() needs at least one metric, e.g. report(step=3, loss=0.2)")
+            raise ArgumentError("report() needs at least one metric, e.g. report(step=3, loss=0.2)")
         values = {name: _as_number(name, value) for name, value in metrics.items()}
         step = self.steps if step is None else int(step)
         self.steps += 1
@@ -118,9 +110,12 @@ class TrialContext:
         with self._batch_lock:
             self._flush_locked()
 
+    def send_log(self, stream: str, text: str) -> None:
+        """Send captured output, after every report made before it."""
+        self.send(encode_log(self.trial_id, self.attempt, stream, text))
+
     def send(self, msg: dict) -> None:
-        """Send one message (an output line, the outcome) after every report made before it."""
-        msg.update(t=self.trial_id, a=self.attempt)
+        """Send one encoded message (an output line, the outcome) after every report made before it."""
         # Under the lock, so a batch the flusher thread is sending cannot overtake this message.
         with self._batch_lock:
             self._flush_locked()
@@ -128,7 +123,7 @@ class TrialContext:
 
     def _flush_locked(self) -> None:
         if self._batch:
-            self._emit(self.topic, {"k": "r", "t": self.trial_id, "a": self.attempt, "b": self._batch})
+            self._emit(self.topic, encode_reports(self.trial_id, self.attempt, self._batch))
             self._batch = []
             self._last_flush = time.monotonic()
 
@@ -189,17 +184,6 @@ def current_trial() -> TrialContext | None:
     if ctx is None and len(_active) == 1:
         ctx = next(iter(_active.values()), None)
     return ctx
-
-
-def report(step: int | None = None, **metrics: Any) -> None:
-    """Report metrics of the running trial, e.g. ``report(step=epoch, loss=0.3, val_acc=0.9)``.
-
-    Values must be numbers (Python, numpy or 0-d torch). Without ``step`` the calls are numbered 0, 1, 2, ...
-    Outside an experiment this does nothing. Raises ``TrialPruned`` once the trial should stop.
-    """
-    ctx = current_trial()
-    if ctx is not None:
-        ctx.report(step, metrics)
 
 
 class Reporter:

@@ -1,13 +1,16 @@
-"""Plotly figures of an experiment. Shared by ``Experiment.plot()`` and the live view's curve styling."""
+"""Plotly figures of an experiment's records. Shared by ``Experiment.plot()`` and the live view's curve styling.
+
+It reads trial records and the definition only, never an Experiment: the figures work the same for a live run
+and for one read back from a store.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from ..protocol import Direction, TrialState
+from ..space import Uniform
+from ..store import ExperimentDefinition, TrialRecord
 
-if TYPE_CHECKING:
-    from .experiment import Experiment, TrialRecord
-
-DIMMED_STATES = ("pruned", "stopped", "failed")
+DIMMED_STATES = (TrialState.PRUNED, TrialState.STOPPED, TrialState.FAILED)
 
 
 def curve_style(rec: TrialRecord) -> dict:
@@ -29,31 +32,32 @@ def curve_trace(rec: TrialRecord):
     )
 
 
-def _best_so_far(values: list[float], mode: str) -> list[float]:
+def _best_so_far(values: list[float], direction: Direction) -> list[float]:
     best, out = None, []
     for v in values:
-        best = v if best is None or (v > best if mode == "max" else v < best) else best
+        best = v if best is None or direction.better(v, best) else best
         out.append(best)
     return out
 
 
-def experiment_figure(exp: Experiment):
+def experiment_figure(definition: ExperimentDefinition, records: list[TrialRecord], title: str):
+    """Learning curves, the objective by trial, and parallel coordinates of the parameters."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    metric = definition.objective.metric
     fig = make_subplots(
         rows=2,
         cols=2,
         specs=[[{"type": "xy"}, {"type": "xy"}], [{"type": "domain", "colspan": 2}, None]],
-        subplot_titles=(f"learning curves ({exp.metric})", f"{exp.metric} by trial"),
+        subplot_titles=(f"learning curves ({metric})", f"{metric} by trial"),
         vertical_spacing=0.15,
     )
-    records = exp.trial_records()
     for rec in records:
         if rec.curve_steps:
             fig.add_trace(curve_trace(rec), row=1, col=1)
 
-    done = [r for r in records if r.state == "completed" and r.value is not None]
+    done = [r for r in records if r.state is TrialState.COMPLETED and r.value is not None]
     ids = [r.trial_id for r in done]
     values = [r.value for r in done]
     fig.add_trace(
@@ -61,15 +65,19 @@ def experiment_figure(exp: Experiment):
     )
     fig.add_trace(
         go.Scatter(
-            x=ids, y=_best_so_far(values, exp.mode), mode="lines", name="best so far", line={"shape": "hv"}
+            x=ids,
+            y=_best_so_far(values, definition.objective.direction),
+            mode="lines",
+            name="best so far",
+            line={"shape": "hv"},
         ),
         row=1,
         col=2,
     )
 
-    dims = _parameter_dimensions(done, exp.space)
+    dims = _parameter_dimensions(done, definition.space)
     if dims:
-        dims.append({"label": exp.metric, "values": values})
+        dims.append({"label": metric, "values": values})
         fig.add_trace(
             go.Parcoords(dimensions=dims, line={"color": values, "colorscale": "Viridis", "showscale": True}),
             row=2,
@@ -77,14 +85,12 @@ def experiment_figure(exp: Experiment):
         )
     fig.update_xaxes(title_text="step", row=1, col=1)
     fig.update_xaxes(title_text="trial", row=1, col=2)
-    fig.update_layout(height=760, title=exp.status_line(), showlegend=False, template="plotly_white")
+    fig.update_layout(height=760, title=title, showlegend=False, template="plotly_white")
     return fig
 
 
 def _parameter_dimensions(done: list[TrialRecord], space: dict) -> list[dict]:
     import math
-
-    from .space import Uniform
 
     dims = []
     names = sorted({k for r in done for k in r.params})

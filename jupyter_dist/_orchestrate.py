@@ -1,0 +1,110 @@
+"""Running an experiment, once for every kind: resolve the cluster, check the function and the placement before
+anything starts, record into a fresh record, show a view, run the trial loop, and settle the final state.
+
+The API's entry points (api.py) only validate their arguments and say what to run; this does the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from .errors import ExperimentFailed, MetricError
+from .experiment import Experiment
+from .protocol import ExperimentState, TrialState
+from .runtime import DaskLauncher, StopSignal, TrialLoop, TrialSource, get_client, interrupts_stop
+from .store import ExperimentDefinition, InMemoryRecord
+
+
+def run_experiment(
+    definition: ExperimentDefinition,
+    fn: Callable,
+    source: TrialSource,
+    *,
+    cluster: Any,
+    parallel: int | None,
+    progress: Any,
+    make_experiment: Callable[..., Experiment] = Experiment,
+    ranks: int | None = None,
+    resources: dict[str, float] | None = None,
+) -> Experiment:
+    """Run ``source``'s trials of ``fn`` and return the finished Experiment (``make_experiment(record, stop)``).
+
+    ``ranks``: every trial is a data-parallel job of that many rank tasks, on workers having ``resources``.
+    """
+    client = get_client(cluster)
+    definition = dataclasses.replace(definition, dashboard_link=_dashboard_link(client))
+    launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
+    fits = launcher.capacity()  # too few workers for one data-parallel trial: say so before anything starts
+    parallel = min(parallel or fits, fits) if ranks else (parallel or fits)
+    launcher.check_function()
+
+    record = InMemoryRecord(definition)
+    stop = StopSignal()
+    exp = make_experiment(record, stop.request)
+    view = _make_view(progress, exp)
+    loop = TrialLoop(
+        launcher,
+        source,
+        record,
+        definition.objective,
+        parallel=parallel,
+        stop=stop,
+        timeout=definition.timeout,
+    )
+    # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
+    with interrupts_stop(stop):
+        view.start()
+        try:
+            _run(loop, record, exp, view)
+        finally:
+            view.finish()
+    return exp
+
+
+def _run(loop: TrialLoop, record: InMemoryRecord, exp: Experiment, view) -> None:
+    try:
+        loop.run(idle=view.idle)
+    except MetricError as exc:
+        record.finish(ExperimentState.FAILED, str(exc))
+        raise ExperimentFailed(str(exc), exp) from None
+    except BaseException as exc:
+        record.finish(ExperimentState.FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    counts = record.counts()
+    if counts["failed"] and not (counts["completed"] or counts["pruned"]):
+        first = next(r for r in record.trial_records() if r.state is TrialState.FAILED)
+        record.finish(ExperimentState.FAILED, first.error)
+        raise ExperimentFailed(
+            f"every trial failed; the first (trial {first.trial_id}) with:\n{first.error}", exp
+        )
+    # Time running out is a planned end; a stop (button, interrupt, exp.stop()) is not.
+    stopped = loop.stop.requested and not loop.stop.timed_out
+    record.finish(ExperimentState.STOPPED if stopped else ExperimentState.COMPLETED)
+
+
+class _Silent:
+    def start(self) -> None: ...
+
+    def idle(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+def _make_view(progress: Any, exp: Experiment):
+    """The view that shows ``exp`` while it runs (see ``hpo(progress=...)``)."""
+    if progress is False or progress is None:
+        return _Silent()
+    if callable(progress):
+        return progress(exp)
+    from .widgets import view_for  # ipywidgets and plotly only when a view is asked for
+
+    return view_for(exp, progress)
+
+
+def _dashboard_link(client) -> str | None:
+    try:
+        return client.dashboard_link
+    except Exception:  # a scheduler without a dashboard (no bokeh) has no link to show
+        return None

@@ -1,0 +1,66 @@
+"""The trial source of a data-parallel run, and the checks of its arguments that only it needs."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import ArgumentError, ClusterError
+from ..runtime import TrialSpec
+
+BACKENDS = ("gloo", "nccl")
+
+
+class SingleRun:
+    """One trial: the function's arguments as given."""
+
+    prunes = False
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.kwargs = kwargs
+        self.given = False
+
+    def next_trial(self) -> TrialSpec | None:
+        if self.given:
+            return None
+        self.given = True
+        return TrialSpec(0, dict(self.kwargs))
+
+    def report(self, trial_id: int, rows: list) -> bool:
+        return False
+
+    def tell(self, record) -> None:
+        pass
+
+
+def check_data_parallel(gpus_per_worker: Any, backend: Any) -> None:
+    """Refuse a device or backend that cannot work, before anything starts."""
+    if (
+        isinstance(gpus_per_worker, bool)
+        or not isinstance(gpus_per_worker, (int, float))
+        or gpus_per_worker < 0
+    ):
+        raise ArgumentError(f"gpus_per_worker={gpus_per_worker!r}: give 0 (CPU) or the GPUs each rank needs")
+    if backend is not None and backend not in BACKENDS:
+        raise ArgumentError(
+            f"backend={backend!r}: use 'gloo', 'nccl', or None (NCCL with GPUs, gloo without)"
+        )
+    if backend == "nccl" and not gpus_per_worker:
+        raise ArgumentError("backend='nccl' runs on GPUs: give gpus_per_worker=1 (or more)")
+    _check_kernel_cuda()
+
+
+def _check_kernel_cuda() -> None:
+    """Accelerate's most common notebook failure is CUDA initialised in the kernel before it forks the ranks.
+    Our ranks are Dask worker processes, spawned, not forked, so it cannot happen, unless Dask is configured
+    to fork its workers: then refuse before anything starts."""
+    import dask
+
+    torch = sys.modules.get("torch")
+    forks = dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork"
+    if forks and torch is not None and torch.cuda.is_initialized():
+        raise ClusterError(
+            "CUDA is initialised in this kernel and Dask is configured to fork its worker processes "
+            "(distributed.worker.multiprocessing-method: fork): forked workers cannot use CUDA. Use the default "
+            "'spawn', or restart the kernel without touching CUDA before the run"
+        )

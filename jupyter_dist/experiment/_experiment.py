@@ -1,0 +1,236 @@
+"""Experiment: what the user holds — an experiment's results as DataFrames, its best trial, its plots.
+
+It reads an ``ExperimentRecord`` (the trial loop writes to that) and never writes to it, so the same class
+serves a live run and, later, one read back from a store.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ArgumentError, NoResultError
+from ..protocol import ExperimentState, TrialState
+from ..store import ExperimentRecord, TrialRecord
+
+__all__ = ["Best", "Experiment"]
+
+
+@dataclass(frozen=True)
+class Best:
+    trial_id: int
+    value: float
+    params: dict[str, Any]
+
+
+class Experiment:
+    def __init__(self, record: ExperimentRecord, stop: Callable[[], None] | None = None) -> None:
+        self.record = record
+        self._request_stop = stop
+
+    # --- what it is -------------------------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self.record.definition.id
+
+    @property
+    def name(self) -> str:
+        return self.record.definition.name
+
+    @property
+    def kind(self) -> str:
+        return self.record.definition.kind
+
+    @property
+    def metric(self) -> str | None:
+        return self.record.definition.objective.metric
+
+    @property
+    def mode(self) -> str:
+        return self.record.definition.objective.direction.value
+
+    @property
+    def space(self) -> dict[str, Any]:
+        return self.record.definition.space
+
+    @property
+    def total(self) -> int | None:
+        return self.record.definition.total
+
+    @property
+    def max_steps(self) -> int | None:
+        return self.record.definition.max_steps
+
+    @property
+    def timeout(self) -> float | None:
+        return self.record.definition.timeout
+
+    @property
+    def dashboard_link(self) -> str | None:
+        return self.record.definition.dashboard_link
+
+    @property
+    def curve_metric(self) -> str | None:
+        """The metric drawn as learning curves: the objective's, or the first one reported."""
+        return self.record.curve_metric
+
+    @property
+    def state(self) -> ExperimentState:
+        return self.record.state
+
+    @property
+    def error(self) -> str | None:
+        return self.record.error
+
+    @property
+    def started(self) -> float:
+        return self.record.started
+
+    @property
+    def ended(self) -> float | None:
+        return self.record.ended
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended or time.time()) - self.started
+
+    # --- results ----------------------------------------------------------------------------------------------
+    @property
+    def best(self) -> Best:
+        """The best completed trial so far."""
+        rec = self.record.best()
+        if rec is None:
+            raise NoResultError(f"experiment {self.name!r} has no completed trial yet (state: {self.state})")
+        return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
+
+    @property
+    def trials(self):
+        """One row per trial: trial_id, [labels...], state, value, params_<name>..., duration, steps, error."""
+        import pandas as pd
+
+        rows = []
+        for rec in self.trial_records():
+            row = {"trial_id": rec.trial_id, **rec.labels, "state": rec.state.value, "value": rec.value}
+            row.update({f"params_{k}": v for k, v in rec.params.items()})
+            row.update(duration=rec.duration, steps=rec.steps, attempts=rec.attempts, error=rec.error)
+            rows.append(row)
+        columns = ["trial_id", "state", "value", "duration", "steps", "attempts", "error"]
+        frame = pd.DataFrame(rows, columns=None if rows else columns)
+        # pandas would store a missing traceback as NaN in a string column; the contract says None.
+        frame["error"] = pd.Series([r["error"] for r in rows], dtype=object, index=frame.index)
+        return frame
+
+    @property
+    def history(self):
+        """One row per reported metric: trial_id, attempt, step, metric, value, time (when it was reported)."""
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            list(self.record.report_rows()),
+            columns=["trial_id", "attempt", "step", "metric", "value", "time"],
+        )
+        frame["time"] = pd.to_datetime(frame["time"], unit="s")
+        return frame
+
+    @property
+    def reports(self) -> int:
+        """How many report() calls have arrived so far."""
+        return self.record.report_count()
+
+    def logs(self, trial_id: int) -> str:
+        """What a trial printed (stdout, stderr) and its traceback if it failed."""
+        try:
+            return self.record.trial(trial_id).logs
+        except KeyError:
+            raise ArgumentError(f"experiment {self.name!r} has no trial {trial_id!r}") from None
+
+    def trial_records(self) -> list[TrialRecord]:
+        return self.record.trial_records()
+
+    def counts(self) -> dict[str, int]:
+        """Trials by state: running, completed, pruned, failed, stopped."""
+        return self.record.counts()
+
+    def compute(self) -> dict[str, float]:
+        """Compute used so far: reported steps and trial-seconds, all trials; and, with ``max_steps``, the
+        share of steps saved against running every finished trial to ``max_steps``."""
+        now = time.time()
+        records = self.trial_records()
+        used = {
+            "steps": sum(r.steps for r in records),
+            "trial_seconds": sum(r.duration if r.duration is not None else now - r.started for r in records),
+        }
+        finished = [r for r in records if r.state.finished]
+        if self.max_steps and finished:
+            full = len(finished) * self.max_steps
+            used["saved"] = max(0.0, 1 - sum(min(r.steps, self.max_steps) for r in finished) / full)
+        return used
+
+    def plot(self):
+        """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters."""
+        from ._plots import experiment_figure
+
+        return experiment_figure(self.record.definition, self.trial_records(), self.status_line())
+
+    def stop(self) -> None:
+        """Stop gracefully: no new trials, running ones told to stop, finished ones kept. Safe from any thread."""
+        if self._request_stop is not None and self.state is ExperimentState.RUNNING:
+            self._request_stop()
+
+    def add_report_listener(self, listener: Callable[[int, list], None]) -> None:
+        """Call ``listener(trial_id, rows)`` as reports arrive, ``rows`` a list of ``[step, metrics, sent_at]``;
+        on the Dask IO thread, so it must be quick and must not draw."""
+        self.record.add_report_listener(listener)
+
+    # --- how it reads -----------------------------------------------------------------------------------------
+    def summary(self) -> str:
+        """The one-line status (an ablation study's summary is a table instead)."""
+        return self.status_line()
+
+    def final_outputs(self) -> list:
+        """What a view shows below itself when the experiment ends (an ablation study: its table and chart)."""
+        return []
+
+    def highlight(self) -> str | None:
+        """The headline result so far: the best trial (an ablation study: its baseline)."""
+        best = self.record.best()
+        if best is None:
+            return None
+        return f"best {self.metric}={best.value:.6g} (trial {best.trial_id}, {_format_params(best.params)})"
+
+    def status_line(self) -> str:
+        c = self.counts()
+        done = sum(c[s.value] for s in TrialState if s.finished)
+        parts = [f"{self.kind} {self.name!r} {self.state}: {done}/{self.total or '?'} trials done"]
+        parts += [f"{c[s]} {s}" for s in ("running", "pruned", "failed", "stopped") if c[s]]
+        highlight = self.highlight()
+        if highlight:
+            parts.append(highlight)
+        used = self.compute()
+        if "saved" in used and self.state is not ExperimentState.RUNNING:
+            parts.append(f"{used['saved']:.0%} of steps saved by pruning")
+        parts.append(f"{self.elapsed:.1f}s")
+        return " · ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<Experiment {self.status_line()}>"
+
+    def _repr_html_(self) -> str:
+        table = self.trials
+        if len(table):
+            table = (
+                table.drop(columns=["error"])
+                .sort_values("value", ascending=self.mode == "min", na_position="last")
+                .head(10)
+            )
+        return (
+            f"<div><b>{html.escape(self.status_line())}</b>"
+            f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}') if len(table) else ''}</div>"
+        )
+
+
+def _format_params(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())

@@ -1,0 +1,265 @@
+"""The trial protocol: the vocabulary every layer shares, and the messages between workers and the kernel.
+
+- ``TrialState``, ``ExperimentState``, ``Direction``, ``ErrorKind``: named states instead of bare strings. They
+  are ``str`` enums, so ``exp.state == "completed"`` and the DataFrames' plain strings keep working.
+- ``Objective``: the one place that knows which metric counts and which way is better; it picks the values the
+  pruner judges and each trial's final value, and says, in one message, when the metric is missing.
+- ``Outcome``: how one trial attempt (or one rank of it) ended, built on the worker, decoded in the kernel.
+- The wire: reports, output and outcomes travel as Dask events, which must be plain msgpack (short keys, lists):
+  ``encode_*`` are the only writers of that format (worker side), ``decode`` its only reader (kernel side).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal, TypedDict
+
+from .errors import ArgumentError, JupyterDistError
+
+__all__ = [
+    "Direction",
+    "ErrorKind",
+    "ExperimentState",
+    "LogLine",
+    "Objective",
+    "Outcome",
+    "RankInfo",
+    "ReportBatch",
+    "TrialState",
+    "decode",
+    "encode_log",
+    "encode_outcome",
+    "encode_reports",
+]
+
+
+class _StrEnum(str, Enum):
+    def __str__(self) -> str:  # f-strings and str() give the plain value, as enum.StrEnum (3.11+) does
+        return self.value
+
+
+class TrialState(_StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    PRUNED = "pruned"  # stopped early by the pruner
+    FAILED = "failed"
+    STOPPED = "stopped"  # stopped with the experiment (Stop button, interrupt, timeout)
+
+    @property
+    def finished(self) -> bool:
+        return self is not TrialState.RUNNING
+
+
+FINISHED_STATES = tuple(s for s in TrialState if s.finished)
+
+
+class ExperimentState(_StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+class Direction(_StrEnum):
+    MAX = "max"
+    MIN = "min"
+
+    @classmethod
+    def parse(cls, mode: Any) -> Direction:
+        try:
+            return cls(mode)
+        except ValueError:
+            raise ArgumentError(f"mode={mode!r}: use 'max' or 'min'") from None
+
+    @property
+    def optuna(self) -> str:
+        return "maximize" if self is Direction.MAX else "minimize"
+
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self is Direction.MAX else a < b
+
+
+class ErrorKind(_StrEnum):
+    """Why a trial failed, so code decides on a kind rather than by searching the traceback's text."""
+
+    TRIAL = "trial"  # the training function raised
+    SETUP = "setup"  # a jupyter_dist error inside the trial: the experiment as set up cannot run (every trial would)
+    RESULT = "result"  # it returned something that is not a number, a dict of metrics or None
+    METRIC = "metric"  # the objective's metric was neither reported nor returned, or is NaN
+    LOST = "lost"  # its task was lost: the worker died, Dask gave up on it
+    ABANDONED = "abandoned"  # it did not stop when told to, or the run was interrupted
+
+
+@dataclass
+class Outcome:
+    """How one trial attempt ended (for a data-parallel trial: one rank's, then the merged one)."""
+
+    trial_id: int
+    attempt: str | None
+    state: TrialState
+    returned: float | dict[str, float] | None = None
+    last: dict[str, float] = field(default_factory=dict)  # the last reported value of each metric
+    steps: int | None = None
+    started: float | None = None
+    duration: float | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    worker: str | None = None
+    stopped_at: float | None = None  # when report() raised TrialPruned: the stop latency's far end
+    failed_at: float | None = None  # when the function raised, before any clean-up: which rank failed first
+    rank: int = 0
+    worker_lost: bool = False
+    value: float | None = None  # the objective's value, decided in the kernel by Objective.judge
+    result: Any = None  # a data-parallel rank's whole return value (task result only, never on the wire)
+    rank_results: list | None = None  # every rank's, in rank order, once merged
+
+    @classmethod
+    def lost(
+        cls, trial_id: int, state: TrialState, error: str | None, kind: ErrorKind | None, rank: int = 0
+    ) -> Outcome:
+        """The outcome of a trial whose task never gave one (worker lost, cancelled, abandoned)."""
+        return cls(trial_id, None, state, error=error, error_kind=kind if error else None, rank=rank)
+
+    def to_wire(self) -> dict:
+        wire = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _LOCAL_ONLY}
+        wire["state"] = self.state.value
+        wire["error_kind"] = self.error_kind.value if self.error_kind else None
+        return wire
+
+    @classmethod
+    def from_wire(cls, wire: dict) -> Outcome:
+        kind = wire.get("error_kind")
+        known = {k: v for k, v in wire.items() if k in _WIRE_FIELDS}
+        return cls(
+            **dict(known, state=TrialState(wire["state"]), error_kind=ErrorKind(kind) if kind else None)
+        )
+
+
+_LOCAL_ONLY = ("result", "rank_results", "value")
+_WIRE_FIELDS = {f.name for f in dataclasses.fields(Outcome)} - set(_LOCAL_ONLY)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The metric an experiment optimises and which way; ``metric=None``: nothing to optimise (data-parallel)."""
+
+    metric: str | None
+    direction: Direction = Direction.MAX
+
+    def better(self, a: float, b: float) -> bool:
+        return self.direction.better(a, b)
+
+    def intermediate(self, metrics: dict[str, float]) -> float | None:
+        """The value a pruner judges at one reported step (None: the step did not report the metric)."""
+        return metrics.get(self.metric) if self.metric else None
+
+    def judge(self, outcome: Outcome) -> Outcome:
+        """Set ``outcome.value``: a completed trial's objective, or a pruned/stopped one's last value (as Optuna
+        keeps it). A completed trial without a usable value becomes failed, with ``ErrorKind.METRIC``."""
+        if self.metric is None or outcome.state is TrialState.FAILED:
+            return outcome
+        if outcome.state is not TrialState.COMPLETED:
+            return dataclasses.replace(outcome, value=outcome.last.get(self.metric))
+        returned = outcome.returned
+        if isinstance(returned, float):
+            value = returned
+        elif isinstance(returned, dict) and self.metric in returned:
+            value = returned[self.metric]
+        elif self.metric in outcome.last:
+            value = outcome.last[self.metric]
+        else:
+            seen = sorted(set(outcome.last) | set(returned or {}))
+            return self._failed(
+                outcome,
+                f"the training function neither returned nor reported metric {self.metric!r} "
+                f"(it reported/returned: {', '.join(seen) or 'nothing'}); report it with "
+                f"jupyter_dist.report({self.metric}=...) or return it, or pick another metric",
+            )
+        if math.isnan(value):
+            return self._failed(outcome, f"the objective {self.metric!r} is NaN")
+        return dataclasses.replace(outcome, value=value)
+
+    @staticmethod
+    def _failed(outcome: Outcome, problem: str) -> Outcome:
+        return dataclasses.replace(
+            outcome, state=TrialState.FAILED, error=problem, error_kind=ErrorKind.METRIC, value=None
+        )
+
+
+# --- the wire --------------------------------------------------------------------------------------------
+# A report row: [step, {metric: value}, sent_at]. Lists, not tuples or objects: msgpack, and cheap in bulk.
+ReportRow = list
+
+
+class WireReports(TypedDict):
+    k: Literal["r"]
+    t: int  # trial id
+    a: str  # attempt id
+    b: list[ReportRow]
+
+
+class WireLog(TypedDict):
+    k: Literal["l"]
+    t: int
+    a: str
+    n: str  # "stdout" or "stderr"
+    x: str
+
+
+class WireOutcome(TypedDict):
+    k: Literal["f"]
+    t: int
+    a: str
+    o: dict  # Outcome.to_wire()
+
+
+@dataclass(frozen=True)
+class ReportBatch:
+    trial_id: int
+    attempt: str
+    rows: list[ReportRow]
+
+
+@dataclass(frozen=True)
+class LogLine:
+    trial_id: int
+    attempt: str
+    stream: str
+    text: str
+
+
+def encode_reports(trial_id: int, attempt: str, rows: list[ReportRow]) -> WireReports:
+    return {"k": "r", "t": trial_id, "a": attempt, "b": rows}
+
+
+def encode_log(trial_id: int, attempt: str, stream: str, text: str) -> WireLog:
+    return {"k": "l", "t": trial_id, "a": attempt, "n": stream, "x": text}
+
+
+def encode_outcome(outcome: Outcome) -> WireOutcome:
+    return {"k": "f", "t": outcome.trial_id, "a": outcome.attempt or "", "o": outcome.to_wire()}
+
+
+def decode(msg: dict) -> ReportBatch | LogLine | Outcome:
+    kind = msg["k"]
+    if kind == "r":
+        return ReportBatch(msg["t"], msg["a"], msg["b"])
+    if kind == "l":
+        return LogLine(msg["t"], msg["a"], msg["n"], msg["x"])
+    if kind == "f":
+        return Outcome.from_wire(msg["o"])
+    raise JupyterDistError(f"unknown message kind {kind!r}")
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """What one rank of a data-parallel trial is told: its place in the job and where the job meets."""
+
+    rank: int
+    world: int
+    host: str  # rank 0's host: the rendezvous
+    port: int
+    attempt: str  # one attempt id for all ranks: their output belongs to one run of the trial

@@ -1,0 +1,237 @@
+"""Trials on Dask: the launcher the trial loop runs them through.
+
+It ships the training function, submits one task per trial (or one pinned task per rank), subscribes to the
+experiment's event topic, passes stop requests to the workers, and releases finished tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import cloudpickle
+
+from ..errors import TrialFunctionError
+from ..protocol import LogLine, Outcome, RankInfo, ReportBatch
+from ._channel import EventChannel, stop_on_workers
+from ._gang import GangTrial, check_placement, eligible_workers, rendezvous
+from ._loop import RunningTrial, TrialSpec
+from ._runner import probe_function, run_trial
+from ._task_trial import TaskTrial
+
+# How long restarting the workers of ranks given up on may take.
+RESTART_TIMEOUT = 30.0
+# How often the cluster's workers are listed while data-parallel trials run (to notice one that left).
+WORKER_CHECK = 1.0
+# How long a data-parallel trial waits for enough workers when none of ours is running (a restarted worker
+# coming back, an adaptive cluster scaling up) before the run fails with a PlacementError.
+WORKER_WAIT = 30.0
+# How long the end of a run waits for tasks whose outcome already arrived (normally a few ms behind it).
+SETTLE_WAIT = 2.0
+
+# (scheduler address, hash of the pickled function) pairs whose function loaded on that cluster's workers.
+_loadable: set[tuple[str, str]] = set()
+
+
+class DaskLauncher:
+    """Runs an experiment's trials of ``fn`` on ``client``'s cluster.
+
+    ``ranks=k``: every trial is a data-parallel job of k rank tasks on k distinct workers having ``resources``.
+    """
+
+    def __init__(
+        self,
+        client,
+        fn: Callable,
+        exp_id: str,
+        *,
+        ranks: int | None = None,
+        resources: dict[str, float] | None = None,
+    ) -> None:
+        self.client = client
+        self.exp_id = exp_id
+        self.topic = f"jupyter_dist-{exp_id}"
+        self.ranks = ranks
+        self.resources = resources
+        self._fn_blob = cloudpickle.dumps(fn)
+        # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
+        # the task done, so a plain submit could land behind a long trial on a busy worker: name the free one.
+        self._freed: list[str] = []
+        self._busy: set[str] = set()  # workers of our running data-parallel trials
+        self._short_of_workers_since: float | None = None
+        # Futures of trials whose outcome has arrived but whose task has not ended yet: released once it has
+        # (releasing a running task would cancel it noisily on its worker).
+        self._lingering: list = []
+        self._present: tuple[float, set[str]] = (0.0, set())
+
+    # --- before the run ----------------------------------------------------------------------------------
+    def capacity(self) -> int:
+        """How many trials the cluster can run at once: its worker threads, or (for trials of several ranks)
+        how many jobs fit (a PlacementError saying what is needed when none does)."""
+        if self.ranks:
+            return check_placement(self.client, self.ranks, self.resources)
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        return max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+
+    def check_function(self, timeout: float = 60.0) -> None:
+        """Load the training function on a worker once, so an unimportable module fails fast and clearly.
+
+        A function already loaded on this cluster (same bytes) is not probed again: re-running a cell costs no
+        extra round trip.
+        """
+        probe_key = (self.client.scheduler.address, hashlib.sha1(self._fn_blob).hexdigest())
+        if probe_key in _loadable:
+            return
+        future = self.client.submit(
+            probe_function, self.exp_id, self._fn_blob, pure=False, key=f"jupyter_dist-probe-{self.exp_id}"
+        )
+        try:
+            problem = future.result(timeout=timeout)
+        except TimeoutError:
+            raise TrialFunctionError(
+                f"no Dask worker ran a first task within {timeout:.0f}s: does the cluster have workers, "
+                "and do they have jupyter_dist installed?"
+            ) from None
+        except ModuleNotFoundError as exc:
+            raise TrialFunctionError(
+                f"the Dask workers cannot import {exc.name!r}: install it there"
+            ) from None
+        if problem:
+            raise TrialFunctionError(problem)
+        _loadable.add(probe_key)
+
+    # --- the TrialLauncher interface ---------------------------------------------------------------------
+    def events(
+        self,
+        on_reports: Callable[[ReportBatch], None],
+        on_log: Callable[[LogLine], None],
+        on_outcome: Callable[[Outcome], None],
+    ) -> AbstractContextManager:
+        return EventChannel(self.client, self.topic, on_reports, on_log, on_outcome)
+
+    def place(self, trial_id: int) -> list[str] | None:
+        """Single-task trials go anywhere (a just-freed worker preferred); a data-parallel trial needs
+        ``ranks`` of our free workers, and waits (None) until there are."""
+        if not self.ranks:
+            return [self._freed.pop()] if self._freed else []
+        free = [w for w in eligible_workers(self.client, self.resources) if w not in self._busy]
+        if len(free) >= self.ranks:
+            self._short_of_workers_since = None
+            return free[: self.ranks]
+        if not self._busy:
+            # None of our trials runs, so none will free a worker: the cluster shrank (a worker lost, an adaptive
+            # cluster scaling down, a restarted worker not back yet). Wait a while, then say so.
+            now = time.monotonic()
+            self._short_of_workers_since = self._short_of_workers_since or now
+            if now - self._short_of_workers_since > WORKER_WAIT:
+                self.capacity()  # a PlacementError saying what is needed and what is there
+        return None
+
+    def start(self, spec: TrialSpec, placement: list[str], notify) -> RunningTrial:
+        if not self.ranks:
+            hint = {"workers": placement, "allow_other_workers": True} if placement else {}
+            future = self._submit(spec, f"trial-{spec.trial_id}", None, **hint)
+            trial: RunningTrial = TaskTrial(spec.trial_id, future)
+        else:
+            # A worker gone by now fails here, before any rank starts.
+            ranks = rendezvous(self.client, placement, spec.trial_id)
+            futures = [
+                self._submit(
+                    spec,
+                    f"trial-{spec.trial_id}-rank-{rank.rank}",
+                    rank,
+                    workers=[worker],
+                    allow_other_workers=False,
+                    resources=self.resources,
+                )
+                for worker, rank in zip(placement, ranks, strict=True)
+            ]
+            self._busy.update(placement)
+            trial = GangTrial(spec.trial_id, placement, futures, self)
+        for future in trial.futures:
+            future.add_done_callback(lambda f, t=spec.trial_id: notify("task", t, f))
+        return trial
+
+    def _submit(self, spec: TrialSpec, key: str, rank: RankInfo | None, **placement: Any):
+        return self.client.submit(
+            run_trial,
+            self.exp_id,
+            self._fn_blob,
+            spec.params,
+            self.exp_id,
+            spec.trial_id,
+            self.topic,
+            rank,
+            key=f"jupyter_dist-{self.exp_id}-{key}",
+            pure=False,
+            **placement,
+        )
+
+    def stop(self, trial_ids: list[int] | None) -> None:
+        stop_on_workers(self.client, self.exp_id, trial_ids)
+
+    def finished(self, trial: RunningTrial, outcome: Outcome) -> None:
+        """Let Dask drop the trial's tasks (we have its outcome) and free its workers."""
+        if isinstance(trial, GangTrial):
+            self._busy.difference_update(trial.workers)
+        elif outcome.worker is not None:
+            self._freed.append(outcome.worker)
+            del self._freed[:-16]  # only the latest few are worth a hint
+        for future in trial.futures:
+            if future.done():
+                future.release()
+            else:
+                self._lingering.append(future)
+
+    def tidy(self) -> None:
+        still = []
+        for future in self._lingering:
+            if future.done():
+                future.release()
+            else:
+                still.append(future)
+        self._lingering = still
+
+    def settle(self) -> None:
+        """Wait (briefly) for the tasks whose outcomes arrived ahead of them, and release them.
+
+        Each trial future carries a Dask done-callback, which runs on a thread pool that refuses work once the
+        interpreter is exiting: a script that ended right after the run printed "cannot schedule new futures
+        after shutdown" for the last trials. Once every task has ended and the client's loop has gone round
+        once, no callback is left to fire late.
+        """
+        deadline = time.monotonic() + SETTLE_WAIT
+        while self._lingering and time.monotonic() < deadline:
+            time.sleep(0.005)
+            self.tidy()
+        # Whatever still runs after SETTLE_WAIT is released when this run is dropped (and cancelled then).
+        self.client.sync(asyncio.sleep, 0)  # the loop has handed every fired callback to the thread pool
+
+    # --- what a GangTrial asks of the cluster ------------------------------------------------------------
+    def present_workers(self) -> set[str]:
+        """The cluster's workers, listed at most every WORKER_CHECK seconds."""
+        listed_at, present = self._present
+        now = time.monotonic()
+        if now - listed_at >= WORKER_CHECK:
+            present = set(self.client.scheduler_info(n_workers=-1)["workers"])
+            self._present = (now, present)
+        return present
+
+    def restart(self, workers: list[str]) -> None:
+        if not workers:
+            return
+        try:
+            self.client.restart_workers(workers, timeout=RESTART_TIMEOUT, raise_for_error=False)
+        except Exception as exc:  # a worker without a nanny cannot be restarted; the run goes on regardless
+            warnings.warn(
+                f"jupyter_dist: could not restart worker(s) {', '.join(workers)}, where a rank may still be "
+                f"blocked in a collective ({type(exc).__name__}: {exc}); restart them by hand if later "
+                "data-parallel runs cannot rendezvous there",
+                RuntimeWarning,
+                stacklevel=2,
+            )

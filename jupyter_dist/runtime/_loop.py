@@ -1,0 +1,280 @@
+"""The asynchronous trial loop: keep ``parallel`` trials in flight, start the next as each one ends.
+
+It knows nothing of Dask. A *source* decides what to run (HPO asks Optuna, ablation walks its plan), a *sink*
+records what happened (the experiment's record), and a *launcher* runs trials somewhere (runtime/_launcher.py:
+on Dask workers). Each trial in flight is a ``RunningTrial``: one task (_task_trial.py) or a gang of rank tasks
+(_gang.py). The loop runs on the kernel's main thread and calls ``idle()`` between waits, so a view can redraw
+and a Stop button can be heard; the launcher's IO thread only records and queues.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import MetricError
+from ..protocol import ErrorKind, LogLine, Objective, Outcome, ReportBatch, TrialState
+from ._interrupts import StopSignal
+
+__all__ = ["RunningTrial", "TrialLauncher", "TrialLoop", "TrialSink", "TrialSource", "TrialSpec"]
+
+# Trials shorter than this are dominated by dispatch latency (Dask batches client->scheduler messages every
+# 10 ms): for them three extra trials per slot are queued ahead so no worker waits for its next task. Longer trials
+# get none, so the sampler always decides with the most recent results.
+SHORT_TRIAL = 0.05
+
+
+@dataclass
+class TrialSpec:
+    """A trial the source wants run: its id, the function's arguments, and what it is beyond them."""
+
+    trial_id: int
+    params: dict[str, Any]
+    labels: dict[str, Any] = field(default_factory=dict)  # e.g. an ablation trial's left-out component
+
+
+class TrialSource(Protocol):
+    prunes: bool  # whether report() can ever say stop; when False reports are not handed to it
+
+    def next_trial(self) -> TrialSpec | None: ...
+
+    def report(self, trial_id: int, rows: list) -> bool: ...
+
+    def tell(self, record: Any) -> None: ...
+
+
+class TrialSink(Protocol):
+    """What the loop writes to (the experiment's record): ``reports_arrived``/``log_arrived`` on the launcher's
+    IO thread, the rest on the loop's thread."""
+
+    def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None: ...
+
+    def reports_arrived(self, batch: ReportBatch) -> None: ...
+
+    def log_arrived(self, line: LogLine) -> None: ...
+
+    def trial_pruned(self, trial_id: int) -> None: ...
+
+    def trial_finished(self, outcome: Outcome) -> Any: ...
+
+
+class RunningTrial(ABC):
+    """One trial in flight, however it runs."""
+
+    def __init__(self, trial_id: int) -> None:
+        self.trial_id = trial_id
+        self.told_to_stop = False  # pruned, or stopped with the experiment
+
+    @abstractmethod
+    def on_event(self, kind: str, payload: Any) -> Outcome | None:
+        """An outcome event ("outcome") or one of its tasks ending ("task"): its outcome once it is settled."""
+
+    def poll(self, now: float) -> Outcome | None:
+        """Periodic checks between events (a late outcome, a lost worker); its outcome if that settled it."""
+        return None
+
+    @abstractmethod
+    def abandon(self, why: str) -> Outcome:
+        """Give up on it now (it did not stop in time, or the run was interrupted)."""
+
+    @abstractmethod
+    def cancel(self) -> None:
+        """Cancel its tasks, as the run is aborted."""
+
+
+class TrialLauncher(Protocol):
+    def events(
+        self,
+        on_reports: Callable[[ReportBatch], None],
+        on_log: Callable[[LogLine], None],
+        on_outcome: Callable[[Outcome], None],
+    ) -> AbstractContextManager: ...
+
+    def place(self, trial_id: int) -> Any | None:
+        """Where the trial would run; None while it cannot be placed yet (too few free workers)."""
+
+    def start(self, spec: TrialSpec, placement: Any, notify: Callable[[str, int, Any], None]) -> RunningTrial:
+        """Start it; ``notify(kind, trial_id, payload)`` is how its tasks' ends reach the loop."""
+
+    def stop(self, trial_ids: list[int] | None) -> None: ...
+
+    def finished(self, trial: RunningTrial, outcome: Outcome) -> None: ...
+
+    def tidy(self) -> None: ...
+
+    def settle(self) -> None: ...
+
+
+class TrialLoop:
+    """One run of a source's trials through a launcher into a sink."""
+
+    def __init__(
+        self,
+        launcher: TrialLauncher,
+        source: TrialSource,
+        sink: TrialSink,
+        objective: Objective,
+        *,
+        parallel: int,
+        stop: StopSignal | None = None,
+        timeout: float | None = None,
+        poll_interval: float = 0.1,
+        idle_interval: float = 0.1,
+        stop_grace: float = 10.0,
+    ) -> None:
+        self.launcher = launcher
+        self.source = source
+        self.sink = sink
+        self.objective = objective
+        self.parallel = parallel
+        self.stop = stop or StopSignal()
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.poll_interval = poll_interval
+        self.idle_interval = idle_interval
+        self.stop_grace = stop_grace
+        self.running: dict[int, RunningTrial] = {}
+        self.pruned: set[int] = set()  # trials the source decided to stop
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.recent: list[float] = []  # durations of the last few completed trials, to spot short ones
+        self.held: TrialSpec | None = None  # a trial waiting until it can be placed
+        self.stop_deadline: float | None = None
+        self.completed_any = False
+
+    # --- the loop ----------------------------------------------------------------------------------------
+    def run(self, idle: Callable[[], None] = lambda: None) -> None:
+        """Run until the source has no more trials, a stop is requested or the timeout passes (then the running
+        trials are stopped, as with a stop); a callback that raises aborts the run."""
+        with self.launcher.events(self._reports_arrived, self.sink.log_arrived, self._outcome_arrived):
+            try:
+                last_idle = 0.0
+                while self.step():
+                    now = time.monotonic()
+                    if now - last_idle >= self.idle_interval:
+                        last_idle = now
+                        idle()
+                self.launcher.settle()
+            except BaseException:
+                self.launcher.stop(None)
+                for trial in self.running.values():
+                    trial.cancel()
+                raise
+            finally:
+                idle()
+
+    def step(self) -> bool:
+        """Start what may start, then handle what arrives within one poll interval. False when all is done."""
+        if self.deadline is not None and not self.stop.requested and time.monotonic() > self.deadline:
+            self.stop.timed_out = True
+            self.stop.request()
+        if self.stop.requested:
+            self._stopping()
+        else:
+            self._fill()
+        if not self.running and (self.held is None or self.stop.requested):
+            return False
+        if self.stop.interrupts > 1 or (
+            self.stop_deadline is not None and time.monotonic() > self.stop_deadline
+        ):
+            why = "interrupted" if self.stop.interrupts > 1 else "it did not stop within the grace period"
+            for trial in list(self.running.values()):
+                self._finish(trial, trial.abandon(why))
+            return False
+        now = time.monotonic()
+        for trial in list(self.running.values()):
+            outcome = trial.poll(now)
+            if outcome is not None:
+                self._finish(trial, outcome)
+        self.launcher.tidy()
+        try:
+            self._handle(self.events.get(timeout=self.poll_interval))
+        except queue.Empty:
+            return True
+        while not self.events.empty():
+            self._handle(self.events.get_nowait())
+        return True
+
+    def _fill(self) -> None:
+        # parallel=1 stays strictly sequential: one trial at a time, each decided with every result before it.
+        short = (
+            self.parallel > 1
+            and len(self.recent) >= 4
+            and sorted(self.recent)[len(self.recent) // 2] < SHORT_TRIAL
+        )
+        capacity = self.parallel * (4 if short else 1)
+        while len(self.running) < capacity:
+            spec = self.held or self.source.next_trial()
+            self.held = None
+            if spec is None:
+                return
+            placement = self.launcher.place(spec.trial_id)
+            if placement is None:
+                self.held = spec  # it waits for enough free workers
+                return
+            # Recorded before it starts: its first reports may arrive before start() returns.
+            self.sink.trial_started(spec.trial_id, spec.params, spec.labels)
+            self.running[spec.trial_id] = self.launcher.start(spec, placement, self._notify)
+
+    def _stopping(self) -> None:
+        if self.stop_deadline is None:
+            self.stop_deadline = time.monotonic() + self.stop_grace
+            for trial in self.running.values():
+                trial.told_to_stop = True
+            self.launcher.stop(None)
+
+    # --- what arrives --------------------------------------------------------------------------------------
+    def _notify(self, kind: str, trial_id: int, payload: Any) -> None:
+        self.events.put((kind, trial_id, payload))
+
+    def _outcome_arrived(self, outcome: Outcome) -> None:
+        """On the launcher's IO thread."""
+        self.events.put(("outcome", outcome.trial_id, outcome))
+
+    def _reports_arrived(self, batch: ReportBatch) -> None:
+        """On the launcher's IO thread: record at once; pruning decisions are the loop's (Optuna's study is not
+        shared between threads, and decisions then follow the reports' order exactly)."""
+        self.sink.reports_arrived(batch)
+        if self.source.prunes:
+            self.events.put(("reports", batch.trial_id, batch.rows))
+
+    def _handle(self, item: tuple) -> None:
+        kind, trial_id, payload = item
+        trial = self.running.get(trial_id)
+        if trial is None:
+            return  # already finished through another path
+        if kind == "reports":
+            if trial_id not in self.pruned and self.source.report(trial_id, payload):
+                self._prune(trial)
+            return
+        outcome = trial.on_event(kind, payload)
+        if outcome is not None:
+            self._finish(trial, outcome)
+
+    def _prune(self, trial: RunningTrial) -> None:
+        self.pruned.add(trial.trial_id)
+        trial.told_to_stop = True
+        self.sink.trial_pruned(trial.trial_id)
+        self.launcher.stop([trial.trial_id])
+
+    def _finish(self, trial: RunningTrial, outcome: Outcome) -> None:
+        del self.running[trial.trial_id]
+        self.launcher.finished(trial, outcome)
+        if outcome.state is TrialState.COMPLETED and outcome.duration is not None:
+            # Only trials that ran to their end say the function is cheap: pruned ones are short by decision.
+            self.recent.append(outcome.duration)
+            del self.recent[:-8]
+        if trial.trial_id in self.pruned and outcome.state in (TrialState.COMPLETED, TrialState.PRUNED):
+            outcome.state = TrialState.PRUNED  # a trial that never reported again is pruned when it returns
+        elif outcome.state is TrialState.PRUNED:
+            outcome.state = TrialState.STOPPED  # told to stop by the experiment, not by the pruner
+        outcome = self.objective.judge(outcome)
+        record = self.sink.trial_finished(outcome)
+        if outcome.error_kind is ErrorKind.METRIC and not self.completed_any:
+            # The first trial to complete could not be judged: every other would fail the same way.
+            raise MetricError(outcome.error)
+        self.completed_any = self.completed_any or outcome.state is TrialState.COMPLETED
+        self.source.tell(record)

@@ -1,0 +1,149 @@
+"""The seam between a run and where it is recorded: an experiment's definition, its trials' records, and the
+``ExperimentRecord`` interface that the trial loop writes to and ``Experiment`` reads from.
+
+The in-memory record (_memory.py) is the one implementation today; an on-disk journal implements the same
+interface next, and ``Experiment`` will not notice the difference (as Optuna's studies do not notice which
+``BaseStorage`` holds them).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol import ErrorKind, ExperimentState, LogLine, Objective, Outcome, ReportBatch, TrialState
+
+__all__ = ["ExperimentDefinition", "ExperimentRecord", "TrialRecord", "new_experiment_id"]
+
+
+def new_experiment_id() -> str:
+    """A unique id that sorts by creation time (``20261123-141502-3f9a1c``): a store keys on it, a person can
+    read when it ran, and Dask task keys and event topics derive from it."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True)
+class ExperimentDefinition:
+    """What an experiment is, fixed when it starts: the identity a store keys on (``id``, unique; ``name``,
+    the user's handle for it) and everything needed to read its results again."""
+
+    kind: str  # "hpo", "ablation" or "ddp"
+    name: str
+    objective: Objective
+    space: dict[str, Any] = field(default_factory=dict)
+    total: int | None = None  # trials planned; None: until the timeout
+    max_steps: int | None = None
+    timeout: float | None = None
+    dashboard_link: str | None = None
+    id: str = field(default_factory=new_experiment_id)
+    created: float = field(default_factory=time.time)
+
+
+@dataclass
+class TrialRecord:
+    trial_id: int
+    params: dict[str, Any]
+    state: TrialState = TrialState.RUNNING
+    value: float | None = None
+    started: float = field(default_factory=time.time)
+    duration: float | None = None
+    steps: int = 0
+    attempts: int = 0
+    last: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    # What the trial is, beyond its parameters (an ablation study's left-out component, its repeat).
+    labels: dict[str, Any] = field(default_factory=dict)
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    # The curve metric's learning curve of the current attempt, for live plots.
+    curve_steps: list[int] = field(default_factory=list)
+    curve_values: list[float] = field(default_factory=list)
+    # Pruning: when the kernel decided to stop it, and when report() raised TrialPruned on the worker.
+    prune_decided_at: float | None = None
+    stopped_at: float | None = None
+    # A data-parallel trial's return values, whole: rank 0's, and every rank's in rank order.
+    result: Any = None
+    rank_results: list | None = None
+
+    @property
+    def logs(self) -> str:
+        """Captured stdout, then stderr, then the traceback if the trial failed."""
+        parts = ["".join(self.stdout), "".join(self.stderr), self.error or ""]
+        return "\n".join(p.rstrip("\n") for p in parts if p)
+
+
+class ExperimentRecord(ABC):
+    """Everything recorded about one experiment while it runs and after.
+
+    Written by the trial loop: ``reports_arrived`` and ``log_arrived`` on the Dask IO thread (they must be quick
+    and never wait on a disk), the rest on the kernel's main thread. Read by ``Experiment`` and the views.
+    """
+
+    def __init__(self, definition: ExperimentDefinition) -> None:
+        self.definition = definition
+        self.state = ExperimentState.RUNNING
+        self.error: str | None = None
+        self.started = time.time()
+        self.ended: float | None = None
+        # The metric drawn as learning curves: the objective's, or (a data-parallel run needs none) the first
+        # one reported.
+        self.curve_metric: str | None = definition.objective.metric
+        self._report_listeners: list[Callable[[int, list], None]] = []
+
+    # --- written by the trial loop --------------------------------------------------------------------------
+    @abstractmethod
+    def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def reports_arrived(self, batch: ReportBatch) -> None: ...
+
+    @abstractmethod
+    def log_arrived(self, line: LogLine) -> None: ...
+
+    @abstractmethod
+    def trial_pruned(self, trial_id: int) -> None: ...
+
+    @abstractmethod
+    def trial_finished(self, outcome: Outcome) -> TrialRecord:
+        """Record a finished trial (its value already judged by the objective) and return its record."""
+
+    def finish(self, state: ExperimentState, error: str | None = None) -> None:
+        """The experiment ended."""
+        self.state, self.error, self.ended = state, error, time.time()
+
+    # --- read by Experiment ---------------------------------------------------------------------------------
+    @abstractmethod
+    def trial(self, trial_id: int) -> TrialRecord:
+        """One trial's record (KeyError if there is none)."""
+
+    @abstractmethod
+    def trial_records(self) -> list[TrialRecord]:
+        """Every trial's record, by trial id."""
+
+    @abstractmethod
+    def best(self) -> TrialRecord | None:
+        """The best completed trial so far."""
+
+    @abstractmethod
+    def report_rows(self) -> Iterator[tuple[int, int, int, str, float, float]]:
+        """Every reported metric: (trial_id, attempt number, step, metric, value, time sent)."""
+
+    @abstractmethod
+    def report_count(self) -> int:
+        """How many report() calls have arrived."""
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys((s.value for s in TrialState), 0)
+        for rec in self.trial_records():
+            counts[rec.state.value] += 1
+        return counts
+
+    def add_report_listener(self, listener: Callable[[int, list], None]) -> None:
+        """Call ``listener(trial_id, rows)`` as reports arrive, ``rows`` a list of ``[step, metrics, sent_at]``;
+        on the Dask IO thread, so it must be quick and must not draw."""
+        self._report_listeners.append(listener)

@@ -1,0 +1,259 @@
+"""The trial loop on its own: a fake launcher and source, the real in-memory record, no Dask.
+
+The fake launcher runs each trial by a script: it ends at once with a given outcome, or runs until told to stop
+(then it ends pruned, as a worker's next report() would make it), or ignores every stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import pytest
+
+from jupyter_dist import MetricError
+from jupyter_dist.protocol import Direction, ErrorKind, Objective, Outcome, TrialState
+from jupyter_dist.runtime import RunningTrial, StopSignal, TrialLoop, TrialSpec
+from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
+
+RUNS_UNTIL_STOPPED = "until stopped"
+IGNORES_STOP = "ignores stop"
+
+
+class FakeTrial(RunningTrial):
+    def __init__(self, trial_id: int) -> None:
+        super().__init__(trial_id)
+        self.cancelled = False
+
+    def on_event(self, kind, payload):
+        return payload if kind == "outcome" else None
+
+    def abandon(self, why: str) -> Outcome:
+        return Outcome.lost(self.trial_id, TrialState.STOPPED, f"stopped: {why}", ErrorKind.ABANDONED)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeLauncher:
+    """``script(spec)``: an Outcome (the trial ends with it at once), RUNS_UNTIL_STOPPED or IGNORES_STOP."""
+
+    def __init__(self, script) -> None:
+        self.script = script
+        self.started: list[int] = []
+        self.in_flight: set[int] = set()
+        self.most_in_flight = 0
+        self.stops: list[list[int] | None] = []
+        self.trials: dict[int, FakeTrial] = {}
+        self.behaviour: dict[int, object] = {}
+
+    @contextlib.contextmanager
+    def events(self, on_reports, on_log, on_outcome):
+        self.on_outcome = on_outcome
+        yield
+
+    def place(self, trial_id):
+        return "anywhere"
+
+    def start(self, spec: TrialSpec, placement, notify) -> FakeTrial:
+        self.started.append(spec.trial_id)
+        self.in_flight.add(spec.trial_id)
+        self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
+        trial = self.trials[spec.trial_id] = FakeTrial(spec.trial_id)
+        behaviour = self.behaviour[spec.trial_id] = self.script(spec)
+        if isinstance(behaviour, Outcome):
+            self.on_outcome(behaviour)  # as the event channel would, from its own thread
+        return trial
+
+    def stop(self, trial_ids):
+        self.stops.append(trial_ids)
+        for trial_id in trial_ids if trial_ids is not None else list(self.in_flight):
+            if self.behaviour.get(trial_id) == RUNS_UNTIL_STOPPED:
+                self.on_outcome(Outcome(trial_id, "a", TrialState.PRUNED, last={"acc": 0.1}, steps=3))
+
+    def finished(self, trial, outcome):
+        self.in_flight.discard(trial.trial_id)
+
+    def tidy(self):
+        pass
+
+    def settle(self):
+        pass
+
+
+class ListSource:
+    def __init__(self, n: int, prune: set[int] = frozenset()) -> None:
+        self.remaining = list(range(n))
+        self.prunes = bool(prune)
+        self.to_prune = prune
+        self.told: list[tuple[int, TrialState]] = []
+        self.asked = 0
+
+    def next_trial(self):
+        if not self.remaining:
+            return None
+        self.asked += 1
+        trial_id = self.remaining.pop(0)
+        return TrialSpec(trial_id, {"x": trial_id}, {"label": f"t{trial_id}"})
+
+    def report(self, trial_id, rows):
+        return trial_id in self.to_prune
+
+    def tell(self, record):
+        self.told.append((record.trial_id, record.state))
+
+
+def completed(spec: TrialSpec, value: float | None = None) -> Outcome:
+    returned = float(spec.trial_id) if value is None else value
+    return Outcome(spec.trial_id, "a", TrialState.COMPLETED, returned=returned, duration=0.1)
+
+
+def make_loop(script, source, *, parallel=2, timeout=None, stop_grace=10.0, metric="acc"):
+    record = InMemoryRecord(ExperimentDefinition("hpo", "fake", Objective(metric, Direction.MAX)))
+    launcher = FakeLauncher(script)
+    loop = TrialLoop(
+        launcher,
+        source,
+        record,
+        record.definition.objective,
+        parallel=parallel,
+        stop=StopSignal(),
+        timeout=timeout,
+        poll_interval=0.01,
+        idle_interval=0.0,
+        stop_grace=stop_grace,
+    )
+    return loop, launcher, record
+
+
+def test_trials_start_in_the_sources_order_never_more_than_parallel_at_once():
+    source = ListSource(7)
+    loop, launcher, record = make_loop(completed, source, parallel=3)
+    loop.run()
+    assert launcher.started == list(range(7))
+    assert launcher.most_in_flight == 3
+    assert sorted(source.told) == [(t, TrialState.COMPLETED) for t in range(7)]
+    records = record.trial_records()
+    assert [r.value for r in records] == [float(t) for t in range(7)]  # judged by the objective
+    assert records[2].labels == {"label": "t2"} and records[2].params == {"x": 2}
+    assert record.best().trial_id == 6
+
+
+def test_parallel_one_is_strictly_sequential():
+    source = ListSource(4)
+    loop, launcher, _ = make_loop(completed, source, parallel=1)
+    loop.run()
+    assert launcher.most_in_flight == 1
+
+
+def test_a_stop_ends_the_running_trials_as_stopped_and_starts_no_more():
+    source = ListSource(10)
+    loop, launcher, record = make_loop(lambda spec: RUNS_UNTIL_STOPPED, source, parallel=2)
+    stop_after_two = lambda: loop.stop.request() if len(launcher.started) == 2 else None  # noqa: E731
+    loop.run(idle=stop_after_two)
+    assert launcher.started == [0, 1] and source.asked == 2
+    assert launcher.stops == [None]  # one broadcast to the whole experiment
+    assert [r.state for r in record.trial_records()] == [TrialState.STOPPED, TrialState.STOPPED]
+    # a stopped trial keeps its last reported value, as Optuna keeps a pruned trial's
+    assert [r.value for r in record.trial_records()] == [0.1, 0.1]
+    assert not loop.stop.timed_out
+
+
+def test_a_pruned_trial_is_recorded_pruned_not_stopped():
+    source = ListSource(3, prune={1})
+
+    def script(spec):
+        if spec.trial_id == 1:
+            loop.events.put(("reports", 1, [[0, {"acc": 0.0}, 0.0]]))  # as a report batch would arrive
+            return RUNS_UNTIL_STOPPED
+        return completed(spec)
+
+    loop, launcher, record = make_loop(script, source)
+    loop.run()
+    assert launcher.stops == [[1]]
+    states = {r.trial_id: r.state for r in record.trial_records()}
+    assert states == {0: TrialState.COMPLETED, 1: TrialState.PRUNED, 2: TrialState.COMPLETED}
+    assert record.trial(1).prune_decided_at is not None
+
+
+def test_a_failed_trial_is_recorded_with_its_error_and_the_rest_go_on():
+    source = ListSource(4)
+
+    def script(spec):
+        if spec.trial_id == 1:
+            return Outcome(1, "a", TrialState.FAILED, error="Traceback: boom", error_kind=ErrorKind.TRIAL)
+        return completed(spec)
+
+    loop, launcher, record = make_loop(script, source)
+    loop.run()
+    failed = record.trial(1)
+    assert failed.state is TrialState.FAILED and failed.error == "Traceback: boom"
+    assert failed.error_kind is ErrorKind.TRIAL and failed.value is None
+    assert (1, TrialState.FAILED) in source.told and len(launcher.started) == 4
+
+
+def test_a_metric_never_reported_stops_the_run_at_the_first_completed_trial():
+    source = ListSource(5)
+    loop, launcher, record = make_loop(lambda spec: Outcome(spec.trial_id, "a", TrialState.COMPLETED), source)
+    with pytest.raises(MetricError, match="neither returned nor reported metric 'acc'"):
+        loop.run()
+    assert record.trial(0).error_kind is ErrorKind.METRIC
+    assert launcher.stops[-1] is None  # the workers are told to stop everything
+    assert source.asked == 2  # nothing more started
+
+
+def test_the_timeout_stops_the_run_and_trials_that_ignore_it_are_abandoned():
+    source = ListSource(5)
+    loop, launcher, record = make_loop(lambda spec: IGNORES_STOP, source, timeout=0.05, stop_grace=0.1)
+    loop.run()
+    assert loop.stop.timed_out and launcher.stops == [None]
+    records = record.trial_records()
+    assert [r.state for r in records] == [TrialState.STOPPED, TrialState.STOPPED]
+    assert all(r.error_kind is ErrorKind.ABANDONED for r in records)
+    assert "did not stop within the grace period" in records[0].error
+
+
+def test_a_second_interrupt_abandons_the_running_trials_at_once():
+    source = ListSource(3)
+    loop, launcher, record = make_loop(lambda spec: IGNORES_STOP, source, stop_grace=60)
+
+    def interrupt_twice():
+        if len(launcher.started) == 2:
+            loop.stop.interrupts = 2
+            loop.stop.request()
+
+    loop.run(idle=interrupt_twice)
+    assert all("interrupted" in r.error for r in record.trial_records())
+
+
+def test_a_callback_that_raises_aborts_the_run_and_cancels_what_runs():
+    source = ListSource(3)
+    loop, launcher, _ = make_loop(lambda spec: IGNORES_STOP, source)
+
+    def broken_view():
+        if launcher.started:
+            raise RuntimeError("the view broke")
+
+    with pytest.raises(RuntimeError, match="the view broke"):
+        loop.run(idle=broken_view)
+    assert all(trial.cancelled for trial in launcher.trials.values())
+
+
+def test_outcomes_arriving_from_another_thread_are_handled_on_the_loops():
+    source = ListSource(6)
+    loop_thread: list[threading.Thread] = []
+
+    def script(spec):
+        # the outcome comes later, from a thread of its own, as the Dask IO thread delivers it
+        threading.Timer(0.02, launcher.on_outcome, args=(completed(spec),)).start()
+        return RUNS_UNTIL_STOPPED
+
+    loop, launcher, record = make_loop(script, source)
+
+    told_on = []
+    original_tell = source.tell
+    source.tell = lambda rec: (told_on.append(threading.current_thread()), original_tell(rec))
+    loop_thread.append(threading.current_thread())
+    loop.run()
+    assert len(record.trial_records()) == 6
+    assert set(told_on) == set(loop_thread)  # Optuna is only ever told from the loop's thread

@@ -1,0 +1,37 @@
+"""One family of errors: everything jupyter_dist raises is a JupyterDistError; the stop signal is not an error."""
+
+import inspect
+
+import pytest
+
+import jupyter_dist as jd
+from jupyter_dist import errors
+
+
+def test_every_exception_class_of_the_package_derives_from_jupyter_dist_error():
+    classes = [
+        obj for _, obj in inspect.getmembers(errors, inspect.isclass) if obj.__module__ == errors.__name__
+    ]
+    exceptions = [c for c in classes if issubclass(c, Exception)]
+    assert len(exceptions) >= 10
+    assert all(issubclass(c, jd.JupyterDistError) for c in exceptions)
+    # the stop signal is a BaseException on purpose: `except Exception` in a training loop must not swallow it
+    assert not issubclass(jd.TrialPruned, Exception)
+
+
+def test_bad_arguments_raise_our_error_and_still_the_builtin_callers_caught():
+    with pytest.raises(jd.ArgumentError, match="parallel=0"):
+        jd.hpo(lambda x=0: x, {"x": jd.space.uniform(0, 1)}, metric="m", parallel=0)
+    with pytest.raises(ValueError, match="mode='up'"):
+        jd.hpo(lambda x=0: x, {"x": jd.space.uniform(0, 1)}, metric="m", mode="up")
+    with pytest.raises(TypeError, match="must be callable"):
+        jd.hpo(3, {}, metric="m")
+    with pytest.raises(jd.SearchSpaceError):
+        jd.space.choice("abc")
+
+
+def test_use_cluster_refuses_workers_for_a_cluster_it_does_not_start():
+    with pytest.raises(jd.ArgumentError, match="workers= sizes the embedded cluster"):
+        jd.use_cluster("tcp://127.0.0.1:1", workers=2)
+    with pytest.raises(jd.ArgumentError, match="workers=0"):
+        jd.use_cluster("local", workers=0)
