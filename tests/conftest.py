@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 
@@ -12,3 +14,26 @@ def client():
     client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
     yield client
     jupyter_dist.close_local_cluster()
+
+
+# The common case of an experiment in a test: on the shared cluster, silent, random sampling unless the test
+# says otherwise (keywords given to the call override these).
+@pytest.fixture
+def run_hpo(client):
+    import jupyter_dist
+
+    return functools.partial(jupyter_dist.hpo, sampler="random", cluster=client, progress=False)
+
+
+@pytest.fixture
+def run_ablation(client):
+    import jupyter_dist
+
+    return functools.partial(jupyter_dist.ablation, cluster=client, progress=False)
+
+
+@pytest.fixture
+def run_ddp(client):
+    import jupyter_dist
+
+    return functools.partial(jupyter_dist.data_parallel, cluster=client, progress=False)

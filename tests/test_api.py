@@ -20,18 +20,15 @@ def quadratic(lr=0.1, width=8):
     return None
 
 
-def test_hpo_returns_an_experiment_with_results(client):
-    exp = jd.hpo(
+def test_hpo_returns_an_experiment_with_results(run_hpo):
+    exp = run_hpo(
         quadratic,
         SPACE,
         trials=8,
         metric="score",
         mode="max",
-        sampler="random",
         seed=3,
         pruner=None,
-        cluster=client,
-        progress=False,
     )
     assert exp.state == "completed"
     trials = exp.trials
@@ -77,28 +74,22 @@ def returns_dict(x=0.0):
     return {"obj": torch.tensor(x + 1), "model": object()}
 
 
-def test_return_kinds_set_the_objective(client):
-    exp = jd.hpo(
+def test_return_kinds_set_the_objective(run_hpo):
+    exp = run_hpo(
         returns_number,
         {"x": space.uniform(0, 1)},
         trials=3,
         metric="obj",
         mode="min",
-        sampler="random",
-        cluster=client,
-        progress=False,
     )
     t = exp.trials
     assert np.allclose(t.value, t.params_x * 2)
     assert exp.best.value == t.value.min()
-    exp = jd.hpo(
+    exp = run_hpo(
         returns_dict,
         {"x": space.uniform(0, 1)},
         trials=3,
         metric="obj",
-        sampler="random",
-        cluster=client,
-        progress=False,
     )
     assert np.allclose(exp.trials.value, exp.trials.params_x + 1)
 
@@ -111,15 +102,13 @@ def sometimes_fails(x=0.0):
     return x
 
 
-def test_a_failing_trial_is_recorded_with_its_traceback_and_others_go_on(client):
-    exp = jd.hpo(
+def test_a_failing_trial_is_recorded_with_its_traceback_and_others_go_on(run_hpo):
+    exp = run_hpo(
         sometimes_fails,
         {"x": space.choice([0.1, 0.9])},
         trials=2,
         metric="x",
         sampler="grid",
-        cluster=client,
-        progress=False,
     )
     t = exp.trials.set_index("params_x")
     assert t.loc[0.9, "state"] == "failed"
@@ -136,16 +125,13 @@ def always_fails(x=0.0):
     raise RuntimeError("broken on purpose")
 
 
-def test_when_every_trial_fails_the_experiment_fails_with_the_first_traceback(client):
+def test_when_every_trial_fails_the_experiment_fails_with_the_first_traceback(run_hpo):
     with pytest.raises(jd.ExperimentFailed, match="RuntimeError: broken on purpose") as info:
-        jd.hpo(
+        run_hpo(
             always_fails,
             {"x": space.uniform(0, 1)},
             trials=3,
             metric="x",
-            sampler="random",
-            cluster=client,
-            progress=False,
         )
     exp = info.value.experiment
     assert exp.state == "failed"
@@ -157,17 +143,14 @@ def reports_other_metric(x=0.0):
     time.sleep(0.2)
 
 
-def test_a_metric_never_reported_fails_at_the_end_of_the_first_trial(client):
+def test_a_metric_never_reported_fails_at_the_end_of_the_first_trial(run_hpo):
     with pytest.raises(jd.ExperimentFailed, match="neither returned nor reported metric 'acc'.*loss") as info:
-        jd.hpo(
+        run_hpo(
             reports_other_metric,
             {"x": space.uniform(0, 1)},
             trials=20,
             metric="acc",
-            sampler="random",
-            cluster=client,
             parallel=1,
-            progress=False,
         )
     assert len(info.value.experiment.trials) <= 2  # it stopped right there, not after 20 trials
 
@@ -195,26 +178,30 @@ def test_bad_input_is_refused_before_any_work(client):
         jd.hpo(quadratic, SPACE, metric="score", cluster=42)
 
 
-def test_grid_runs_every_combination_once(client):
+def test_grid_runs_every_combination_once(run_hpo):
     grid = {"lr": space.choice([0.01, 0.1, 1.0]), "width": space.choice([8, 16])}
-    exp = jd.hpo(quadratic, grid, trials=None, metric="score", sampler="grid", cluster=client, progress=False)
+    exp = run_hpo(
+        quadratic,
+        grid,
+        trials=None,
+        metric="score",
+        sampler="grid",
+    )
     combos = {(r.params_lr, r.params_width) for r in exp.trials.itertuples()}
     assert len(exp.trials) == 6 and len(combos) == 6
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "cmaes", "random"])
-def test_each_sampler_runs_and_a_seed_makes_it_reproducible(client, sampler):
+def test_each_sampler_runs_and_a_seed_makes_it_reproducible(sampler, run_hpo):
     def run():
-        exp = jd.hpo(
+        exp = run_hpo(
             quadratic,
             {"lr": space.uniform(0.0, 0.5), "width": 8},
             trials=5,
             metric="score",
             sampler=sampler,
             seed=7,
-            cluster=client,
             parallel=1,
-            progress=False,
         )
         return list(exp.trials.params_lr)
 
@@ -223,17 +210,15 @@ def test_each_sampler_runs_and_a_seed_makes_it_reproducible(client, sampler):
     assert run() == first
 
 
-def test_an_optuna_sampler_instance_is_used_as_given(client):
+def test_an_optuna_sampler_instance_is_used_as_given(run_hpo):
     import optuna
 
-    exp = jd.hpo(
+    exp = run_hpo(
         quadratic,
         {"lr": space.uniform(0.0, 0.5)},
         trials=3,
         metric="score",
         sampler=optuna.samplers.TPESampler(multivariate=True, n_startup_trials=1, seed=0),
-        cluster=client,
-        progress=False,
     )
     assert len(exp.trials) == 3
 
@@ -245,15 +230,12 @@ def takes_reporter(lr=0.1, reporter=None):
     return None
 
 
-def test_a_reporter_parameter_is_injected(client):
-    exp = jd.hpo(
+def test_a_reporter_parameter_is_injected(run_hpo):
+    exp = run_hpo(
         takes_reporter,
         {"lr": space.uniform(0, 1)},
         trials=2,
         metric="acc",
-        sampler="random",
-        cluster=client,
-        progress=False,
     )
     assert np.allclose(exp.trials.value, exp.trials.params_lr + 1)
 
@@ -268,17 +250,14 @@ def first_one_is_slow(x=0.0, marker=""):
     return seconds
 
 
-def test_trials_are_asynchronous_not_rounds(client, tmp_path):
+def test_trials_are_asynchronous_not_rounds(tmp_path, run_hpo):
     # While one slow trial runs, the other worker keeps taking new trials; rounds would wait for the slow one.
-    exp = jd.hpo(
+    exp = run_hpo(
         first_one_is_slow,
         {"x": space.uniform(0, 1), "marker": str(tmp_path / "slow")},
         trials=9,
         metric="seconds",
-        sampler="random",
-        cluster=client,
         parallel=2,
-        progress=False,
     )
     recs = exp.trial_records()
     slow = next(r for r in recs if r.value == 2.0)

@@ -43,8 +43,8 @@ def regression(features=tuple(FEATURES), seed=0, steps=300):
     return val_loss
 
 
-def test_the_study_ranks_components_by_their_known_importance(client):
-    exp = jd.ablation(
+def test_the_study_ranks_components_by_their_known_importance(run_ablation):
+    exp = run_ablation(
         regression,
         features=FEATURES,
         modules=["encoder.act"],
@@ -52,8 +52,6 @@ def test_the_study_ranks_components_by_their_known_importance(client):
         metric="val_loss",
         mode="min",
         repeats=3,
-        cluster=client,
-        progress=False,
     )
     assert exp.state == "completed" and exp.kind == "ablation"
     summary = exp.summary()
@@ -102,16 +100,14 @@ def flagged(features=("a", "b"), augment=True, seed=0):
     return {"score": len(features) + augment}
 
 
-def test_each_trial_receives_what_its_variant_leaves_out(client):
-    exp = jd.ablation(
+def test_each_trial_receives_what_its_variant_leaves_out(run_ablation):
+    exp = run_ablation(
         flagged,
         features=["a", "b"],
         flags=["augment"],
         metric="score",
         repeats=2,
         seed=7,
-        cluster=client,
-        progress=False,
     )
     last = exp.history.pivot_table(index="trial_id", columns="metric", values="value")
     trials = exp.trials.set_index("trial_id").join(last)
@@ -125,16 +121,14 @@ def test_each_trial_receives_what_its_variant_leaves_out(client):
     assert summary.loc["a", "delta"] == -1 and summary.loc["augment", "impact"] == 1
 
 
-def test_a_module_the_model_lacks_fails_the_study_naming_the_modules_it_has(client):
+def test_a_module_the_model_lacks_fails_the_study_naming_the_modules_it_has(run_ablation):
     with pytest.raises(jd.ExperimentFailed, match="no module 'encoder.nope'") as failed:
-        jd.ablation(
+        run_ablation(
             regression,
             modules=["encoder.nope"],
             metric="val_loss",
             mode="min",
             repeats=4,
-            cluster=client,
-            progress=False,
         )
     exp = failed.value.experiment
     error = exp.trials.error.iloc[0]
@@ -142,14 +136,12 @@ def test_a_module_the_model_lacks_fails_the_study_naming_the_modules_it_has(clie
     assert len(exp.trials) < 8  # the baseline's failure stopped the study: every variant would fail the same
 
 
-def test_a_removal_that_breaks_shapes_fails_that_variant_only_and_names_the_module(client):
-    exp = jd.ablation(
+def test_a_removal_that_breaks_shapes_fails_that_variant_only_and_names_the_module(run_ablation):
+    exp = run_ablation(
         regression,
         modules=["encoder.linear", "encoder.act"],
         metric="val_loss",
         mode="min",
-        cluster=client,
-        progress=False,
     )
     assert exp.state == "completed"
     states = exp.trials.set_index("ablated").state.to_dict()
@@ -168,9 +160,13 @@ def forgets_ablate(features=("a",)):
     return float(model(torch.ones(1, 1)).item() * 0)
 
 
-def test_a_study_of_modules_needs_the_function_to_call_ablate(client):
+def test_a_study_of_modules_needs_the_function_to_call_ablate(run_ablation):
     with pytest.raises(jd.ExperimentFailed, match=r"never called jupyter_dist.ablate\(model\)"):
-        jd.ablation(forgets_ablate, modules=["0"], metric="objective", cluster=client, progress=False)
+        run_ablation(
+            forgets_ablate,
+            modules=["0"],
+            metric="objective",
+        )
 
 
 def counts_ablated(width=4):
@@ -178,24 +174,25 @@ def counts_ablated(width=4):
     return {"ablated": sum(type(m).__name__ == "Ablated" for m in model.modules()), "width": width}
 
 
-def test_ablate_changes_nothing_outside_an_ablation_trial(client):
+def test_ablate_changes_nothing_outside_an_ablation_trial(run_hpo):
     model = torch.nn.Sequential(torch.nn.Linear(2, 2))
     assert jd.ablate(model) is model and isinstance(model[0], torch.nn.Linear)
-    exp = jd.hpo(
+    exp = run_hpo(
         counts_ablated,
         {"width": jd.space.choice([2, 4])},
         trials=2,
         metric="ablated",
         sampler="grid",
-        cluster=client,
-        progress=False,
     )
     assert exp.trials.state.eq("completed").all() and (exp.trials.value == 0).all()
 
 
-def test_the_removed_module_shows_what_it_replaced(client):
-    exp = jd.ablation(
-        counts_ablated, modules=["1"], metric="ablated", mode="min", cluster=client, progress=False
+def test_the_removed_module_shows_what_it_replaced(run_ablation):
+    exp = run_ablation(
+        counts_ablated,
+        modules=["1"],
+        metric="ablated",
+        mode="min",
     )
     assert exp.summary().set_index("component").loc["1", "mean"] == 1  # one module replaced in that trial
     assert exp.summary().set_index("component").loc["baseline", "mean"] == 0

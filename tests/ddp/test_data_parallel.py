@@ -33,8 +33,8 @@ def regression(per_rank_batch=8, epochs=3, fail_rank=None, num_workers=0):
     return {name: value.detach().clone() for name, value in jd.unwrap(model).state_dict().items()}
 
 
-def test_two_ranks_end_with_the_weights_of_one_process_on_the_global_batch(client):
-    exp = jd.data_parallel(regression, workers=2, cluster=client, progress=False, per_rank_batch=8)
+def test_two_ranks_end_with_the_weights_of_one_process_on_the_global_batch(run_ddp):
+    exp = run_ddp(regression, workers=2, per_rank_batch=8)
     assert exp.state == "completed" and exp.kind == "ddp"
     alone = regression(per_rank_batch=16)  # outside a run prepare() changes nothing: one process, batch 2b
     ranks = exp.rank_results
@@ -52,27 +52,34 @@ def test_two_ranks_end_with_the_weights_of_one_process_on_the_global_batch(clien
     assert "[rank 0] rank 0 done" in logs and "[rank 1] rank 1 done" in logs
 
 
-def test_a_failing_rank_stops_the_others_promptly_and_the_workers_stay_usable(client):
+def test_a_failing_rank_stops_the_others_promptly_and_the_workers_stay_usable(run_ddp):
     started = time.monotonic()
     with pytest.raises(jd.ExperimentFailed, match="rank 1 of 2 failed") as failed:
-        jd.data_parallel(regression, workers=2, cluster=client, progress=False, fail_rank=1, epochs=50)
+        run_ddp(regression, workers=2, fail_rank=1, epochs=50)
     assert time.monotonic() - started < 15  # rank 0 was waiting in an all-reduce: seconds, not gloo's 30 min
     error = failed.value.experiment.trials.error[0]
     assert "ValueError: rank 1 diverged" in error
     # the same cell again: fresh ports, the same workers
-    again = jd.data_parallel(regression, workers=2, cluster=client, progress=False, epochs=1)
+    again = run_ddp(regression, workers=2, epochs=1)
     assert again.state == "completed" and len(again.rank_results) == 2
 
 
-def test_too_few_workers_is_a_clear_error_before_any_work(client):
+def test_too_few_workers_is_a_clear_error_before_any_work(run_ddp):
     with pytest.raises(
         jd.PlacementError, match="needs 3 workers, one rank per worker process; the cluster has 2"
     ):
-        jd.data_parallel(regression, workers=3, cluster=client, progress=False)
+        run_ddp(
+            regression,
+            workers=3,
+        )
     with pytest.raises(
         jd.PlacementError, match="needs 2 workers with 1 GPU each.*the cluster has 0 \\(of 2 workers\\)"
     ):
-        jd.data_parallel(regression, workers=2, gpus_per_worker=1, cluster=client, progress=False)
+        run_ddp(
+            regression,
+            workers=2,
+            gpus_per_worker=1,
+        )
 
 
 @pytest.mark.parametrize(
@@ -90,23 +97,23 @@ def test_bad_arguments_are_refused_before_any_work(kwargs, message):
         jd.data_parallel(regression, cluster="tcp://127.0.0.1:9", progress=False, **kwargs)
 
 
-def test_the_rendezvous_times_out_when_a_worker_is_busy(client):
+def test_the_rendezvous_times_out_when_a_worker_is_busy(client, run_ddp):
     busy = sorted(client.scheduler_info()["workers"])[1]
     blocker = client.submit(time.sleep, 4, workers=[busy], pure=False)
     started = time.monotonic()
     with pytest.raises(jd.ExperimentFailed, match="not every rank joined within 1s") as failed:
-        jd.data_parallel(regression, workers=2, cluster=client, progress=False, rendezvous_timeout=1)
+        run_ddp(regression, workers=2, rendezvous_timeout=1)
     assert "the job needs 2 workers free at the same time" in failed.value.experiment.trials.error[0]
     assert time.monotonic() - started < 20
     blocker.result()
 
 
-def test_dataloader_worker_processes_work_inside_the_ranks(client):
-    exp = jd.data_parallel(regression, workers=2, cluster=client, progress=False, epochs=1, num_workers=2)
+def test_dataloader_worker_processes_work_inside_the_ranks(run_ddp):
+    exp = run_ddp(regression, workers=2, epochs=1, num_workers=2)
     assert exp.state == "completed"
 
 
-def test_a_timeout_stops_every_rank_gracefully(client):
+def test_a_timeout_stops_every_rank_gracefully(run_ddp):
     def endless(steps=10_000):
         model = jd.prepare(torch.nn.Linear(2, 1))
         for step in range(steps):
@@ -114,7 +121,7 @@ def test_a_timeout_stops_every_rank_gracefully(client):
             time.sleep(0.01)
             jd.report(step=step, x=float(step))
 
-    exp = jd.data_parallel(endless, workers=2, cluster=client, progress=False, timeout=3)
+    exp = run_ddp(endless, workers=2, timeout=3)
     assert exp.state == "completed" and exp.trials.state[0] in ("stopped", "pruned")
     assert exp.trials.steps[0] > 0  # it ran, and was stopped rather than failed
 
@@ -133,14 +140,12 @@ def sees_one_rank(width=2):
     return {"same": float(jd.prepare(model) is model), "world": jd.world_size(), "rank": jd.rank()}
 
 
-def test_in_an_hpo_trial_prepare_changes_nothing(client):
-    exp = jd.hpo(
+def test_in_an_hpo_trial_prepare_changes_nothing(run_hpo):
+    exp = run_hpo(
         sees_one_rank,
         {"width": jd.space.choice([2, 3])},
         trials=2,
         metric="same",
-        cluster=client,
-        progress=False,
     )
     assert (exp.trials.value == 1).all()
 
@@ -152,30 +157,26 @@ def dp_objective(lr=0.1):
     return {"score": -abs(lr - 0.3), "world": jd.world_size()}
 
 
-def test_hpo_trials_can_each_be_a_data_parallel_job(client):
-    exp = jd.hpo(
+def test_hpo_trials_can_each_be_a_data_parallel_job(run_hpo):
+    exp = run_hpo(
         dp_objective,
         {"lr": jd.space.choice([0.1, 0.3, 0.5])},
         trials=3,
         metric="score",
         sampler="grid",
         workers_per_trial=2,
-        cluster=client,
-        progress=False,
     )
     assert exp.trials.state.eq("completed").all() and len(exp.trials) == 3
     assert exp.best.params == {"lr": 0.3}
     history = exp.history.pivot_table(index="trial_id", columns="metric", values="value")
     assert (history.world == 2).all() and (history["rank"] == 0).all()
     with pytest.raises(jd.PlacementError, match="needs 4 workers"):
-        jd.hpo(
+        run_hpo(
             dp_objective,
             {"lr": 0.1},
             trials=1,
             metric="score",
             workers_per_trial=4,
-            cluster=client,
-            progress=False,
         )
 
 

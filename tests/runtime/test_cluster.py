@@ -86,7 +86,7 @@ def test_an_address_that_does_not_answer_fails_within_seconds():
     assert time.monotonic() - started < 15
 
 
-def test_a_module_the_workers_cannot_import_is_named(client, tmp_path, monkeypatch):
+def test_a_module_the_workers_cannot_import_is_named(tmp_path, monkeypatch, run_hpo):
     (tmp_path / "only_here_mod.py").write_text("def train(x=0.0):\n    return x\n")
     monkeypatch.syspath_prepend(str(tmp_path))  # the kernel can import it; the worker processes cannot
     import only_here_mod
@@ -94,20 +94,21 @@ def test_a_module_the_workers_cannot_import_is_named(client, tmp_path, monkeypat
     with pytest.raises(
         jd.TrialFunctionError, match="cannot import module 'only_here_mod'.*register_pickle_by_value"
     ):
-        jd.hpo(only_here_mod.train, {"x": space.uniform(0, 1)}, metric="x", cluster=client, progress=False)
+        run_hpo(
+            only_here_mod.train,
+            {"x": space.uniform(0, 1)},
+            metric="x",
+        )
 
     import cloudpickle
 
     cloudpickle.register_pickle_by_value(only_here_mod)  # the fix the message suggests
     try:
-        exp = jd.hpo(
+        exp = run_hpo(
             only_here_mod.train,
             {"x": space.uniform(0, 1)},
             trials=2,
             metric="x",
-            sampler="random",
-            cluster=client,
-            progress=False,
         )
     finally:
         cloudpickle.unregister_pickle_by_value(only_here_mod)

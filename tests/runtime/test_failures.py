@@ -21,14 +21,12 @@ def dies_once(x=0.0, marker=""):
     return x
 
 
-def test_a_trial_whose_worker_dies_is_rerun_and_its_attempts_told_apart(client, tmp_path):
-    exp = jd.hpo(
+def test_a_trial_whose_worker_dies_is_rerun_and_its_attempts_told_apart(client, tmp_path, run_hpo):
+    exp = run_hpo(
         dies_once,
         {"x": 1.0, "marker": str(tmp_path / "died")},
         trials=1,
         metric="v",
-        cluster=client,
-        progress=False,
     )
     t = exp.trials.iloc[0]
     assert t.state == "completed" and t.value == 1.0

@@ -112,18 +112,15 @@ def steady(x=0.0):
         jd.report(step=step, acc=x)
 
 
-def test_timeout_with_unlimited_trials_searches_until_time_is_up(client):
+def test_timeout_with_unlimited_trials_searches_until_time_is_up(run_hpo):
     started = time.monotonic()
-    exp = jd.hpo(
+    exp = run_hpo(
         steady,
         {"x": space.uniform(0, 1)},
         trials=None,
         timeout=1.5,
         metric="acc",
-        sampler="random",
         pruner=None,
-        cluster=client,
-        progress=False,
     )
     assert exp.state == "completed"
     assert 1.5 <= time.monotonic() - started < 6
@@ -150,19 +147,16 @@ def floods(x=0.0, seconds=1.5):
     return x
 
 
-def test_a_pruner_keeps_up_with_a_trial_reporting_as_fast_as_it_can(client):
+def test_a_pruner_keeps_up_with_a_trial_reporting_as_fast_as_it_can(run_hpo):
     # ~20,000 reports/s per trial: asking the pruner at every step (30-140 us) would fall seconds behind.
     started = time.monotonic()
-    exp = jd.hpo(
+    exp = run_hpo(
         floods,
         {"x": space.uniform(0, 1)},
         trials=2,
         parallel=2,
         metric="acc",
-        sampler="random",
         pruner="asha",
-        cluster=client,
-        progress=False,
     )
     assert time.monotonic() - started < 1.5 + 1.5  # the trials' own 1.5 s, and little more
     assert exp.reports == exp.trials.steps.sum() > 10_000
