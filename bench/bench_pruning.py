@@ -272,13 +272,13 @@ def trial_rows(exp, log: ReportLog) -> list[dict]:
 
 def replay_sequential(search_space, metric, pruner, curves: dict[tuple, list[float]]) -> dict:
     """The same pruner, trials one at a time: the package's OptunaSearch fed the recorded full curves."""
+    from jupyter_dist.protocol import Objective
     from jupyter_dist.search import OptunaSearch
 
     search = OptunaSearch(
         search_space,
         trials=None,
-        mode="max",
-        metric=metric,
+        objective=Objective(metric),
         sampler="grid",
         pruner=pruner,
         max_steps=STEPS,
@@ -287,7 +287,7 @@ def replay_sequential(search_space, metric, pruner, curves: dict[tuple, list[flo
     steps = pruned = 0
     best = None
     while (planned := search.next_trial()) is not None:
-        trial_id, params = planned
+        trial_id, params = planned.trial_id, planned.params
         curve = curves[config_key({k: params[k] for k in search_space})]
         state = "completed"
         for step, value in enumerate(curve):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import TrialPruned
-from .runtime._trial_context import Reporter, current_trial
+from .runtime import Reporter, current_trial
 
 __all__ = ["Reporter", "TrialPruned", "report"]
 

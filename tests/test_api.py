@@ -170,7 +170,7 @@ def test_bad_input_is_refused_before_any_work(client):
         jd.hpo(quadratic, SPACE, metric="score", sampler="grid", cluster=client)
     with pytest.raises(ValueError, match="parallel=0"):
         jd.hpo(quadratic, SPACE, metric="score", parallel=0, cluster=client)
-    with pytest.raises(ValueError, match="trials must be a positive number"):
+    with pytest.raises(ValueError, match="trials=0: give a positive whole number"):
         jd.hpo(quadratic, SPACE, metric="score", trials=0, cluster=client)
     with pytest.raises(TypeError, match="must be callable"):
         jd.hpo("train", SPACE, metric="score", cluster=client)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import AblationError, ArgumentError
-from ..runtime._trial_context import current_trial
+from ..runtime import current_trial
 
 __all__ = ["ablate", "AblationTrial"]
 

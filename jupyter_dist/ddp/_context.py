@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from ..runtime._trial_context import current_trial
+from ..runtime import current_trial
 
 
 class _Run(threading.local):

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import PlacementError, RendezvousError, TrialPruned
 from ..protocol import RankInfo
-from ..runtime._trial_context import current_trial
+from ..runtime import current_trial
 from ._context import run
 
 GLOO_SETTLE = 0.2

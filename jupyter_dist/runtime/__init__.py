@@ -8,17 +8,21 @@ from ._cluster import close_local_cluster, get_client, use_cluster
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
 from ._loop import RunningTrial, TrialLauncher, TrialLoop, TrialSink, TrialSource, TrialSpec
+from ._trial_context import Reporter, TrialContext, current_trial
 
 __all__ = [
     "DaskLauncher",
+    "Reporter",
     "RunningTrial",
     "StopSignal",
+    "TrialContext",
     "TrialLauncher",
     "TrialLoop",
     "TrialSink",
     "TrialSource",
     "TrialSpec",
     "close_local_cluster",
+    "current_trial",
     "get_client",
     "interrupts_stop",
     "use_cluster",

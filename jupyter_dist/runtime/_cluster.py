@@ -14,6 +14,7 @@ from typing import Any
 
 import dask
 
+from .._validate import check_positive
 from ..errors import ArgumentError, ClusterError
 
 __all__ = ["close_local_cluster", "get_client", "use_cluster"]
@@ -38,8 +39,7 @@ def use_cluster(cluster: Any = None, *, workers: int | None = None):
     argument, nothing changes: the client of the cluster experiments would use now. ``%distribute_cluster``
     calls this.
     """
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ArgumentError(f"workers={workers!r}: give a positive number of worker processes")
+    check_positive("workers", workers)
     if workers is not None and cluster != LOCAL:
         raise ArgumentError("workers= sizes the embedded cluster: use it with cluster='local'")
     if cluster is None:

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+from .._validate import check_positive
 from ..errors import ArgumentError
 from ..protocol import Objective, TrialState
 from ..runtime import TrialSpec
@@ -73,8 +74,7 @@ class OptunaSearch:
             trials = size if trials is None else min(trials, size)
         if trials is None and not unlimited:
             raise ArgumentError("trials=None searches until timeout=: give a timeout, or a number of trials")
-        if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or trials < 1):
-            raise ArgumentError(f"trials must be a positive number of trials, got {trials!r}")
+        check_positive("trials", trials)
         self.total = trials
         pruner = make_pruner(pruner, max_steps)
         self.prunes = not isinstance(pruner, optuna.pruners.NopPruner)
@@ -141,9 +141,10 @@ class OptunaSearch:
         self._steps_seen.pop(record.trial_id, None)
         self._last_sampled.pop(record.trial_id, None)
         with _quiet_optuna():
-            if record.state is TrialState.COMPLETED:
+            state = TrialState(record.state)
+            if state is TrialState.COMPLETED:
                 self.study.tell(trial, record.value)
-            elif record.state is TrialState.FAILED:
+            elif state is TrialState.FAILED:
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:  # pruned or stopped: Optuna keeps its last intermediate value
                 self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import html
 
-from ..experiment import Experiment
-from ..experiment._plots import curve_style
+from ..experiment import Experiment, curve_style
 from ..protocol import ExperimentState, TrialState
 from ..store import TrialRecord
 from ._base import ExperimentView, format_duration
