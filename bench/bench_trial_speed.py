@@ -1,0 +1,396 @@
+"""Trial speed: the same configurations through ``jupyter_dist.hpo(parallel=2)`` and through a plain process pool.
+
+Two workloads, both one torch thread per trial and no pruning:
+
+  a) digits: an MLP (64 -> width -> width -> 10, SGD, batches of 32, 20 epochs) on scikit-learn's bundled digits
+     (1347 train / 450 validation, fixed split), reporting the validation accuracy each epoch with
+     ``jupyter_dist.report`` (the real reporting path); TPE over lr x width x momentum, ``seed`` fixed,
+     ``pruner=None``, DIGITS_TRIALS trials. Small and launch-bound: a step is well under a millisecond.
+  b) compute: bench_ddp's MLP (512 -> 1024 -> 1024 -> 10, batches of 1024), COMPUTE_STEPS SGD steps per trial,
+     reporting the loss each step; TPE over lr, COMPUTE_TRIALS trials. Compute-bound.
+
+Each round, for each workload, interleaved and with fresh processes on both sides:
+  * ours: ``jupyter_dist.close_local_cluster()``, then ``get_client('local', n_workers=2, threads_per_worker=1)``
+    (a new LocalCluster), then ``hpo(..., parallel=2)`` timed around the call (the cluster's start is not);
+  * pool: a new ``multiprocessing.get_context('spawn').Pool(2)`` whose initializer imports torch, scikit-learn
+    and jupyter_dist (imports warmed, no Dask), running exactly the configurations the hpo run just used
+    (``exp.trials`` params), timed around ``imap_unordered`` (the pool's start is not).
+The pool side runs with glibc's allocator defaults, as outside Dask (the LocalCluster's start puts
+MALLOC_TRIM_THRESHOLD_ into this process's environment; it is taken out while the pool spawns).
+The sides alternate which goes first from round to round. Ratio = pool wall / ours wall (>1: ours is faster),
+per round and on medians. Also: the trials' summed durations on each side (``exp.trials.duration``; the pool
+times the same call around the function in its worker), against the same configurations run one after another
+in one plain warmed process (once per workload, per-configuration times, so the sums compare like for like),
+and the share of 2 x wall the trials' durations fill (how busy both cores were kept).
+
+Target: ratio >= 0.95 on both workloads (medians of the rounds).
+
+``--emulate-fix`` applies the proposed change from this script (dask config set before each cluster starts)
+instead of the package as it is: see FIX_CONFIG and the README.
+
+Run: ``.venv/bin/python bench/bench_trial_speed.py [--rounds 3] [--workloads digits,compute] [--emulate-fix]``
+(writes bench/results/trial_speed.json; ~3 min at 3 rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # noqa: E402
+    CpuMonitor,
+    contention_note,
+    header,
+    machine_busy_share,
+    median,
+    write_result,
+)
+
+N_WORKERS = 2
+THREADS_PER_WORKER = 1
+SEED = 0
+ROUNDS = 3
+TARGET_RATIO = 0.95
+# a) digits
+DIGITS_TRIALS = 24
+DIGITS_EPOCHS = 20
+DIGITS_BATCH = 32
+DIGITS_VAL = 450
+# b) compute-bound (bench_ddp's MLP)
+COMPUTE_TRIALS = 8
+COMPUTE_STEPS = 12
+COMPUTE_WIDTH = 1024
+COMPUTE_BATCH = 1024
+
+# What --emulate-fix sets before each LocalCluster starts (the proposed default of the embedded cluster).
+FIX_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
+# --- training functions (shipped to the workers by value; also run by the pool and the sequential reference) ---
+def digits_mlp(lr, width, momentum):
+    import time
+
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
+
+    import jupyter_dist
+
+    t0 = time.perf_counter()
+    torch.set_num_threads(1)
+    digits = load_digits()
+    x = digits.data.astype("float32") / 16.0
+    y = digits.target.astype("int64")
+    order = np.random.RandomState(0).permutation(len(x))
+    x_val, y_val = torch.from_numpy(x[order[:DIGITS_VAL]]), torch.from_numpy(y[order[:DIGITS_VAL]])
+    x_train, y_train = torch.from_numpy(x[order[DIGITS_VAL:]]), torch.from_numpy(y[order[DIGITS_VAL:]])
+    torch.manual_seed(0)
+    shuffle = torch.Generator().manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for epoch in range(DIGITS_EPOCHS):
+        model.train()
+        perm = torch.randperm(len(x_train), generator=shuffle)
+        for i in range(0, len(x_train), DIGITS_BATCH):
+            batch = perm[i : i + DIGITS_BATCH]
+            opt.zero_grad()
+            loss_fn(model(x_train[batch]), y_train[batch]).backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
+        jupyter_dist.report(step=epoch, val_acc=acc)
+    return {"val_acc": acc, "body_s": time.perf_counter() - t0}
+
+
+def compute_mlp(lr):
+    import time
+
+    import torch
+
+    import jupyter_dist
+
+    t0 = time.perf_counter()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(512, COMPUTE_WIDTH),
+        torch.nn.ReLU(),
+        torch.nn.Linear(COMPUTE_WIDTH, COMPUTE_WIDTH),
+        torch.nn.ReLU(),
+        torch.nn.Linear(COMPUTE_WIDTH, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    x, y = torch.randn(COMPUTE_BATCH, 512), torch.randint(0, 10, (COMPUTE_BATCH,))
+    for step in range(COMPUTE_STEPS):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        jupyter_dist.report(step=step, loss=loss.item())
+    return {"loss": loss.item(), "body_s": time.perf_counter() - t0}
+
+
+def _space(workload: str) -> dict:
+    from jupyter_dist import space
+
+    if workload == "digits":
+        return {
+            "lr": space.loguniform(1e-3, 0.3),
+            "width": space.integer(16, 256),
+            "momentum": space.uniform(0.0, 0.95),
+        }
+    return {"lr": space.loguniform(1e-4, 0.1)}
+
+
+WORKLOADS = {
+    # name: (function, metric, mode, trials)
+    "digits": (digits_mlp, "val_acc", "max", DIGITS_TRIALS),
+    "compute": (compute_mlp, "loss", "min", COMPUTE_TRIALS),
+}
+
+
+# --- the plain pool's side -------------------------------------------------------------------------------------
+def _warm_imports() -> None:
+    import numpy  # noqa: F401
+    import sklearn.datasets  # noqa: F401
+    import torch
+
+    import jupyter_dist  # noqa: F401  (report() is a no-op outside an experiment)
+
+    torch.set_num_threads(1)
+
+
+def _pool_call(task: tuple[str, dict]) -> dict:
+    workload, params = task
+    fn = WORKLOADS[workload][0]
+    started = time.time()
+    fn(**params)
+    return {"started": started, "duration": time.time() - started, "pid": os.getpid()}
+
+
+def _plain_pool(processes: int):
+    """A spawn pool with glibc's allocator defaults (not the MALLOC_* Dask's nanny put into os.environ)."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MALLOC_")}
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_warm_imports)
+        pool.map(abs, range(processes * 4), chunksize=1)  # wait until every process has started and warmed
+    finally:
+        os.environ.update(saved)
+    return pool
+
+
+def run_pool(workload: str, configs: list[dict]) -> dict:
+    cpu = CpuMonitor()
+    pool = _plain_pool(N_WORKERS)
+    try:
+        t0 = time.perf_counter()
+        calls = list(pool.imap_unordered(_pool_call, [(workload, c) for c in configs], chunksize=1))
+        wall = time.perf_counter() - t0
+    finally:
+        pool.close()
+        pool.join()
+    durations = [c["duration"] for c in calls]
+    return {
+        "wall_s": wall,
+        "trial_seconds": sum(durations),
+        "busy_share": sum(durations) / (N_WORKERS * wall),
+        "durations": durations,
+        "cpu_contention": cpu.stop(),
+    }
+
+
+def run_sequential(workload: str, configs: list[dict]) -> list[float]:
+    """Each configuration's time run one after another in one plain warmed process (a pool of one)."""
+    pool = _plain_pool(1)
+    try:
+        calls = pool.map(_pool_call, [(workload, c) for c in configs], chunksize=1)
+    finally:
+        pool.close()
+        pool.join()
+    return [c["duration"] for c in calls]
+
+
+# --- jupyter_dist's side ---------------------------------------------------------------------------------------
+def run_ours(workload: str, config: dict | None = None, prepare=None) -> tuple[dict, list[dict]]:
+    """One hpo() run on a new LocalCluster started under dask ``config``; ``prepare(client)`` runs before it."""
+    import dask
+    import psutil
+
+    import jupyter_dist
+
+    fn, metric, mode, trials = WORKLOADS[workload]
+    cpu = CpuMonitor()
+    jupyter_dist.close_local_cluster()
+    with dask.config.set(config or {}):
+        client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
+    try:
+        client.wait_for_workers(N_WORKERS, timeout=60)
+        if prepare is not None:
+            prepare(client)
+        kernel = psutil.Process()
+        workers = kernel.children(recursive=True)
+        kernel_cpu0 = sum(kernel.cpu_times()[:2])
+        workers_cpu0 = sum(sum(w.cpu_times()[:2]) for w in workers)
+        t0 = time.perf_counter()
+        exp = jupyter_dist.hpo(
+            fn,
+            _space(workload),
+            trials=trials,
+            metric=metric,
+            mode=mode,
+            sampler="tpe",
+            pruner=None,
+            seed=SEED,
+            parallel=N_WORKERS,
+            cluster=client,
+            progress=False,
+        )
+        wall = time.perf_counter() - t0
+        # This process runs the kernel's side: the Dask scheduler and nannies (in-process), Optuna, the client.
+        kernel_cpu = sum(kernel.cpu_times()[:2]) - kernel_cpu0
+        workers_cpu = sum(sum(w.cpu_times()[:2]) for w in workers) - workers_cpu0
+    finally:
+        jupyter_dist.close_local_cluster()
+    records = exp.trial_records()
+    bad = [(r.trial_id, r.state, r.error) for r in records if r.state != "completed"]
+    assert not bad, bad
+    durations = [r.duration for r in records]
+    configs = [dict(r.params) for r in records]
+    return {
+        "wall_s": wall,
+        "trial_seconds": sum(durations),
+        "busy_share": sum(durations) / (N_WORKERS * wall),
+        "durations": durations,
+        "reports": exp.reports,
+        "kernel_process_cpu_s": kernel_cpu,
+        "worker_processes_cpu_s": workers_cpu,
+        "cpu_contention": cpu.stop(),
+    }, configs
+
+
+def main(rounds: int, workloads: list[str], emulate_fix: bool) -> dict:
+    wall0 = time.perf_counter()
+    busy_at_start = machine_busy_share(1.0)
+    cpu = CpuMonitor()
+    _warm_imports()  # this process: the hpo side's kernel, as a notebook would have it
+    out: dict = {}
+    for workload in workloads:
+        rows = []
+        configs: list[dict] = []
+        for r in range(rounds):
+            first = "ours" if r % 2 == 0 else "pool"
+            row: dict = {"first": first}
+            if first == "pool" and configs:  # the previous round's configurations (TPE with a fixed seed)
+                row["pool"] = run_pool(workload, configs)
+            row["ours"], configs = run_ours(workload, FIX_CONFIG if emulate_fix else None)
+            if "pool" not in row:
+                row["pool"] = run_pool(workload, configs)
+            row["ratio"] = row["pool"]["wall_s"] / row["ours"]["wall_s"]
+            rows.append(row)
+            print(
+                f"  {workload} round {r}: ours {row['ours']['wall_s']:.2f} s (trials {row['ours']['trial_seconds']:.1f}"
+                f" s, busy {row['ours']['busy_share']:.0%}), pool {row['pool']['wall_s']:.2f} s (trials "
+                f"{row['pool']['trial_seconds']:.1f} s, busy {row['pool']['busy_share']:.0%}): {row['ratio']:.3f}x",
+                flush=True,
+            )
+        sequential = run_sequential(workload, configs)
+        med = {side: median([row[side]["wall_s"] for row in rows]) for side in ("ours", "pool")}
+        trial_s = {side: median([row[side]["trial_seconds"] for row in rows]) for side in ("ours", "pool")}
+        ratio = med["pool"] / med["ours"]
+        out[workload] = {
+            "rounds": rows,
+            "configs_last_round": configs,
+            "sequential_durations_s": sequential,
+            "sequential_trial_seconds": sum(sequential),
+            "median_wall_s": med,
+            "median_trial_seconds": trial_s,
+            "trial_seconds_over_sequential": {side: trial_s[side] / sum(sequential) for side in trial_s},
+            "median_busy_share": {
+                side: median([row[side]["busy_share"] for row in rows]) for side in ("ours", "pool")
+            },
+            "ratios_per_round": [row["ratio"] for row in rows],
+            "ratio_pool_over_ours": ratio,
+            "met": ratio >= TARGET_RATIO,
+        }
+    result = header(
+        "trial_speed",
+        {
+            "rounds": rounds,
+            "workloads": {
+                "digits": f"MLP 64->w->w->10 on sklearn digits, SGD(lr, momentum), batch {DIGITS_BATCH}, "
+                f"{DIGITS_EPOCHS} epochs, report(val_acc) each epoch; TPE over lr, width, momentum; "
+                f"{DIGITS_TRIALS} trials",
+                "compute": f"MLP 512->{COMPUTE_WIDTH}->{COMPUTE_WIDTH}->10, batch {COMPUTE_BATCH}, "
+                f"{COMPUTE_STEPS} SGD steps, report(loss) each step; TPE over lr; {COMPUTE_TRIALS} trials",
+            },
+            "torch_threads": 1,
+            "ours": f"hpo(fn, space, trials, sampler='tpe', pruner=None, seed={SEED}, parallel={N_WORKERS}, "
+            f"progress=False) on a fresh get_client('local', n_workers={N_WORKERS}, threads_per_worker="
+            f"{THREADS_PER_WORKER}) per round; timed around hpo()",
+            "pool": f"multiprocessing spawn Pool({N_WORKERS}) per round, imports warmed, glibc allocator defaults, "
+            "the hpo run's configurations, imap_unordered(chunksize=1); timed around the map",
+            "sequential": "the last round's configurations one after another in one plain warmed process",
+            "emulate_fix": FIX_CONFIG if emulate_fix else None,
+        },
+    )
+    result.update(
+        machine_busy_share_at_start=busy_at_start,
+        results=out,
+        target={"ratio_pool_over_ours_at_least": TARGET_RATIO, "judged_on": "median walls of the rounds"},
+        met=all(w["met"] for w in out.values()),
+        cpu_contention=cpu.stop(),
+        wall_s=time.perf_counter() - wall0,
+    )
+    return result
+
+
+def summary(result: dict) -> str:
+    lines = [
+        f"trial speed, hpo(parallel=2) vs a plain spawn Pool(2) on the same configurations, "
+        f"{result['parameters']['rounds']} rounds, fresh processes both sides"
+        + (
+            " [emulated fix: " + str(result["parameters"]["emulate_fix"]) + "]"
+            if result["parameters"]["emulate_fix"]
+            else ""
+        )
+        + ":"
+    ]
+    for name, w in result["results"].items():
+        m, t, b = w["median_wall_s"], w["median_trial_seconds"], w["median_busy_share"]
+        lines += [
+            f"  {name}: ours {m['ours']:.2f} s, pool {m['pool']:.2f} s -> {w['ratio_pool_over_ours']:.3f}x "
+            f"(rounds: {', '.join(f'{x:.3f}' for x in w['ratios_per_round'])}); target >= {TARGET_RATIO}: "
+            f"{'met' if w['met'] else 'NOT met'}",
+            f"    trials' summed durations: ours {t['ours']:.1f} s, pool {t['pool']:.1f} s, one plain process "
+            f"sequentially {w['sequential_trial_seconds']:.1f} s ({w['trial_seconds_over_sequential']['ours']:.2f}x /"
+            f" {w['trial_seconds_over_sequential']['pool']:.2f}x); busy share of 2 x wall: ours {b['ours']:.0%},"
+            f" pool {b['pool']:.0%}",
+        ]
+    lines.append(contention_note(result["cpu_contention"]))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--workloads", default="digits,compute")
+    parser.add_argument("--emulate-fix", action="store_true")
+    args = parser.parse_args()
+    res = main(args.rounds, args.workloads.split(","), args.emulate_fix)
+    path = write_result("trial_speed", res)
+    print(summary(res))
+    print(f"  -> {path}")
