@@ -53,9 +53,6 @@ class TrialState(_StrEnum):
         return self is not TrialState.RUNNING
 
 
-FINISHED_STATES = tuple(s for s in TrialState if s.finished)
-
-
 class ExperimentState(_StrEnum):
     RUNNING = "running"
     COMPLETED = "completed"
