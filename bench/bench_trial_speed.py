@@ -25,10 +25,7 @@ and the share of 2 x wall the trials' durations fill (how busy both cores were k
 
 Target: ratio >= 0.95 on both workloads (medians of the rounds).
 
-``--emulate-fix`` applies the proposed change from this script (dask config set before each cluster starts)
-instead of the package as it is: see FIX_CONFIG and the README.
-
-Run: ``.venv/bin/python bench/bench_trial_speed.py [--rounds 3] [--workloads digits,compute] [--emulate-fix]``
+Run: ``.venv/bin/python bench/bench_trial_speed.py [--rounds 5] [--workloads digits,compute]``
 (writes bench/results/trial_speed.json; ~3 min at 3 rounds).
 """
 
@@ -55,7 +52,7 @@ from _common import (  # noqa: E402
 N_WORKERS = 2
 THREADS_PER_WORKER = 1
 SEED = 0
-ROUNDS = 3
+ROUNDS = 5
 TARGET_RATIO = 0.95
 # a) digits
 DIGITS_TRIALS = 24
@@ -67,9 +64,6 @@ COMPUTE_TRIALS = 8
 COMPUTE_STEPS = 12
 COMPUTE_WIDTH = 1024
 COMPUTE_BATCH = 1024
-
-# What --emulate-fix sets before each LocalCluster starts (the proposed default of the embedded cluster).
-FIX_CONFIG = {"distributed.worker.profile.enabled": False}
 
 
 # --- training functions (shipped to the workers by value; also run by the pool and the sequential reference) ---
@@ -225,9 +219,8 @@ def run_sequential(workload: str, configs: list[dict]) -> list[float]:
 
 
 # --- jupyter_dist's side ---------------------------------------------------------------------------------------
-def run_ours(workload: str, config: dict | None = None, prepare=None) -> tuple[dict, list[dict]]:
-    """One hpo() run on a new LocalCluster started under dask ``config``; ``prepare(client)`` runs before it."""
-    import dask
+def run_ours(workload: str) -> tuple[dict, list[dict]]:
+    """One hpo() run on a new embedded LocalCluster."""
     import psutil
 
     import jupyter_dist
@@ -235,12 +228,9 @@ def run_ours(workload: str, config: dict | None = None, prepare=None) -> tuple[d
     fn, metric, mode, trials = WORKLOADS[workload]
     cpu = CpuMonitor()
     jupyter_dist.close_local_cluster()
-    with dask.config.set(config or {}):
-        client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
+    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
     try:
         client.wait_for_workers(N_WORKERS, timeout=60)
-        if prepare is not None:
-            prepare(client)
         kernel = psutil.Process()
         workers = kernel.children(recursive=True)
         kernel_cpu0 = sum(kernel.cpu_times()[:2])
@@ -282,7 +272,7 @@ def run_ours(workload: str, config: dict | None = None, prepare=None) -> tuple[d
     }, configs
 
 
-def main(rounds: int, workloads: list[str], emulate_fix: bool) -> dict:
+def main(rounds: int, workloads: list[str]) -> dict:
     wall0 = time.perf_counter()
     busy_at_start = machine_busy_share(1.0)
     cpu = CpuMonitor()
@@ -296,7 +286,7 @@ def main(rounds: int, workloads: list[str], emulate_fix: bool) -> dict:
             row: dict = {"first": first}
             if first == "pool" and configs:  # the previous round's configurations (TPE with a fixed seed)
                 row["pool"] = run_pool(workload, configs)
-            row["ours"], configs = run_ours(workload, FIX_CONFIG if emulate_fix else None)
+            row["ours"], configs = run_ours(workload)
             if "pool" not in row:
                 row["pool"] = run_pool(workload, configs)
             row["ratio"] = row["pool"]["wall_s"] / row["ours"]["wall_s"]
@@ -344,7 +334,6 @@ def main(rounds: int, workloads: list[str], emulate_fix: bool) -> dict:
             "pool": f"multiprocessing spawn Pool({N_WORKERS}) per round, imports warmed, glibc allocator defaults, "
             "the hpo run's configurations, imap_unordered(chunksize=1); timed around the map",
             "sequential": "the last round's configurations one after another in one plain warmed process",
-            "emulate_fix": FIX_CONFIG if emulate_fix else None,
         },
     )
     result.update(
@@ -361,13 +350,7 @@ def main(rounds: int, workloads: list[str], emulate_fix: bool) -> dict:
 def summary(result: dict) -> str:
     lines = [
         f"trial speed, hpo(parallel=2) vs a plain spawn Pool(2) on the same configurations, "
-        f"{result['parameters']['rounds']} rounds, fresh processes both sides"
-        + (
-            " [emulated fix: " + str(result["parameters"]["emulate_fix"]) + "]"
-            if result["parameters"]["emulate_fix"]
-            else ""
-        )
-        + ":"
+        f"{result['parameters']['rounds']} rounds, fresh processes both sides:"
     ]
     for name, w in result["results"].items():
         m, t, b = w["median_wall_s"], w["median_trial_seconds"], w["median_busy_share"]
@@ -388,9 +371,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--workloads", default="digits,compute")
-    parser.add_argument("--emulate-fix", action="store_true")
     args = parser.parse_args()
-    res = main(args.rounds, args.workloads.split(","), args.emulate_fix)
+    res = main(args.rounds, args.workloads.split(","))
     path = write_result("trial_speed", res)
     print(summary(res))
     print(f"  -> {path}")

@@ -5,8 +5,9 @@ Setting any of glibc's malloc variables also switches off its dynamic mmap thres
 128 KiB (most activations and gradients) is a fresh mmap, zero-filled page by page, and unmapped again when the
 tensor is freed: a training step in such a worker ran at 0.86x of the same step in the kernel (bench_ddp). While
 trials run, large blocks come from the heap and stay there (the step runs at the kernel's speed); when the last
-running trial of the process ends, the worker's settings come back and free memory is handed back to the OS
-(malloc_trim; the top of a thread's arena shrinks only at that arena's next free, under the restored threshold).
+running trial of the process ends and the worker stays idle for a second, the worker's settings come back and
+free memory is handed back to the OS (malloc_trim; the top of a thread's arena shrinks only at that arena's next
+free, under the restored threshold).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ctypes
 import ctypes.util
 import os
 import platform
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,8 +32,15 @@ TRIAL_TRIM_THRESHOLD = 1 << 30
 GLIBC_DEFAULT_MMAP_THRESHOLD = 128 << 10
 GLIBC_DEFAULT_TRIM_THRESHOLD = 128 << 10
 
+# Once the last running trial of the process has ended, the worker's settings come back only after it stayed idle
+# this long: queued trials that follow each other (an HPO run) keep the heap warm instead of handing it to the OS
+# at every trial's end and faulting it back in, page by page, at the next one's start.
+IDLE_BEFORE_RESTORE_S = 1.0
+
 _lock = threading.Lock()
 _running = 0  # trials of this process inside tensor_friendly_allocator(); threads may run several at once
+_tuned = False  # whether the trial settings are in force
+_restore_timer: threading.Timer | None = None
 
 
 def _glibc():
@@ -68,22 +77,41 @@ def _fixed_by_environment() -> dict[int, int] | None:
 @contextmanager
 def tensor_friendly_allocator() -> Iterator[None]:
     """Run the body with large blocks served from the heap (see the module's docstring); no-op off glibc."""
-    global _running
+    global _running, _tuned, _restore_timer
     worker_settings = _fixed_by_environment() if _libc is not None else None
     if worker_settings is None:
         yield
         return
     with _lock:
         _running += 1
-        if _running == 1:
+        if _restore_timer is not None:
+            _restore_timer.cancel()
+            _restore_timer = None
+        if not _tuned:
             _libc.mallopt(M_MMAP_THRESHOLD, TRIAL_MMAP_THRESHOLD)
             _libc.mallopt(M_TRIM_THRESHOLD, TRIAL_TRIM_THRESHOLD)
+            _tuned = True
     try:
         yield
     finally:
         with _lock:
             _running -= 1
-            if _running == 0:
-                for parameter, value in worker_settings.items():
-                    _libc.mallopt(parameter, value)
-                _libc.malloc_trim(0)
+            if _running == 0 and not sys.is_finalizing():  # no thread can start then
+                _restore_timer = threading.Timer(
+                    IDLE_BEFORE_RESTORE_S, _restore_when_idle, (worker_settings,)
+                )
+                _restore_timer.daemon = True
+                _restore_timer.start()
+
+
+def _restore_when_idle(worker_settings: dict[int, int]) -> None:
+    global _tuned, _restore_timer
+    with _lock:
+        # a trial that started meanwhile cancelled this timer, or is about to (it waits for the lock)
+        if _running or _restore_timer is not threading.current_thread():
+            return
+        _restore_timer = None
+        for parameter, value in worker_settings.items():
+            _libc.mallopt(parameter, value)
+        _libc.malloc_trim(0)
+        _tuned = False

@@ -5,11 +5,13 @@ Dask's nanny started with MALLOC_TRIM_THRESHOLD_ set.
 """
 
 import platform
+import time
 
 import pytest
 
 import jupyter_dist as jd
 from jupyter_dist import space
+from jupyter_dist.runtime._allocator import IDLE_BEFORE_RESTORE_S
 
 
 def _has_mallinfo2() -> bool:
@@ -81,6 +83,8 @@ def test_a_trial_allocates_from_the_heap_and_the_worker_gets_its_settings_back(f
     assert exp.state == "completed"
     assert list(exp.trials["value"]) == [0, 0]  # served from the heap inside every trial
 
+    # Trials that follow each other keep the trial settings; the worker's own come back once it has been idle.
+    time.sleep(IDLE_BEFORE_RESTORE_S + 1.0)
     # Bigger than what the trials freed (a free chunk would serve it from the heap whatever the thresholds): an
     # mmap again only if the worker's own threshold is back.
     after = fresh_worker.submit(mmapped_by_one_block, 2 * BLOCK, pure=False).result()

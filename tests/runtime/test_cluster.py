@@ -1,5 +1,6 @@
 """Cluster resolution against real Dask processes: `dask scheduler` / `dask worker` started by the test."""
 
+import json
 import os
 import socket
 import subprocess
@@ -163,3 +164,47 @@ def test_a_script_that_ends_right_after_an_experiment_exits_cleanly(tmp_path):
         assert "cannot schedule new futures" not in done.stderr
         assert "lose already computed" not in done.stderr
         assert "Traceback" not in done.stderr
+
+
+WORKER_STATE = """
+import json
+
+
+def state():
+    import gc, sys
+    import dask
+    return {
+        "scipy.linalg": "scipy.linalg" in sys.modules,
+        "torch": "torch" in sys.modules,
+        "frozen": gc.get_freeze_count(),
+        "profile": dask.config.get("distributed.worker.profile.enabled"),
+        "tick": dask.config.get("distributed.admin.tick.interval"),
+    }
+
+
+if __name__ == "__main__":  # imports here: spawned workers re-import a script's top level, unlike a notebook's
+    import scipy.linalg  # the kernel has it: the embedded cluster's workers should have it before any trial
+
+    import jupyter_dist
+
+    client = jupyter_dist.get_client("local", n_workers=1)
+    print(json.dumps(list(client.run(state).values())[0]))
+    jupyter_dist.close_local_cluster()
+"""
+
+
+def test_the_embedded_clusters_workers_start_warm_and_quiet_unless_configured(tmp_path):
+    """Its workers import what the kernel imported (not what it did not) and freeze those objects out of the
+    garbage collector's way; Dask's profiler is off; a setting the user made in dask config wins."""
+    script = tmp_path / "worker_state.py"
+    script.write_text(WORKER_STATE)
+    env = {**os.environ, "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "50ms"}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout.strip().splitlines()[-1])
+    assert state["scipy.linalg"] and not state["torch"]
+    assert state["frozen"] > 10_000
+    assert state["profile"] is False
+    assert state["tick"] == "50ms"
