@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import space
 from ._report import Reporter, report
 from .ablation import AblationExperiment, ablate
-from .api import ablation, data_parallel, hpo, use_cluster
+from .api import ablation, data_parallel, experiments, hpo, load, use_cluster
 from .ddp import DataParallelExperiment, is_main, prepare, rank, unwrap, world_size
 from .errors import (
     AblationError,
@@ -22,6 +22,7 @@ from .errors import (
     PlacementError,
     RendezvousError,
     SearchSpaceError,
+    StoreError,
     TrialFunctionError,
     TrialPruned,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RendezvousError",
     "Reporter",
     "SearchSpaceError",
+    "StoreError",
     "TrialFunctionError",
     "TrialPruned",
     "TrialState",
@@ -56,9 +58,11 @@ __all__ = [
     "ablation",
     "close_local_cluster",
     "data_parallel",
+    "experiments",
     "get_client",
     "hpo",
     "is_main",
+    "load",
     "load_ipython_extension",
     "prepare",
     "rank",

@@ -7,6 +7,7 @@ The API's entry points (api.py) only validate their arguments and say what to ru
 from __future__ import annotations
 
 import dataclasses
+import platform
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from .errors import ExperimentFailed, MetricError
 from .experiment import Experiment
 from .protocol import ExperimentState, TrialState
 from .runtime import DaskLauncher, StopSignal, TrialLoop, TrialSource, get_client, interrupts_stop
-from .store import ExperimentDefinition, InMemoryRecord
+from .store import ExperimentDefinition, InMemoryRecord, Journal
 
 
 def run_experiment(
@@ -28,10 +29,14 @@ def run_experiment(
     make_experiment: Callable[..., Experiment] = Experiment,
     ranks: int | None = None,
     resources: dict[str, float] | None = None,
+    store: str | None = None,
+    name_given: bool = False,
 ) -> Experiment:
     """Run ``source``'s trials of ``fn`` and return the finished Experiment (``make_experiment(record, stop)``).
 
     ``ranks``: every trial is a data-parallel job of that many rank tasks, on workers having ``resources``.
+    ``store``: the store file the run is recorded in as it goes (None: memory only); its name there is
+    ``definition.name``, or with ``name_given`` False the first free one of name-2, name-3...
     """
     client = get_client(cluster)
     definition = dataclasses.replace(definition, dashboard_link=_dashboard_link(client))
@@ -40,7 +45,11 @@ def run_experiment(
     parallel = min(parallel or fits, fits) if ranks else (parallel or fits)
     launcher.check_function()
 
-    record = InMemoryRecord(definition)
+    journal = None
+    if store is not None:
+        journal = Journal(store, definition, _about(fn, client, parallel), name_given=name_given)
+        definition = journal.definition
+    record = InMemoryRecord(definition, journal)
     stop = StopSignal()
     exp = make_experiment(record, stop.request)
     view = _make_view(progress, exp)
@@ -55,10 +64,12 @@ def run_experiment(
     )
     # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
     with interrupts_stop(stop):
-        view.start()
         try:
+            view.start()
             _run(loop, record, exp, view)
         finally:
+            if record.state is ExperimentState.RUNNING:  # the view failed: the store must not say "running"
+                record.finish(ExperimentState.FAILED, "the run ended before its trial loop did")
             view.finish()
     return exp
 
@@ -101,6 +112,31 @@ def _make_view(progress: Any, exp: Experiment):
     from .widgets import view_for  # ipywidgets and plotly only when a view is asked for
 
     return view_for(exp, progress)
+
+
+def _about(fn: Callable, client, parallel: int) -> dict[str, Any]:
+    """What the store keeps beside the definition, so a stored run says what ran where."""
+    import inspect
+    from importlib.metadata import PackageNotFoundError, version
+
+    user_fn = getattr(fn, "fn", fn)  # the trial wrappers (ablation, data-parallel) keep the user's as .fn
+    try:
+        source = inspect.getsource(user_fn)
+    except (OSError, TypeError):
+        source = None
+    versions = {}
+    for package in ("jupyter_dist", "torch", "dask", "distributed", "optuna", "python"):
+        try:
+            versions[package] = platform.python_version() if package == "python" else version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return {
+        "function": getattr(user_fn, "__qualname__", repr(user_fn)),
+        "source": source,
+        "versions": versions,
+        "cluster": getattr(client.scheduler, "address", None),
+        "parallel": parallel,
+    }
 
 
 def _dashboard_link(client) -> str | None:

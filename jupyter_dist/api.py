@@ -8,6 +8,7 @@ way for every kind.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -18,9 +19,9 @@ from .experiment import Experiment
 from .protocol import Direction, Objective
 from .runtime import use_cluster
 from .space import validate_space
-from .store import ExperimentDefinition
+from .store import ExperimentDefinition, list_experiments, read_record, store_path
 
-__all__ = ["ablation", "data_parallel", "hpo", "use_cluster"]
+__all__ = ["ablation", "data_parallel", "experiments", "hpo", "load", "use_cluster"]
 
 
 def hpo(
@@ -39,6 +40,7 @@ def hpo(
     timeout: float | None = None,
     progress: Any = "auto",
     workers_per_trial: int = 1,
+    store: Any = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -81,6 +83,9 @@ def hpo(
     workers_per_trial
         k > 1 makes every trial a k-rank data-parallel job, as ``data_parallel(fn, workers=k)`` runs it
         (``prepare()`` inside the function); ``parallel`` then defaults to the workers // k.
+    store
+        Where the experiment is recorded as it runs: None, the default store (``JUPYTER_DIST_STORE``, dask
+        config ``jupyter_dist.store``, or Jupyter's data directory); a file path; False, nowhere (memory only).
     """
     from .search import OptunaSearch
 
@@ -89,6 +94,7 @@ def hpo(
     check_positive("timeout", timeout, integer=False)
     check_positive("workers_per_trial", workers_per_trial, optional=False)
     validate_space(fn, search_space)
+    store_file = store_path(store)
     search = OptunaSearch(
         search_space,
         trials=trials,
@@ -107,6 +113,12 @@ def hpo(
         total=search.total,
         max_steps=max_steps,
         timeout=timeout,
+        details={
+            "sampler": repr(sampler),
+            "pruner": repr(pruner),
+            "seed": seed,
+            "workers_per_trial": workers_per_trial,
+        },
     )
     if workers_per_trial > 1:
         from .ddp import DataParallelTrial
@@ -120,6 +132,8 @@ def hpo(
         parallel=parallel,
         progress=progress,
         ranks=workers_per_trial if workers_per_trial > 1 else None,
+        store=store_file,
+        name_given=name is not None,
     )
 
 
@@ -136,6 +150,7 @@ def data_parallel(
     threads_per_rank: int | None = None,
     rendezvous_timeout: float = 60.0,
     progress: Any = "auto",
+    store: Any = None,
     **kwargs_for_train: Any,
 ):
     """Run ``fn(**kwargs_for_train)`` data-parallel: one rank per Dask worker, ``workers`` ranks, joined in a
@@ -161,6 +176,8 @@ def data_parallel(
         torch's intra-op threads in each rank (default: the worker's, 1 under a Dask nanny).
     rendezvous_timeout
         Seconds for every rank to join; more than that means not enough workers were free at once.
+    store
+        As for ``hpo()``; rank 0's and every rank's return values are stored when they pickle (up to 64 MiB).
     """
     from .ddp import DataParallelExperiment, DataParallelTrial, SingleRun, check_data_parallel
 
@@ -174,9 +191,16 @@ def data_parallel(
         raise ArgumentError(f"metric={metric!r}: give the name of a metric rank 0 reports, or None")
     check_data_parallel(gpus_per_worker, backend)
     validate_space(fn, kwargs_for_train)
+    store_file = store_path(store)
 
     definition = ExperimentDefinition(
-        "ddp", name or fn.__name__, Objective(metric), dict(kwargs_for_train), total=1, timeout=timeout
+        "ddp",
+        name or fn.__name__,
+        Objective(metric),
+        dict(kwargs_for_train),
+        total=1,
+        timeout=timeout,
+        details={"workers": workers, "gpus_per_worker": gpus_per_worker, "backend": backend},
     )
     trial_fn = DataParallelTrial(
         fn,
@@ -195,6 +219,8 @@ def data_parallel(
         make_experiment=lambda record, stop: DataParallelExperiment(record, stop, workers=workers),
         ranks=workers,
         resources={"GPU": gpus_per_worker} if gpus_per_worker else None,
+        store=store_file,
+        name_given=name is not None,
     )
 
 
@@ -214,6 +240,7 @@ def ablation(
     parallel: int | None = None,
     timeout: float | None = None,
     progress: Any = "auto",
+    store: Any = None,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.
@@ -263,6 +290,11 @@ def ablation(
         dict(params or {}),
         total=len(plan.trials),
         timeout=timeout,
+        details={
+            "variants": [dataclasses.asdict(v) for v in plan.variants],
+            "repeats": repeats,
+            "seed": seed,
+        },
     )
     return run_experiment(
         definition,
@@ -272,6 +304,8 @@ def ablation(
         parallel=parallel,
         progress=progress,
         make_experiment=lambda record, stop: AblationExperiment(record, stop, plan=plan),
+        store=store_path(store),
+        name_given=name is not None,
     )
 
 
@@ -282,3 +316,42 @@ def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, pro
     check_positive("parallel", parallel)
     check_progress(progress)
     return Objective(metric, Direction.parse(mode))
+
+
+def experiments(store: Any = None):
+    """Every experiment in the store, oldest first, as a DataFrame: name, id, kind, state, trials done and
+    total, metric, mode, best, started, duration (seconds). A run whose kernel is gone shows "interrupted"."""
+    import pandas as pd
+
+    columns = ["name", "id", "kind", "state", "trials_done", "trials_total", "metric", "mode", "best"]
+    path = store_path(store)
+    rows = list_experiments(path) if path else []
+    table = pd.DataFrame(rows, columns=[*columns, "started", "duration"])
+    table["started"] = pd.to_datetime(table["started"], unit="s")
+    return table
+
+
+def load(name_or_id: str, store: Any = None) -> Experiment:
+    """A stored experiment, by name or id, as the Experiment the run returned: ``.best``, ``.trials``,
+    ``.history``, ``.logs()``, ``.plot()``; an ablation study's ``.summary()``; a data-parallel run's ``.result``
+    (when it pickled)."""
+    if not isinstance(name_or_id, str) or not name_or_id:
+        raise ArgumentError(f"load() takes an experiment's name or id; got {name_or_id!r:.60}")
+    path = store_path(store)
+    if path is None:
+        raise ArgumentError("load() needs a store: store=False (or JUPYTER_DIST_STORE=off) has none")
+    record, _about = read_record(path, name_or_id)
+    details = record.definition.details
+    if record.definition.kind == "ablation":
+        from .ablation import AblationExperiment, Plan, Variant
+
+        variants = tuple(
+            Variant(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+            for d in details.get("variants", [])
+        )
+        return AblationExperiment(record, plan=Plan(variants, (), ()))
+    if record.definition.kind == "ddp":
+        from .ddp import DataParallelExperiment
+
+        return DataParallelExperiment(record, workers=details.get("workers"))
+    return Experiment(record)

@@ -23,6 +23,7 @@ __all__ = [
     "PlacementError",
     "RendezvousError",
     "SearchSpaceError",
+    "StoreError",
     "TrialFunctionError",
     "TrialPruned",
 ]
@@ -60,6 +61,10 @@ class MetricError(JupyterDistError, ValueError):
 
 class ClusterError(JupyterDistError, RuntimeError):
     """The Dask cluster asked for cannot be reached or used."""
+
+
+class StoreError(JupyterDistError, RuntimeError):
+    """The experiment store cannot be used: a file that is not a store, a newer schema, a name taken."""
 
 
 class PlacementError(JupyterDistError, RuntimeError):

@@ -47,6 +47,7 @@ class TrialState(_StrEnum):
     PRUNED = "pruned"  # stopped early by the pruner
     FAILED = "failed"
     STOPPED = "stopped"  # stopped with the experiment (Stop button, interrupt, timeout)
+    INTERRUPTED = "interrupted"  # running when its kernel went away (found so in the store)
 
     @property
     def finished(self) -> bool:
@@ -58,6 +59,8 @@ class ExperimentState(_StrEnum):
     COMPLETED = "completed"
     STOPPED = "stopped"
     FAILED = "failed"
+    # Found in the store still "running" with its kernel gone (killed, crashed, the machine restarted).
+    INTERRUPTED = "interrupted"
 
 
 class Direction(_StrEnum):

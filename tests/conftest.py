@@ -3,8 +3,27 @@
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 
 import pytest
+
+
+def pytest_configure(config):
+    # Every experiment of the suite (and of the kernels the notebook tests start) is recorded in a store of the
+    # suite's own, never in the user's Jupyter data directory.
+    if "JUPYTER_DIST_STORE" not in os.environ:
+        os.environ["JUPYTER_DIST_STORE"] = os.path.join(
+            tempfile.mkdtemp(prefix="jupyter_dist-tests-"), "store.sqlite"
+        )
+
+
+@pytest.fixture(autouse=True)
+def fresh_store(tmp_path, monkeypatch):
+    """Each test records into a store of its own, so the names it sees are the ones its runs chose."""
+    path = str(tmp_path / "experiments.sqlite")
+    monkeypatch.setenv("JUPYTER_DIST_STORE", path)
+    return path
 
 
 @pytest.fixture(scope="session")

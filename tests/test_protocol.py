@@ -23,7 +23,13 @@ from jupyter_dist.protocol import (
 
 def test_states_are_named_and_still_compare_as_the_strings_users_know():
     assert TrialState.COMPLETED == "completed" and f"{TrialState.PRUNED}" == "pruned"
-    assert [s.value for s in TrialState if s.finished] == ["completed", "pruned", "failed", "stopped"]
+    assert [s.value for s in TrialState if s.finished] == [
+        "completed",
+        "pruned",
+        "failed",
+        "stopped",
+        "interrupted",
+    ]
     assert Direction.parse("min") is Direction.MIN and Direction.MIN.optuna == "minimize"
     with pytest.raises(jd.ArgumentError, match="mode='up': use 'max' or 'min'"):
         Direction.parse("up")

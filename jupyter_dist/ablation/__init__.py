@@ -2,7 +2,7 @@
 
 from ..errors import AblationError
 from ._ablate import AblationTrial, ablate
-from ._plan import BASELINE, Plan, plan_study
+from ._plan import BASELINE, Plan, Variant, plan_study
 from ._study import AblationExperiment, AblationSource
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "AblationSource",
     "AblationTrial",
     "Plan",
+    "Variant",
     "ablate",
     "plan_study",
 ]

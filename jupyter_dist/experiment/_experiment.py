@@ -205,7 +205,7 @@ class Experiment:
         c = self.counts()
         done = sum(c[s.value] for s in TrialState if s.finished)
         parts = [f"{self.kind} {self.name!r} {self.state}: {done}/{self.total or '?'} trials done"]
-        parts += [f"{c[s]} {s}" for s in ("running", "pruned", "failed", "stopped") if c[s]]
+        parts += [f"{c[s]} {s}" for s in ("running", "pruned", "failed", "stopped", "interrupted") if c[s]]
         highlight = self.highlight()
         if highlight:
             parts.append(highlight)

@@ -123,6 +123,16 @@ class DistributeMagics(Magics):
     @argument("--parallel", type=int, default=None, help="trials at once (default: the cluster's threads)")
     @argument("--name", default=None, help="experiment name (default: the function's name)")
     @argument("--seed", type=int, default=None, help="hpo: seed of the sampler; ablation: seed of repeat 0")
+    @argument(
+        "--store", default=None, help="the experiment store file (default: JUPYTER_DIST_STORE or Jupyter's)"
+    )
+    @argument(
+        "--no-store",
+        dest="store",
+        action="store_false",
+        default=None,
+        help="record this run in memory only, not in the store",
+    )
     @argument("--timeout", type=float, default=None, help="seconds for the whole experiment")
     @argument(
         "--trials",
@@ -189,7 +199,7 @@ class DistributeMagics(Magics):
         space = _pick_space(args, namespace, new)
         fn = _pick_function(args, namespace, new, space)
         options = _given(
-            args, "metric", "sampler", "parallel", "name", "seed", "max_steps", "timeout", "cluster"
+            args, "metric", "sampler", "parallel", "name", "seed", "max_steps", "timeout", "cluster", "store"
         )
         if args.trials is not None or args.timeout is not None:
             options["trials"] = args.trials  # --timeout without --trials: as many trials as fit in the time
@@ -200,7 +210,7 @@ class DistributeMagics(Magics):
     def _ddp(self, args, namespace: dict[str, Any], new: list[str]):
         fn = _pick_function(args, namespace, new, {})
         options = _given(
-            args, "workers", "gpus_per_worker", "backend", "cluster", "timeout", "name", "metric"
+            args, "workers", "gpus_per_worker", "backend", "cluster", "timeout", "name", "metric", "store"
         )
         return jupyter_dist.data_parallel(fn, progress="auto", **options)
 
@@ -208,7 +218,7 @@ class DistributeMagics(Magics):
         features, flags = _comma_list(args.features), _comma_list(args.flags)
         needs = dict.fromkeys((["features"] if features else []) + (flags or []))
         fn = _pick_function(args, namespace, new, needs)
-        options = _given(args, "metric", "repeats", "cluster", "name", "seed", "parallel", "timeout")
+        options = _given(args, "metric", "repeats", "cluster", "name", "seed", "parallel", "timeout", "store")
         return jupyter_dist.ablation(
             fn,
             features=features,

@@ -1,7 +1,21 @@
-"""Where experiments are recorded: the interface a run writes to and results are read from, and its
-implementations (in memory today; on disk next)."""
+"""Where experiments are recorded: the interface a run writes to and results are read from, the in-memory
+record, and the store on disk (SQLite) that a journal writes each run to and the catalog reads back."""
 
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, new_experiment_id
+from ._catalog import STALE_AFTER_S, list_experiments, read_record, store_path
+from ._journal import FLUSH_INTERVAL_S, Journal
 from ._memory import InMemoryRecord
 
-__all__ = ["ExperimentDefinition", "ExperimentRecord", "InMemoryRecord", "TrialRecord", "new_experiment_id"]
+__all__ = [
+    "FLUSH_INTERVAL_S",
+    "STALE_AFTER_S",
+    "ExperimentDefinition",
+    "ExperimentRecord",
+    "InMemoryRecord",
+    "Journal",
+    "TrialRecord",
+    "list_experiments",
+    "new_experiment_id",
+    "read_record",
+    "store_path",
+]

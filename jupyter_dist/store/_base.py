@@ -41,6 +41,9 @@ class ExperimentDefinition:
     dashboard_link: str | None = None
     id: str = field(default_factory=new_experiment_id)
     created: float = field(default_factory=time.time)
+    # What else a stored experiment needs to be read back or understood (JSON values): the sampler and pruner,
+    # an ablation study's variants...
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

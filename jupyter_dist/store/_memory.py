@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from ..protocol import LogLine, Outcome, ReportBatch, TrialState
+from ..protocol import ExperimentState, LogLine, Outcome, ReportBatch, TrialState
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord
+
+if TYPE_CHECKING:
+    from ._journal import Journal
 
 
 class InMemoryRecord(ExperimentRecord):
-    def __init__(self, definition: ExperimentDefinition) -> None:
+    """Everything in the kernel's memory; with a ``journal`` (the store's), every change is also handed to it
+    where it happens, to be written to disk in batches."""
+
+    def __init__(self, definition: ExperimentDefinition, journal: Journal | None = None) -> None:
         super().__init__(definition)
+        self._journal = journal
         self._trials: dict[int, TrialRecord] = {}
         self._attempts: dict[int, dict[str, int]] = {}  # trial id -> attempt id -> attempt number
         self._best: TrialRecord | None = None
@@ -24,8 +31,10 @@ class InMemoryRecord(ExperimentRecord):
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None:
-        self._trials[trial_id] = TrialRecord(trial_id, dict(params), labels=dict(labels))
+        rec = self._trials[trial_id] = TrialRecord(trial_id, dict(params), labels=dict(labels))
         self._attempts[trial_id] = {}
+        if self._journal:
+            self._journal.trial_changed(rec)
 
     def _attempt_number(self, rec: TrialRecord, attempt: str) -> int:
         numbers = self._attempts[rec.trial_id]
@@ -49,13 +58,16 @@ class InMemoryRecord(ExperimentRecord):
         metric = self.curve_metric
         curve = [(step, metrics[metric]) for step, metrics, _ in rows if metric in metrics]
         with self._lock:
-            self._batches.append((batch.trial_id, self._attempt_number(rec, batch.attempt), rows))
+            attempt = self._attempt_number(rec, batch.attempt)
+            self._batches.append((batch.trial_id, attempt, rows))
             rec.steps = max(rec.steps, max(step for step, _, _ in rows) + 1)
             for _, metrics, _ in rows:
                 rec.last.update(metrics)
             if curve:
                 rec.curve_steps.extend(step for step, _ in curve)
                 rec.curve_values.extend(value for _, value in curve)
+        if self._journal:
+            self._journal.reports(batch.trial_id, attempt, rows)
         for listener in self._report_listeners:
             listener(batch.trial_id, rows)
 
@@ -65,6 +77,8 @@ class InMemoryRecord(ExperimentRecord):
             with self._lock:
                 self._attempt_number(rec, line.attempt)
                 (rec.stdout if line.stream == "stdout" else rec.stderr).append(line.text)
+            if self._journal:
+                self._journal.output(line.trial_id, line.stream, line.text)
 
     def trial_pruned(self, trial_id: int) -> None:
         self._trials[trial_id].prune_decided_at = time.time()
@@ -86,10 +100,59 @@ class InMemoryRecord(ExperimentRecord):
             # Nothing to optimise (a data-parallel run): the curve's last value, for the table.
             rec.value = outcome.value if self.definition.objective.metric else rec.last.get(self.curve_metric)
             rec.state = outcome.state
+        self._consider_best(rec)
+        if self._journal:
+            self._journal.trial_changed(rec)
+        return rec
+
+    def _consider_best(self, rec: TrialRecord) -> None:
         if rec.state is TrialState.COMPLETED and rec.value is not None:
             if self._best is None or self.definition.objective.better(rec.value, self._best.value):
                 self._best = rec
-        return rec
+
+    def finish(self, state: ExperimentState, error: str | None = None) -> None:
+        super().finish(state, error)
+        if self._journal:
+            self._journal.close(state, error, self.ended)
+
+    @classmethod
+    def restored(
+        cls,
+        definition: ExperimentDefinition,
+        trials: list[TrialRecord],
+        reports: Iterable[tuple[int, int, int, float, dict[str, float]]],
+        output: Iterable[tuple[int, str, str]],
+        *,
+        state: ExperimentState,
+        error: str | None,
+        ended: float | None,
+    ) -> InMemoryRecord:
+        """A finished record rebuilt from the store: ``reports`` as (trial_id, attempt number, step, sent_at,
+        metrics) in arrival order, ``output`` as (trial_id, stream, text)."""
+        self = cls(definition)
+        self._trials = {rec.trial_id: rec for rec in trials}
+        for rec in trials:
+            self._consider_best(rec)
+        metric = self.curve_metric
+        for trial_id, attempt, step, sent_at, metrics in reports:
+            rec = self._trials.get(trial_id)
+            if rec is None:
+                continue
+            if self._batches and self._batches[-1][:2] == (trial_id, attempt):
+                self._batches[-1][2].append([step, metrics, sent_at])
+            else:
+                self._batches.append((trial_id, attempt, [[step, metrics, sent_at]]))
+            if metric is None:
+                metric = self.curve_metric = next(iter(metrics), None)
+            if attempt == rec.attempts - 1 and metric in metrics:
+                rec.curve_steps.append(step)
+                rec.curve_values.append(metrics[metric])
+        for trial_id, stream, text in output:
+            rec = self._trials.get(trial_id)
+            if rec is not None:
+                (rec.stdout if stream == "stdout" else rec.stderr).append(text)
+        self.state, self.error, self.started, self.ended = state, error, definition.created, ended
+        return self
 
     # --- read by Experiment ---------------------------------------------------------------------------------
     def trial(self, trial_id: int) -> TrialRecord:

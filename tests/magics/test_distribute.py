@@ -188,3 +188,15 @@ def test_a_data_parallel_run_from_the_magic(ip):
     assert set(exp.history.value) == {2.0} and len(exp.history) == 3
     with pytest.raises(jd.PlacementError, match="needs 5 workers"):
         ip.run_cell_magic("distribute", "ddp --workers 5", DDP_BODY)
+
+
+def test_no_store_keeps_a_run_out_of_the_store_and_store_names_the_file(ip, tmp_path):
+    cell = "from jupyter_dist import space as sp\ndef quick(lr=0.1):\n    return {'acc': lr}\nbox = {'lr': sp.uniform(0.01, 0.1)}"
+    ip.run_cell_magic("distribute", "hpo --metric acc --trials 1 --no-store --out quiet", cell)
+    assert ip.user_ns["quiet"].state == "completed"
+    assert jd.experiments().empty
+    elsewhere = str(tmp_path / "elsewhere.sqlite")
+    line = f"hpo --metric acc --trials 1 --fn quick --space box --store {elsewhere} --out kept"
+    ip.run_cell_magic("distribute", line, "pass")
+    assert list(jd.experiments(store=elsewhere)["id"]) == [ip.user_ns["kept"].id]
+    assert jd.experiments().empty

@@ -1,0 +1,149 @@
+"""Which store file, which names are free in it, what it holds, and one experiment read back as a record.
+
+The store's file: ``store=`` when given (a path; False for none), else the ``JUPYTER_DIST_STORE`` environment
+variable (a path, or "off"), else dask config ``jupyter_dist.store``, else ``experiments.sqlite`` in
+Jupyter's data directory (``jupyter --data-dir``/jupyter_dist).
+
+A run still "running" in the store is shown as interrupted when its kernel is gone: on the same host, the
+owning process (pid and start time) no longer runs; on another host, its heartbeat (written every
+FLUSH_INTERVAL_S by the run's writer) is older than STALE_AFTER_S.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import ArgumentError, StoreError
+from ..protocol import ExperimentState, TrialState
+from ._codec import definition_from_json, trial_from_json
+from ._memory import InMemoryRecord
+from ._sqlite import Database, owner_alive
+
+STALE_AFTER_S = 30.0
+OFF = {"off", "false", "no", "0", ""}
+
+
+def store_path(store: Any = None) -> str | None:
+    """The store file for ``store=`` (None: the configured default; False: no store)."""
+    if store is False:
+        return None
+    if store is None or store is True:
+        import dask
+
+        store = os.environ.get("JUPYTER_DIST_STORE")
+        if store is None:
+            store = dask.config.get("jupyter_dist.store", None)
+        if store is None:
+            from jupyter_core.paths import jupyter_data_dir
+
+            return str(Path(jupyter_data_dir()) / "jupyter_dist" / "experiments.sqlite")
+        if store is False or str(store).strip().lower() in OFF:
+            return None
+    if not isinstance(store, (str, os.PathLike)):
+        raise ArgumentError(f"store= takes a file path, None (the default store) or False; got {store!r:.60}")
+    return str(Path(store).expanduser())
+
+
+def _state(row) -> str:
+    if row["state"] != ExperimentState.RUNNING.value:
+        return row["state"]
+    alive = owner_alive(row["owner_host"], row["owner_pid"], row["owner_started"])
+    if alive is None:
+        alive = time.time() - row["heartbeat"] < STALE_AFTER_S
+    return row["state"] if alive else ExperimentState.INTERRUPTED.value
+
+
+def list_experiments(path: str) -> list[dict[str, Any]]:
+    """One dict per stored experiment, oldest first."""
+    if not Path(path).exists():
+        return []
+    db = Database(path)
+    try:
+        rows = db.experiment_rows()
+        by_state = db.trial_summaries()
+        best = _best_values(db)
+    finally:
+        db.close()
+    out = []
+    for row in rows:
+        definition = json.loads(row["definition"])
+        counts = by_state.get(row["id"], {})
+        done = sum(n for state, n in counts.items() if state != TrialState.RUNNING.value)
+        ended = row["ended"] if row["ended"] is not None else row["heartbeat"]
+        out.append(
+            {
+                "name": row["name"],
+                "id": row["id"],
+                "kind": row["kind"],
+                "state": _state(row),
+                "trials_done": done,
+                "trials_total": definition.get("total"),
+                "metric": definition.get("metric"),
+                "mode": definition.get("mode"),
+                "best": best.get(row["id"]),
+                "started": row["created"],
+                "duration": ended - row["created"],
+            }
+        )
+    return out
+
+
+def _best_values(db: Database) -> dict[str, float]:
+    """The best completed value per experiment, in its own direction."""
+    rows = db.conn.execute(
+        "SELECT t.experiment_id, json_extract(e.definition, '$.mode') AS mode, "
+        "min(json_extract(t.record, '$.value')) AS lo, max(json_extract(t.record, '$.value')) AS hi "
+        "FROM trials t JOIN experiments e ON e.id = t.experiment_id "
+        "WHERE json_extract(t.record, '$.state') = 'completed' AND json_extract(e.definition, '$.metric') "
+        "IS NOT NULL GROUP BY t.experiment_id"
+    )
+    return {r["experiment_id"]: (r["hi"] if r["mode"] == "max" else r["lo"]) for r in rows}
+
+
+def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, Any]]:
+    """The stored experiment (by id, or by name) as a finished record, and its ``about``."""
+    if not Path(path).exists():
+        raise StoreError(f"no experiment store at {path}: nothing has been recorded there yet")
+    db = Database(path)
+    try:
+        row = db.find(name_or_id)
+        if row is None:
+            raise StoreError(
+                f"no experiment named or with id {name_or_id!r} in {path}; jupyter_dist.experiments() lists them"
+            )
+        trial_rows = db.trial_rows(row["id"])
+        reports = [
+            (r["trial_id"], r["attempt"], r["step"], r["sent_at"], json.loads(r["metrics"]))
+            for r in db.report_rows(row["id"])
+        ]
+        output = [(r["trial_id"], r["stream"], r["text"]) for r in db.log_rows(row["id"])]
+    finally:
+        db.close()
+    state = ExperimentState(_state(row))
+    trials = []
+    for r in trial_rows:
+        rec = trial_from_json(r["record"])
+        if rec.state is TrialState.RUNNING and state is not ExperimentState.RUNNING:
+            rec.state = TrialState.INTERRUPTED
+        if r["result"] is not None:
+            results = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
+            rec.result, rec.rank_results = results["result"], results["rank_results"]
+        trials.append(rec)
+    record = InMemoryRecord.restored(
+        definition_from_json(row["definition"]),
+        trials,
+        reports,
+        output,
+        state=state,
+        error=row["error"],
+        ended=row["ended"] if row["ended"] is not None else row["heartbeat"],
+    )
+    return record, json.loads(row["about"])
+
+
+__all__ = ["STALE_AFTER_S", "list_experiments", "read_record", "store_path"]

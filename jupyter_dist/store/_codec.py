@@ -1,0 +1,115 @@
+"""How definitions and trial records are written to the store as JSON, and read back.
+
+Values that JSON cannot hold (a class in a search space, a tensor passed as a constant) are kept as their repr:
+the stored experiment shows what was run even when it cannot rebuild it. NaN and infinities are kept as such
+(Python's json writes them as NaN/Infinity and reads them back).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from ..protocol import Direction, ErrorKind, Objective, TrialState
+from ..space import Choice, Integer, Space, Uniform
+from ._base import ExperimentDefinition, TrialRecord
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, default=repr, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` if JSON holds it as it is, else its repr."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def space_to_json(space: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in space.items():
+        if isinstance(value, Uniform):
+            out[name] = {"uniform": [value.lo, value.hi], "log": value.log}
+        elif isinstance(value, Integer):
+            out[name] = {"integer": [value.lo, value.hi]}
+        elif isinstance(value, Choice):
+            out[name] = {"choice": [_plain(o) for o in value.options]}
+        elif isinstance(value, Space):
+            out[name] = {"repr": repr(value)}
+        else:
+            out[name] = {"value": _plain(value)}
+    return out
+
+
+def space_from_json(stored: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, spec in stored.items():
+        if "uniform" in spec:
+            out[name] = Uniform(*spec["uniform"], log=spec.get("log", False))
+        elif "integer" in spec:
+            out[name] = Integer(*spec["integer"])
+        elif "choice" in spec:
+            out[name] = Choice(tuple(spec["choice"]))
+        else:
+            out[name] = spec.get("value", spec.get("repr"))
+    return out
+
+
+def definition_to_json(definition: ExperimentDefinition) -> str:
+    return dumps(
+        {
+            "kind": definition.kind,
+            "name": definition.name,
+            "metric": definition.objective.metric,
+            "mode": definition.objective.direction.value,
+            "space": space_to_json(definition.space),
+            "total": definition.total,
+            "max_steps": definition.max_steps,
+            "timeout": definition.timeout,
+            "dashboard_link": definition.dashboard_link,
+            "id": definition.id,
+            "created": definition.created,
+            "details": _plain(definition.details),
+        }
+    )
+
+
+def definition_from_json(text: str) -> ExperimentDefinition:
+    d = json.loads(text)
+    return ExperimentDefinition(
+        d["kind"],
+        d["name"],
+        Objective(d["metric"], Direction(d["mode"])),
+        space_from_json(d["space"]),
+        total=d["total"],
+        max_steps=d["max_steps"],
+        timeout=d["timeout"],
+        dashboard_link=d["dashboard_link"],
+        id=d["id"],
+        created=d["created"],
+        details=d.get("details") or {},
+    )
+
+
+# What a trial's JSON holds: its TrialRecord's fields, less what is stored elsewhere (output in ``logs``, the
+# learning curve in ``reports``, a data-parallel trial's return values pickled in ``trials.result``).
+_ELSEWHERE = {"stdout", "stderr", "curve_steps", "curve_values", "result", "rank_results"}
+_TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE]
+
+
+def trial_to_json(rec: TrialRecord) -> str:
+    d = {name: getattr(rec, name) for name in _TRIAL_FIELDS}
+    d["params"] = {k: _plain(v) for k, v in rec.params.items()}
+    d["labels"] = {k: _plain(v) for k, v in rec.labels.items()}
+    return dumps(d)
+
+
+def trial_from_json(text: str) -> TrialRecord:
+    d = json.loads(text)
+    rec = TrialRecord(**{k: v for k, v in d.items() if k in _TRIAL_FIELDS})
+    rec.state = TrialState(rec.state)
+    rec.error_kind = ErrorKind(rec.error_kind) if rec.error_kind else None
+    return rec

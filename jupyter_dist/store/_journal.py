@@ -1,0 +1,191 @@
+"""Writing one run to the store as it happens, in batches, from a thread of its own.
+
+The record (_memory.py) hands the journal each change where it happens: trial starts and ends on the kernel's
+main thread, reports and output lines on the Dask IO thread. Handing over is an append to a list (the IO thread
+never waits on a disk); the writer thread commits everything pending every FLUSH_INTERVAL_S in one transaction
+and stamps the run's heartbeat. A kernel killed mid-run loses at most the last FLUSH_INTERVAL_S of reports and
+output; a run that ends normally writes everything before ``hpo()`` returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pickle
+import threading
+import time
+from typing import Any
+
+from ..errors import StoreError
+from ..protocol import ExperimentState, TrialState
+from ._base import ExperimentDefinition, TrialRecord
+from ._codec import definition_to_json, dumps, trial_to_json
+from ._sqlite import Database, owner
+
+FLUSH_INTERVAL_S = 0.5
+# Captured output kept per trial; past it one line says how much was left out (the live view keeps it all).
+LOG_CAP_BYTES = 2 << 20
+# A data-parallel trial's return values are stored (pickled) up to this size.
+RESULT_CAP_BYTES = 64 << 20
+CLOSE_TIMEOUT_S = 60.0
+
+log = logging.getLogger("jupyter_dist")
+
+
+class Journal:
+    """The store's side of one running experiment: create its row, then write what the record hands over."""
+
+    def __init__(
+        self, path: str, definition: ExperimentDefinition, about: dict[str, Any], *, name_given: bool
+    ) -> None:
+        """Create the run's row under ``definition.name`` (or, unless ``name_given``, the first free name-2,
+        name-3...): ``self.definition`` is the definition with the name it got."""
+        self.path = path
+        self.experiment_id = definition.id
+        db = Database(path)  # here, so a bad store file fails before anything runs
+        try:
+            with db.transaction():  # the name is chosen and taken in one write transaction: no race
+                definition = dataclasses.replace(
+                    definition, name=_free_name(db, definition.name, name_given, path)
+                )
+                self.definition = definition
+                db.insert_experiment(
+                    {
+                        "id": definition.id,
+                        "name": definition.name,
+                        "kind": definition.kind,
+                        "state": ExperimentState.RUNNING.value,
+                        "definition": definition_to_json(definition),
+                        "about": dumps(about),
+                        "created": definition.created,
+                        "heartbeat": time.time(),
+                        **owner(),
+                    }
+                )
+        finally:
+            db.close()
+        self._lock = threading.Lock()
+        self._trials: dict[int, tuple[str, bytes | None]] = {}
+        self._reports: list[tuple] = []
+        self._logs: list[tuple] = []
+        self._log_bytes: dict[int, int] = {}
+        self._final: tuple[str, str | None, float] | None = None
+        self._wake = threading.Event()
+        self._writer = threading.Thread(target=self._run, name="jupyter_dist-store-writer", daemon=True)
+        self._writer.start()
+
+    # --- handed over by the record ------------------------------------------------------------------------
+    def trial_changed(self, rec: TrialRecord) -> None:
+        """A trial started or ended (kernel main thread): its whole row, as it is now."""
+        row = (trial_to_json(rec), _pickled_result(rec) if rec.state is not TrialState.RUNNING else None)
+        with self._lock:
+            self._trials[rec.trial_id] = row
+
+    def reports(self, trial_id: int, attempt: int, rows: list) -> None:
+        """A batch of report() calls (Dask IO thread): one append."""
+        self._reports.append((trial_id, attempt, rows))
+
+    def output(self, trial_id: int, stream: str, text: str) -> None:
+        """A line of a trial's output (Dask IO thread)."""
+        self._logs.append((trial_id, stream, text))
+
+    def close(self, state: ExperimentState, error: str | None, ended: float) -> None:
+        """The run ended: write everything pending and the final state, then stop the writer."""
+        self._final = (state.value, error, ended)
+        self._wake.set()
+        self._writer.join(CLOSE_TIMEOUT_S)
+
+    # --- the writer thread ----------------------------------------------------------------------------------
+    def _run(self) -> None:
+        db = None
+        try:
+            db = Database(self.path)
+            while True:
+                final = self._final
+                self._write(db, final)
+                if final is not None:
+                    return
+                self._wake.wait(FLUSH_INTERVAL_S)
+        except Exception as exc:  # noqa: BLE001 - the run goes on in memory; say once that the store stopped
+            log.warning(
+                "jupyter_dist: writing experiment %s to %s failed: %s", self.experiment_id, self.path, exc
+            )
+        finally:
+            if db is not None:
+                db.close()
+
+    def _write(self, db: Database, final: tuple | None) -> None:
+        with self._lock:
+            trials, self._trials = self._trials, {}
+        reports, self._reports = self._reports, []  # swapped, not cleared: an append meanwhile goes to one
+        logs, self._logs = self._logs, []
+        exp = self.experiment_id
+        with db.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO reports (experiment_id, trial_id, attempt, step, sent_at, metrics) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (exp, trial_id, attempt, step, sent_at, dumps(metrics))
+                    for trial_id, attempt, rows in reports
+                    for step, metrics, sent_at in rows
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO logs (experiment_id, trial_id, stream, text) VALUES (?, ?, ?, ?)",
+                [(exp, trial_id, stream, text) for trial_id, stream, text in self._capped(logs)],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO trials (experiment_id, trial_id, record, result) VALUES (?, ?, ?, ?)",
+                [(exp, trial_id, record, result) for trial_id, (record, result) in trials.items()],
+            )
+            if final is None:
+                conn.execute("UPDATE experiments SET heartbeat = ? WHERE id = ?", (time.time(), exp))
+            else:
+                state, error, ended = final
+                conn.execute(
+                    "UPDATE experiments SET state = ?, error = ?, ended = ?, heartbeat = ? WHERE id = ?",
+                    (state, error, ended, time.time(), exp),
+                )
+
+    def _capped(self, logs: list[tuple]) -> list[tuple]:
+        kept = []
+        for trial_id, stream, text in logs:
+            used = self._log_bytes.get(trial_id, 0)
+            self._log_bytes[trial_id] = used + len(text)
+            if used + len(text) <= LOG_CAP_BYTES:
+                kept.append((trial_id, stream, text))
+            elif used <= LOG_CAP_BYTES:
+                kept.append(
+                    (
+                        trial_id,
+                        stream,
+                        f"\n[output truncated: this trial printed more than {LOG_CAP_BYTES >> 20} MiB;"
+                        " the rest is not stored]\n",
+                    )
+                )
+        return kept
+
+
+def _free_name(db: Database, name: str, name_given: bool, path: str) -> str:
+    taken = db.names_like(name)
+    if name not in taken:
+        return name
+    if name_given:
+        raise StoreError(
+            f"an experiment named {name!r} is already in the store ({path}): give this run another name=, or "
+            "leave name= out to get a fresh one"
+        )
+    n = 2
+    while f"{name}-{n}" in taken:
+        n += 1
+    return f"{name}-{n}"
+
+
+def _pickled_result(rec: TrialRecord) -> bytes | None:
+    if rec.result is None and not rec.rank_results:
+        return None
+    try:
+        blob = pickle.dumps({"result": rec.result, "rank_results": rec.rank_results})
+    except Exception:  # noqa: BLE001 - not picklable: the record says so when read back
+        return None
+    return blob if len(blob) <= RESULT_CAP_BYTES else None

@@ -1,0 +1,219 @@
+"""The experiment store on disk: one SQLite file in WAL mode, shared by every kernel of a user.
+
+WAL lets readers (``experiments()``, ``load()``, another kernel, the server extension later) read while a run
+writes; each connection waits up to BUSY_TIMEOUT_S for another process's write transaction instead of failing
+with "database is locked". Writes come in batches from one writer thread per run (_journal.py), so a transaction
+per batch, not per report.
+
+The file says what it is: ``PRAGMA application_id`` marks it as ours and ``PRAGMA user_version`` is the schema
+version. A file that is not SQLite, or is someone else's database, or was written by a newer jupyter_dist, is
+refused with an error naming the file; it is never modified, let alone replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x4A445354  # "JDST"
+BUSY_TIMEOUT_S = 30.0
+
+SCHEMA = """
+CREATE TABLE experiments (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    error TEXT,
+    definition TEXT NOT NULL,      -- JSON: _codec.definition_to_json
+    about TEXT NOT NULL,           -- JSON: function, source, versions, cluster, search settings
+    created REAL NOT NULL,
+    ended REAL,
+    heartbeat REAL NOT NULL,       -- the owning kernel writes it while the run is alive
+    owner_host TEXT NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_started REAL NOT NULL    -- the owner process's start time: a recycled pid is not the owner
+);
+CREATE TABLE trials (
+    experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    trial_id INTEGER NOT NULL,
+    record TEXT NOT NULL,          -- JSON: _codec.trial_to_json
+    result BLOB,                   -- a data-parallel trial's return values, pickled, when they pickle
+    PRIMARY KEY (experiment_id, trial_id)
+);
+CREATE TABLE reports (
+    seq INTEGER PRIMARY KEY,       -- arrival order: the cursor a live reader resumes from
+    experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    trial_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    sent_at REAL NOT NULL,
+    metrics TEXT NOT NULL          -- JSON object of one report() call
+);
+CREATE INDEX reports_by_experiment ON reports (experiment_id, seq);
+CREATE TABLE logs (
+    seq INTEGER PRIMARY KEY,
+    experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+    trial_id INTEGER NOT NULL,
+    stream TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX logs_by_trial ON logs (experiment_id, trial_id, seq);
+"""
+
+
+def owner() -> dict[str, Any]:
+    """This process, as the owner of the runs it records."""
+    try:
+        import psutil
+
+        started = psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - liveness then rests on the pid and the heartbeat
+        started = 0.0
+    return {"owner_host": socket.gethostname(), "owner_pid": os.getpid(), "owner_started": started}
+
+
+def owner_alive(host: str, pid: int, started: float) -> bool | None:
+    """Whether the process that owns a run still runs: None when that cannot be told from here (another host)."""
+    if host != socket.gethostname():
+        return None
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        return not started or abs(proc.create_time() - started) < 1.0
+    except Exception:  # noqa: BLE001 - no such process (or not ours to see): not alive
+        return False
+
+
+class Database:
+    """A connection to the store file, checked and migrated on open. One per thread (sqlite3's rule)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self.conn.row_factory = sqlite3.Row
+            self._check()
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a killed process
+            self.conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path} is not a jupyter_dist experiment store ({exc}); it was left untouched. Point "
+                "JUPYTER_DIST_STORE at another file, or move this one away."
+            ) from None
+
+    def _pragmas(self) -> tuple[int, int]:
+        return (
+            self.conn.execute("PRAGMA application_id").fetchone()[0],
+            self.conn.execute("PRAGMA user_version").fetchone()[0],
+        )
+
+    def _check(self) -> None:
+        app, version = self._pragmas()
+        if app == 0 and version == 0 and not self._tables():  # a new (empty) file: make it a store
+            with self.transaction():
+                if (
+                    not self._tables()
+                ):  # asked again under the write lock: another process may have just done it
+                    # one statement at a time: executescript() would commit outside this transaction
+                    for statement in filter(str.strip, SCHEMA.split(";")):
+                        self.conn.execute(statement)
+                    self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            app, version = self._pragmas()
+        if app != APPLICATION_ID:
+            raise StoreError(
+                f"{self.path} is an SQLite database of something else (application_id {app:#x}); it was left "
+                "untouched. Point JUPYTER_DIST_STORE at another file."
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer jupyter_dist (store schema {version}; this one reads up to "
+                f"{SCHEMA_VERSION}): upgrade jupyter_dist, or point JUPYTER_DIST_STORE at another file."
+            )
+
+    def _tables(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+
+    def transaction(self):
+        return _Transaction(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # --- experiments ------------------------------------------------------------------------------------------
+    def names_like(self, base: str) -> set[str]:
+        rows = self.conn.execute(
+            "SELECT name FROM experiments WHERE name = ? OR name LIKE ? ESCAPE '\\'",
+            (base, _like_prefix(base) + "-%"),
+        )
+        return {r[0] for r in rows}
+
+    def find(self, name_or_id: str) -> sqlite3.Row | None:
+        return self.conn.execute(
+            "SELECT * FROM experiments WHERE id = ? OR name = ? ORDER BY id = ? DESC LIMIT 1",
+            (name_or_id, name_or_id, name_or_id),
+        ).fetchone()
+
+    def experiment_rows(self) -> list[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM experiments ORDER BY created").fetchall()
+
+    def insert_experiment(self, row: dict[str, Any]) -> None:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.conn.execute(f"INSERT INTO experiments ({columns}) VALUES ({marks})", tuple(row.values()))
+
+    def trial_rows(self, experiment_id: str) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT trial_id, record, result FROM trials WHERE experiment_id = ? ORDER BY trial_id",
+            (experiment_id,),
+        ).fetchall()
+
+    def report_rows(self, experiment_id: str) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT trial_id, attempt, step, sent_at, metrics FROM reports WHERE experiment_id = ? ORDER BY seq",
+            (experiment_id,),
+        ).fetchall()
+
+    def log_rows(self, experiment_id: str) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT trial_id, stream, text FROM logs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)
+        ).fetchall()
+
+    def trial_summaries(self) -> dict[str, dict[str, Any]]:
+        """Per experiment: trials by state, for the listing (one query for all)."""
+        out: dict[str, dict[str, Any]] = {}
+        rows = self.conn.execute(
+            "SELECT experiment_id, json_extract(record, '$.state') AS state, count(*) AS n FROM trials "
+            "GROUP BY experiment_id, state"
+        )
+        for r in rows:
+            out.setdefault(r["experiment_id"], {})[r["state"]] = r["n"]
+        return out
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front, so two writers queue instead of deadlocking."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, kind, exc, tb) -> None:
+        self.conn.execute("ROLLBACK" if kind else "COMMIT")

@@ -1,0 +1,183 @@
+"""The experiment store: runs recorded as they go, read back as they were, names, bad files, concurrent writers."""
+
+import math
+import multiprocessing
+import sqlite3
+
+import pytest
+
+import jupyter_dist as jd
+from jupyter_dist import space
+from jupyter_dist.protocol import ExperimentState, Objective, TrialState
+from jupyter_dist.store import ExperimentDefinition, Journal, TrialRecord, read_record
+from jupyter_dist.store._journal import LOG_CAP_BYTES
+
+
+def train(lr=0.1, width=8):
+    print(f"training lr={lr:.3f} width={width}")
+    for step in range(3):
+        jd.report(step=step, acc=lr * (step + 1) + width / 100)
+    return {"acc": lr * 3 + width / 100}
+
+
+SPACE = {"lr": space.uniform(0.01, 0.3), "width": space.choice([8, 16, 32])}
+
+
+@pytest.fixture
+def store(tmp_path):
+    return str(tmp_path / "store.sqlite")
+
+
+def test_a_run_is_recorded_as_it_ran_and_loads_back_the_same(run_hpo, store):
+    exp = run_hpo(train, SPACE, trials=6, metric="acc", store=store)
+    loaded = jd.load(exp.name, store=store)
+    assert loaded.id == exp.id and loaded.name == exp.name == "train"
+    assert loaded.state == "completed" and loaded.kind == "hpo" and loaded.mode == "max"
+    assert loaded.best.value == exp.best.value and loaded.best.params == exp.best.params
+    assert loaded.trials.drop(columns=["duration"]).equals(exp.trials.drop(columns=["duration"]))
+    assert len(loaded.history) == len(exp.history) == 18
+    assert list(loaded.history["value"]) == list(exp.history["value"])
+    assert "training lr=" in loaded.logs(0)
+    assert loaded.logs(0) == exp.logs(0)
+    assert loaded.space == exp.space
+    loaded.plot()  # the curves come back too
+
+    listing = jd.experiments(store=store)
+    row = listing.set_index("id").loc[exp.id]
+    assert (row["name"], row["kind"], row["state"], row["trials_done"], row["trials_total"]) == (
+        "train",
+        "hpo",
+        "completed",
+        6,
+        6,
+    )
+    assert row["best"] == exp.best.value
+    assert jd.load(exp.id, store=store).name == "train"  # by id as well as by name
+
+
+def test_a_rerun_gets_a_fresh_name_and_an_explicit_name_is_never_reused(run_hpo, store):
+    names = [run_hpo(train, SPACE, trials=1, metric="acc", store=store).name for _ in range(3)]
+    assert names == ["train", "train-2", "train-3"]
+    run_hpo(train, SPACE, trials=1, metric="acc", store=store, name="sweep")
+    with pytest.raises(jd.StoreError, match="'sweep' is already in the store"):
+        run_hpo(train, SPACE, trials=1, metric="acc", store=store, name="sweep")
+    exp = run_hpo(train, SPACE, trials=1, metric="acc", store=False)
+    assert exp.state == "completed"
+    assert list(jd.experiments(store=store)["name"]) == ["train", "train-2", "train-3", "sweep"]
+
+
+def test_ablation_and_data_parallel_runs_load_back_with_their_summary_and_result(
+    run_ablation, run_ddp, store
+):
+    def study(features=("a", "b"), use_b=True):
+        score = 0.5 + 0.2 * ("a" in features) + 0.1 * ("b" in features) + 0.05 * use_b
+        jd.report(step=0, score=score)
+        return {"score": score}
+
+    exp = run_ablation(study, features=["a", "b"], flags=["use_b"], metric="score", store=store)
+    loaded = jd.load(exp.name, store=store)
+    assert loaded.summary().equals(exp.summary())
+
+    def fit(n=3):
+        jd.report(step=0, loss=1.0 / n)
+        return {"weights": [jd.rank()] * n}
+
+    run = run_ddp(fit, workers=2, store=store, n=3)
+    back = jd.load(run.name, store=store)
+    assert back.result == run.result == {"weights": [0, 0, 0]}
+    assert back.rank_results == [{"weights": [0, 0, 0]}, {"weights": [1, 1, 1]}]
+
+
+def test_odd_metric_names_and_values_are_kept_exactly(run_hpo, store):
+    name = 'acc"; DROP TABLE experiments; --'
+
+    def odd(x=0.0):
+        jd.report(step=0, **{name: float("nan"), "big": 1e308, "inf": float("inf")})
+        return {name: x}
+
+    exp = run_hpo(odd, {"x": space.uniform(0, 1)}, trials=2, metric=name, store=store, name="odd 'name' ✓")
+    loaded = jd.load("odd 'name' ✓", store=store)
+    assert loaded.best.value == exp.best.value
+    rows = loaded.history
+    assert math.isnan(rows[rows.metric == name]["value"].iloc[0])
+    assert set(rows[rows.metric == "inf"]["value"]) == {math.inf}
+    assert set(rows[rows.metric == "big"]["value"]) == {1e308}
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"this is somebody's notes, not a database\n" * 100, "not a jupyter_dist experiment store"),
+        ("foreign", "database of something else"),
+        ("newer", "written by a newer jupyter_dist"),
+    ],
+)
+def test_a_file_that_is_not_our_store_is_refused_and_left_untouched(run_hpo, tmp_path, content, says):
+    path = tmp_path / "store.sqlite"
+    if content == "foreign":
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE notes (text TEXT)")
+            conn.execute("INSERT INTO notes VALUES ('keep me')")
+    elif content == "newer":
+        run_hpo(train, SPACE, trials=1, metric="acc", store=str(path))
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA user_version=99")
+    else:
+        path.write_bytes(content)
+    before = path.read_bytes()
+    with pytest.raises(jd.StoreError, match=says) as err:
+        run_hpo(train, SPACE, trials=1, metric="acc", store=str(path))
+    assert str(path) in str(err.value)
+    assert path.read_bytes() == before
+    with pytest.raises(jd.StoreError, match=says):
+        jd.experiments(store=str(path))
+
+
+def _definition(name: str) -> ExperimentDefinition:
+    return ExperimentDefinition("hpo", name, Objective("acc"), {}, total=50)
+
+
+BATCHES, ROWS = 100, 50
+
+
+def _write_many(path: str, name: str) -> None:
+    journal = Journal(path, _definition(name), {}, name_given=True)
+    for trial_id in range(BATCHES):
+        rec = TrialRecord(trial_id, {"i": trial_id})
+        journal.trial_changed(rec)
+        journal.reports(trial_id, 0, [[step, {"acc": step / ROWS}, 0.0] for step in range(ROWS)])
+        rec.state, rec.value = TrialState.COMPLETED, 1.0
+        journal.trial_changed(rec)
+    journal.close(ExperimentState.COMPLETED, None, 0.0)
+
+
+def test_two_processes_writing_one_store_at_once_lose_nothing(store):
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_many, args=(store, f"writer-{i}")) for i in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT count(*) FROM reports").fetchone()[0] == 2 * BATCHES * ROWS
+        assert conn.execute("SELECT count(*) FROM trials").fetchone()[0] == 2 * BATCHES
+    listing = jd.experiments(store=store)
+    assert list(listing["state"]) == ["completed", "completed"]
+    assert list(listing["trials_done"]) == [BATCHES, BATCHES]
+
+
+def test_a_flood_of_output_is_capped_in_the_store_with_a_visible_mark(store):
+    journal = Journal(store, _definition("chatty"), {}, name_given=True)
+    rec = TrialRecord(0, {})
+    journal.trial_changed(rec)
+    line = "x" * 1023 + "\n"
+    for _ in range(3 * LOG_CAP_BYTES // len(line)):
+        journal.output(0, "stdout", line)
+    rec.state = TrialState.COMPLETED
+    journal.trial_changed(rec)
+    journal.close(ExperimentState.COMPLETED, None, 0.0)
+    record, _ = read_record(store, "chatty")
+    logs = record.trial(0).logs
+    assert LOG_CAP_BYTES <= len(logs) < LOG_CAP_BYTES + 4096
+    assert logs.rstrip().endswith("the rest is not stored]")
