@@ -11,7 +11,7 @@ import platform
 from collections.abc import Callable
 from typing import Any
 
-from .errors import ExperimentFailed, MetricError
+from .errors import ClusterLost, ExperimentFailed, MetricError
 from .experiment import Experiment
 from .protocol import ExperimentState, TrialState
 from .runtime import DaskLauncher, StopSignal, TrialLoop, TrialSource, get_client, interrupts_stop
@@ -31,12 +31,14 @@ def run_experiment(
     resources: dict[str, float] | None = None,
     store: str | None = None,
     name_given: bool = False,
+    resume: InMemoryRecord | None = None,
 ) -> Experiment:
     """Run ``source``'s trials of ``fn`` and return the finished Experiment (``make_experiment(record, stop)``).
 
     ``ranks``: every trial is a data-parallel job of that many rank tasks, on workers having ``resources``.
     ``store``: the store file the run is recorded in as it goes (None: memory only); its name there is
     ``definition.name``, or with ``name_given`` False the first free one of name-2, name-3...
+    ``resume``: the stored run this one continues (its record, read back), under the same id and name.
     """
     client = get_client(cluster)
     definition = dataclasses.replace(definition, dashboard_link=_dashboard_link(client))
@@ -47,9 +49,10 @@ def run_experiment(
 
     journal = None
     if store is not None:
-        journal = Journal(store, definition, _about(fn, client, parallel), name_given=name_given)
+        about = _about(fn, client, parallel)
+        journal = Journal(store, definition, about, name_given=name_given, resume=resume is not None)
         definition = journal.definition
-    record = InMemoryRecord(definition, journal)
+    record = InMemoryRecord(definition, journal) if resume is None else resume.continued(definition, journal)
     stop = StopSignal()
     exp = make_experiment(record, stop.request)
     view = _make_view(progress, exp)
@@ -77,6 +80,9 @@ def run_experiment(
 def _run(loop: TrialLoop, record: InMemoryRecord, exp: Experiment, view) -> None:
     try:
         loop.run(idle=view.idle)
+    except ClusterLost as exc:
+        record.finish(ExperimentState.INTERRUPTED, str(exc))
+        raise ExperimentFailed(str(exc), exp) from None
     except MetricError as exc:
         record.finish(ExperimentState.FAILED, str(exc))
         raise ExperimentFailed(str(exc), exp) from None

@@ -9,17 +9,19 @@ way for every kind.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from typing import Any
 
 from ._orchestrate import run_experiment
+from ._stored import experiments, finished_and_rerun, load, prior_run
 from ._validate import check_callable, check_metric, check_positive, check_progress
 from .errors import ArgumentError
 from .experiment import Experiment
 from .protocol import Direction, Objective
 from .runtime import use_cluster
 from .space import validate_space
-from .store import ExperimentDefinition, list_experiments, read_record, store_path
+from .store import ExperimentDefinition, InMemoryRecord, store_path
 
 __all__ = ["ablation", "data_parallel", "experiments", "hpo", "load", "use_cluster"]
 
@@ -41,6 +43,7 @@ def hpo(
     progress: Any = "auto",
     workers_per_trial: int = 1,
     store: Any = None,
+    resume: bool = False,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -86,6 +89,10 @@ def hpo(
     store
         Where the experiment is recorded as it runs: None, the default store (``JUPYTER_DIST_STORE``, dask
         config ``jupyter_dist.store``, or Jupyter's data directory); a file path; False, nowhere (memory only).
+    resume
+        Continue the stored experiment ``name`` (after a kernel restart, a crash, a stop, or to run more trials):
+        its finished trials are kept and told to the sampler and the pruner, the trials it left unfinished run
+        again, and it stops when ``trials`` trials in all have finished.
     """
     from .search import OptunaSearch
 
@@ -95,6 +102,7 @@ def hpo(
     check_positive("workers_per_trial", workers_per_trial, optional=False)
     validate_space(fn, search_space)
     store_file = store_path(store)
+    prior = prior_run(store_file, name, "hpo", metric, objective.direction.value) if resume else None
     search = OptunaSearch(
         search_space,
         trials=trials,
@@ -120,6 +128,8 @@ def hpo(
             "workers_per_trial": workers_per_trial,
         },
     )
+    if prior is not None:
+        definition = _continue_search(prior, definition, search)
     if workers_per_trial > 1:
         from .ddp import DataParallelTrial
 
@@ -134,6 +144,7 @@ def hpo(
         ranks=workers_per_trial if workers_per_trial > 1 else None,
         store=store_file,
         name_given=name is not None,
+        resume=prior,
     )
 
 
@@ -241,6 +252,7 @@ def ablation(
     timeout: float | None = None,
     progress: Any = "auto",
     store: Any = None,
+    resume: bool = False,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.
@@ -296,16 +308,28 @@ def ablation(
             "seed": seed,
         },
     )
+    store_file = store_path(store)
+    done: set[int] = set()
+    prior = prior_run(store_file, name, "ablation", metric, objective.direction.value) if resume else None
+    if prior is not None:
+        # as JSON, which is how the store holds them (tuples come back as lists)
+        if json.dumps(prior.definition.details.get("variants")) != json.dumps(definition.details["variants"]):
+            raise ArgumentError(
+                f"{name!r} studied other components; resume it with the same features, modules, flags and groups"
+            )
+        done = {rec.trial_id for rec in finished_and_rerun(prior)[0]}
+        definition = dataclasses.replace(prior.definition, timeout=timeout)
     return run_experiment(
         definition,
         AblationTrial(fn, plan.modules, plan.removed_modules()),
-        AblationSource(plan),
+        AblationSource(plan, done=done),
         cluster=cluster,
         parallel=parallel,
         progress=progress,
         make_experiment=lambda record, stop: AblationExperiment(record, stop, plan=plan),
-        store=store_path(store),
+        store=store_file,
         name_given=name is not None,
+        resume=prior,
     )
 
 
@@ -318,40 +342,25 @@ def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, pro
     return Objective(metric, Direction.parse(mode))
 
 
-def experiments(store: Any = None):
-    """Every experiment in the store, oldest first, as a DataFrame: name, id, kind, state, trials done and
-    total, metric, mode, best, started, duration (seconds). A run whose kernel is gone shows "interrupted"."""
-    import pandas as pd
-
-    columns = ["name", "id", "kind", "state", "trials_done", "trials_total", "metric", "mode", "best"]
-    path = store_path(store)
-    rows = list_experiments(path) if path else []
-    table = pd.DataFrame(rows, columns=[*columns, "started", "duration"])
-    table["started"] = pd.to_datetime(table["started"], unit="s")
-    return table
-
-
-def load(name_or_id: str, store: Any = None) -> Experiment:
-    """A stored experiment, by name or id, as the Experiment the run returned: ``.best``, ``.trials``,
-    ``.history``, ``.logs()``, ``.plot()``; an ablation study's ``.summary()``; a data-parallel run's ``.result``
-    (when it pickled)."""
-    if not isinstance(name_or_id, str) or not name_or_id:
-        raise ArgumentError(f"load() takes an experiment's name or id; got {name_or_id!r:.60}")
-    path = store_path(store)
-    if path is None:
-        raise ArgumentError("load() needs a store: store=False (or JUPYTER_DIST_STORE=off) has none")
-    record, _about = read_record(path, name_or_id)
-    details = record.definition.details
-    if record.definition.kind == "ablation":
-        from .ablation import AblationExperiment, Plan, Variant
-
-        variants = tuple(
-            Variant(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-            for d in details.get("variants", [])
+def _continue_search(prior: InMemoryRecord, definition: ExperimentDefinition, search) -> ExperimentDefinition:
+    """Set ``search`` up to continue the stored run; the definition it continues under (same id and name)."""
+    stored = {name for name, value in prior.definition.space.items() if hasattr(value, "to_optuna")}
+    if stored != set(search.searched):
+        raise ArgumentError(
+            f"{prior.definition.name!r} searched {sorted(stored)}; resume it with the same search space, not "
+            f"{sorted(search.searched)}"
         )
-        return AblationExperiment(record, plan=Plan(variants, (), ()))
-    if record.definition.kind == "ddp":
-        from .ddp import DataParallelExperiment
-
-        return DataParallelExperiment(record, workers=details.get("workers"))
-    return Experiment(record)
+    finished, rerun = finished_and_rerun(prior)
+    attempts = {rec.trial_id: rec.attempts - 1 for rec in finished}
+    curves: dict[int, dict[int, float]] = {}
+    for trial_id, attempt, step, metric, value, _ in prior.report_rows():
+        if metric == definition.objective.metric and attempts.get(trial_id) == attempt:
+            curves.setdefault(trial_id, {}).setdefault(step, value)
+    search.resume(finished, rerun, curves)
+    return dataclasses.replace(
+        prior.definition,
+        total=search.total,
+        max_steps=definition.max_steps,
+        timeout=definition.timeout,
+        details=definition.details,
+    )

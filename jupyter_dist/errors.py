@@ -16,6 +16,7 @@ __all__ = [
     "AblationError",
     "ArgumentError",
     "ClusterError",
+    "ClusterLost",
     "ExperimentFailed",
     "JupyterDistError",
     "MetricError",
@@ -65,6 +66,10 @@ class ClusterError(JupyterDistError, RuntimeError):
 
 class StoreError(JupyterDistError, RuntimeError):
     """The experiment store cannot be used: a file that is not a store, a newer schema, a name taken."""
+
+
+class ClusterLost(ClusterError):
+    """The cluster went away while an experiment ran (the scheduler stopped answering)."""
 
 
 class PlacementError(JupyterDistError, RuntimeError):

@@ -53,6 +53,12 @@ class TrialState(_StrEnum):
     def finished(self) -> bool:
         return self is not TrialState.RUNNING
 
+    @property
+    def done(self) -> bool:
+        """Counts towards the experiment's total: it ran to its end, or was pruned or stopped. An interrupted
+        trial is not done: a resumed run runs it again."""
+        return self not in (TrialState.RUNNING, TrialState.INTERRUPTED)
+
 
 class ExperimentState(_StrEnum):
     RUNNING = "running"

@@ -27,6 +27,10 @@ class Space:
         """Map a value Optuna sampled back to the value the training function receives."""
         return value
 
+    def to_optuna_value(self, value: Any) -> Any:
+        """The inverse of ``from_optuna``: a value a trial received, as Optuna holds it (a resumed study)."""
+        return value
+
 
 def _check_number(name: str, what: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -104,6 +108,15 @@ class Choice(Space):
 
     def from_optuna(self, value: Any) -> Any:
         return self.options[value] if self._by_index else value
+
+    def to_optuna_value(self, value: Any) -> Any:
+        if not self._by_index:
+            return value
+        # a stored trial holds such an option as its repr (the store keeps JSON)
+        for index, option in enumerate(self.options):
+            if option is value or option == value or repr(option) == value:
+                return index
+        raise ValueError(f"{value!r} is not one of {self!r}")
 
     def __repr__(self) -> str:
         return f"choice({list(self.options)!r})"

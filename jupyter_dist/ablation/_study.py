@@ -22,8 +22,9 @@ class AblationSource:
 
     prunes = False
 
-    def __init__(self, plan: Plan) -> None:
-        self._planned = iter(plan.trials)
+    def __init__(self, plan: Plan, done: set[int] = frozenset()) -> None:
+        """``done``: trial ids a resumed study already finished."""
+        self._planned = iter([t for t in plan.trials if t.trial_id not in done])
         self._variant = {t.trial_id: t.variant for t in plan.trials}
         self.halted = False
 

@@ -151,8 +151,14 @@ class Experiment:
         return self.record.trial_records()
 
     def counts(self) -> dict[str, int]:
-        """Trials by state: running, completed, pruned, failed, stopped."""
+        """Trials by state: running, completed, pruned, failed, stopped, interrupted."""
         return self.record.counts()
+
+    @property
+    def done(self) -> int:
+        """Trials done, as counted against the total (not running, not interrupted)."""
+        counts = self.counts()
+        return sum(counts[s.value] for s in TrialState if s.done)
 
     def compute(self) -> dict[str, float]:
         """Compute used so far: reported steps and trial-seconds, all trials; and, with ``max_steps``, the
@@ -203,8 +209,7 @@ class Experiment:
 
     def status_line(self) -> str:
         c = self.counts()
-        done = sum(c[s.value] for s in TrialState if s.finished)
-        parts = [f"{self.kind} {self.name!r} {self.state}: {done}/{self.total or '?'} trials done"]
+        parts = [f"{self.kind} {self.name!r} {self.state}: {self.done}/{self.total or '?'} trials done"]
         parts += [f"{c[s]} {s}" for s in ("running", "pruned", "failed", "stopped", "interrupted") if c[s]]
         highlight = self.highlight()
         if highlight:

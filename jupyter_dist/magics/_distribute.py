@@ -105,7 +105,7 @@ DDP_ONLY = ("workers", "gpus_per_worker", "backend")
 FOREIGN = {
     "hpo": ABLATION_ONLY + DDP_ONLY,
     "ablation": HPO_ONLY + DDP_ONLY,
-    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed"),
+    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed", "resume"),
 }
 
 
@@ -123,6 +123,12 @@ class DistributeMagics(Magics):
     @argument("--parallel", type=int, default=None, help="trials at once (default: the cluster's threads)")
     @argument("--name", default=None, help="experiment name (default: the function's name)")
     @argument("--seed", type=int, default=None, help="hpo: seed of the sampler; ablation: seed of repeat 0")
+    @argument(
+        "--resume",
+        action="store_true",
+        default=None,
+        help="hpo, ablation: continue the stored experiment --name (after a restart, a crash or a stop)",
+    )
     @argument(
         "--store", default=None, help="the experiment store file (default: JUPYTER_DIST_STORE or Jupyter's)"
     )
@@ -199,7 +205,17 @@ class DistributeMagics(Magics):
         space = _pick_space(args, namespace, new)
         fn = _pick_function(args, namespace, new, space)
         options = _given(
-            args, "metric", "sampler", "parallel", "name", "seed", "max_steps", "timeout", "cluster", "store"
+            args,
+            "metric",
+            "sampler",
+            "parallel",
+            "name",
+            "seed",
+            "max_steps",
+            "timeout",
+            "cluster",
+            "store",
+            "resume",
         )
         if args.trials is not None or args.timeout is not None:
             options["trials"] = args.trials  # --timeout without --trials: as many trials as fit in the time
@@ -218,7 +234,9 @@ class DistributeMagics(Magics):
         features, flags = _comma_list(args.features), _comma_list(args.flags)
         needs = dict.fromkeys((["features"] if features else []) + (flags or []))
         fn = _pick_function(args, namespace, new, needs)
-        options = _given(args, "metric", "repeats", "cluster", "name", "seed", "parallel", "timeout", "store")
+        options = _given(
+            args, "metric", "repeats", "cluster", "name", "seed", "parallel", "timeout", "store", "resume"
+        )
         return jupyter_dist.ablation(
             fn,
             features=features,

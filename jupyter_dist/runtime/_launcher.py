@@ -33,6 +33,8 @@ WORKER_CHECK = 1.0
 WORKER_WAIT = 30.0
 # How long the end of a run waits for tasks whose outcome already arrived (normally a few ms behind it).
 SETTLE_WAIT = 2.0
+# The client cut off from the scheduler this long: the cluster is gone (Dask's client keeps trying to reconnect).
+SCHEDULER_LOST = 5.0
 
 # (scheduler address, hash of the pickled function) pairs whose function loaded on that cluster's workers.
 _loadable: set[tuple[str, str]] = set()
@@ -68,6 +70,7 @@ class DaskLauncher:
         # (releasing a running task would cancel it noisily on its worker).
         self._lingering: list = []
         self._present: tuple[float, set[str]] = (0.0, set())
+        self._disconnected_since: float | None = None
 
     # --- before the run ----------------------------------------------------------------------------------
     def capacity(self) -> int:
@@ -173,7 +176,25 @@ class DaskLauncher:
         )
 
     def stop(self, trial_ids: list[int] | None) -> None:
-        stop_on_workers(self.client, self.exp_id, trial_ids)
+        if self.client.status == "running":  # nothing to tell workers we cannot reach
+            stop_on_workers(self.client, self.exp_id, trial_ids)
+
+    def lost(self) -> str | None:
+        """Why the cluster is gone, once the client has been cut off from the scheduler for SCHEDULER_LOST
+        seconds (a brief reconnect is not a loss); None while it is there."""
+        if self.client.status == "running":
+            self._disconnected_since = None
+            return None
+        now = time.monotonic()
+        if self._disconnected_since is None:
+            self._disconnected_since = now
+        if now - self._disconnected_since < SCHEDULER_LOST:
+            return None
+        return (
+            f"lost the Dask scheduler at {self.client.scheduler.address} (no connection for {SCHEDULER_LOST:.0f} s): "
+            "the trials that were running are recorded as interrupted; resume the experiment once the cluster "
+            "is back"
+        )
 
     def finished(self, trial: RunningTrial, outcome: Outcome) -> None:
         """Let Dask drop the trial's tasks (we have its outcome) and free its workers."""

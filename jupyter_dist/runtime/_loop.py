@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import MetricError
+from ..errors import ClusterLost, MetricError
 from ..protocol import ErrorKind, LogLine, Objective, Outcome, ReportBatch, TrialState
 from ._interrupts import StopSignal
 
@@ -105,6 +105,9 @@ class TrialLauncher(Protocol):
 
     def finished(self, trial: RunningTrial, outcome: Outcome) -> None: ...
 
+    def lost(self) -> str | None:
+        """Why the cluster is gone for good, or None."""
+
     def tidy(self) -> None: ...
 
     def settle(self) -> None: ...
@@ -168,6 +171,13 @@ class TrialLoop:
 
     def step(self) -> bool:
         """Start what may start, then handle what arrives within one poll interval. False when all is done."""
+        lost = self.launcher.lost()
+        if lost is not None:
+            for trial in list(self.running.values()):
+                self._finish(
+                    trial, Outcome.lost(trial.trial_id, TrialState.INTERRUPTED, lost, ErrorKind.LOST)
+                )
+            raise ClusterLost(lost)
         if self.deadline is not None and not self.stop.requested and time.monotonic() > self.deadline:
             self.stop.timed_out = True
             self.stop.request()

@@ -30,7 +30,12 @@ class TaskTrial(RunningTrial):
         elif self.future.status == "error":
             return Outcome.lost(self.trial_id, TrialState.FAILED, task_error(self.future), ErrorKind.LOST)
         elif self.future.status == "cancelled":
-            return Outcome.lost(self.trial_id, TrialState.STOPPED, None, None)
+            if self.told_to_stop:
+                return Outcome.lost(self.trial_id, TrialState.STOPPED, None, None)
+            # Not by us: Dask cancels every future when the client loses the scheduler (or someone cancelled
+            # it on the dashboard). It did not end by itself: a resumed run runs it again.
+            why = "its task was cancelled by Dask (the client lost the scheduler, or it was cancelled there)"
+            return Outcome.lost(self.trial_id, TrialState.INTERRUPTED, why, ErrorKind.LOST)
         return None
 
     def poll(self, now: float) -> Outcome | None:

@@ -91,6 +91,54 @@ class OptunaSearch:
         self._steps_seen: dict[int, set[int]] = {}
         self._last_sampled: dict[int, float] = {}
         self._asked = 0
+        self._next_id = 0
+
+    def resume(self, finished: list, rerun: list, curves: dict[int, dict[int, float]]) -> None:
+        """Continue a stored search: tell Optuna the ``finished`` trials (records: completed, pruned, failed),
+        with their objective's ``curves`` (trial id -> step -> value) so pruning rungs include them, and
+        queue the ``rerun`` trials' parameters (those a dead kernel left running) to be asked first. They all
+        count towards ``total``; new trial ids follow the stored ones."""
+        import optuna
+
+        states = {
+            TrialState.COMPLETED: optuna.trial.TrialState.COMPLETE,
+            TrialState.PRUNED: optuna.trial.TrialState.PRUNED,
+            TrialState.FAILED: optuna.trial.TrialState.FAIL,
+        }
+        with _quiet_optuna():
+            for rec in finished:
+                completed = rec.state is TrialState.COMPLETED
+                params = self._optuna_params(rec.params)
+                self.study.add_trial(
+                    optuna.trial.create_trial(
+                        params=params,
+                        distributions=self.distributions,
+                        value=rec.value if completed else None,
+                        state=states[rec.state],
+                        intermediate_values=curves.get(rec.trial_id, {}),
+                        system_attrs=self._grid_attrs(params),
+                    )
+                )
+            for rec in rerun:
+                self.study.enqueue_trial(self._optuna_params(rec.params), skip_if_exists=False)
+        self._asked = len(finished)
+        self._next_id = 1 + max((rec.trial_id for rec in [*finished, *rerun]), default=-1)
+
+    def _grid_attrs(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What GridSampler marks its own trials with, so a told trial's grid point counts as visited (it
+        reads only these; Optuna has no public way to say it)."""
+        import optuna
+
+        sampler = self.study.sampler
+        if not isinstance(sampler, optuna.samplers.GridSampler):
+            return {}
+        point = tuple(params[name] for name in sampler._param_names)
+        if point not in sampler._all_grids:
+            return {}
+        return {"grid_id": sampler._all_grids.index(point), "search_space": sampler._search_space}
+
+    def _optuna_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {name: space.to_optuna_value(params[name]) for name, space in self.searched.items()}
 
     def next_trial(self) -> TrialSpec | None:
         if self.total is not None and self._asked >= self.total:
@@ -98,10 +146,12 @@ class OptunaSearch:
         with _quiet_optuna():
             trial = self.study.ask(self.distributions)
         self._asked += 1
-        self._pending[trial.number] = trial
+        # Our trial ids count on from the stored ones; a fresh search's equal Optuna's trial numbers.
+        trial_id, self._next_id = self._next_id, self._next_id + 1
+        self._pending[trial_id] = trial
         params = dict(self.constants)
         params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
-        return TrialSpec(trial.number, params)
+        return TrialSpec(trial_id, params)
 
     def report(self, trial_id: int, batch: list) -> bool:
         """Give Optuna a trial's new reports of the objective; True when its pruner says stop.

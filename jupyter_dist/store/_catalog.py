@@ -73,7 +73,7 @@ def list_experiments(path: str) -> list[dict[str, Any]]:
     for row in rows:
         definition = json.loads(row["definition"])
         counts = by_state.get(row["id"], {})
-        done = sum(n for state, n in counts.items() if state != TrialState.RUNNING.value)
+        done = sum(n for state, n in counts.items() if TrialState(state).done)
         ended = row["ended"] if row["ended"] is not None else row["heartbeat"]
         out.append(
             {

@@ -36,32 +36,46 @@ class Journal:
     """The store's side of one running experiment: create its row, then write what the record hands over."""
 
     def __init__(
-        self, path: str, definition: ExperimentDefinition, about: dict[str, Any], *, name_given: bool
+        self,
+        path: str,
+        definition: ExperimentDefinition,
+        about: dict[str, Any],
+        *,
+        name_given: bool,
+        resume: bool = False,
     ) -> None:
         """Create the run's row under ``definition.name`` (or, unless ``name_given``, the first free name-2,
-        name-3...): ``self.definition`` is the definition with the name it got."""
+        name-3...): ``self.definition`` is the definition with the name it got. ``resume``: the row exists (same
+        id); this process takes it over and marks it running again."""
         self.path = path
         self.experiment_id = definition.id
+        self.definition = definition
+        row = {
+            "state": ExperimentState.RUNNING.value,
+            "error": None,
+            "ended": None,
+            "about": dumps(about),
+            "heartbeat": time.time(),
+            **owner(),
+        }
         db = Database(path)  # here, so a bad store file fails before anything runs
         try:
-            with db.transaction():  # the name is chosen and taken in one write transaction: no race
-                definition = dataclasses.replace(
-                    definition, name=_free_name(db, definition.name, name_given, path)
-                )
-                self.definition = definition
-                db.insert_experiment(
-                    {
-                        "id": definition.id,
-                        "name": definition.name,
-                        "kind": definition.kind,
-                        "state": ExperimentState.RUNNING.value,
-                        "definition": definition_to_json(definition),
-                        "about": dumps(about),
-                        "created": definition.created,
-                        "heartbeat": time.time(),
-                        **owner(),
-                    }
-                )
+            with db.transaction():  # a new name is chosen and taken in one write transaction: no race
+                if resume:
+                    db.update_experiment(definition.id, {**row, "definition": definition_to_json(definition)})
+                else:
+                    name = _free_name(db, definition.name, name_given, path)
+                    self.definition = definition = dataclasses.replace(definition, name=name)
+                    db.insert_experiment(
+                        {
+                            **row,
+                            "id": definition.id,
+                            "name": definition.name,
+                            "kind": definition.kind,
+                            "definition": definition_to_json(definition),
+                            "created": definition.created,
+                        }
+                    )
         finally:
             db.close()
         self._lock = threading.Lock()

@@ -115,6 +115,16 @@ class InMemoryRecord(ExperimentRecord):
         if self._journal:
             self._journal.close(state, error, self.ended)
 
+    def continued(self, definition: ExperimentDefinition, journal: Journal | None) -> InMemoryRecord:
+        """This stored record, running again (a resumed run) under ``definition``, journalled to ``journal``."""
+        self.definition, self._journal = definition, journal
+        self.state, self.error, self.started, self.ended = ExperimentState.RUNNING, None, time.time(), None
+        if journal:
+            for rec in self._trials.values():
+                if rec.state is TrialState.INTERRUPTED:  # the store still says "running"
+                    journal.trial_changed(rec)
+        return self
+
     @classmethod
     def restored(
         cls,

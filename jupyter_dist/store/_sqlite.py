@@ -172,6 +172,12 @@ class Database:
         marks = ", ".join("?" for _ in row)
         self.conn.execute(f"INSERT INTO experiments ({columns}) VALUES ({marks})", tuple(row.values()))
 
+    def update_experiment(self, experiment_id: str, values: dict[str, Any]) -> None:
+        assignments = ", ".join(f"{column} = ?" for column in values)
+        self.conn.execute(
+            f"UPDATE experiments SET {assignments} WHERE id = ?", (*values.values(), experiment_id)
+        )
+
     def trial_rows(self, experiment_id: str) -> list[sqlite3.Row]:
         return self.conn.execute(
             "SELECT trial_id, record, result FROM trials WHERE experiment_id = ? ORDER BY trial_id",

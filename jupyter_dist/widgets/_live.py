@@ -126,7 +126,7 @@ class LiveView(ExperimentView):
         exp = self.exp
         records = exp.trial_records()
         c = exp.counts()
-        done = sum(c[s.value] for s in TrialState if s.finished)
+        done = exp.done
         state_colour = {"running": "#1f77b4", "completed": "#2ca02c", "stopped": "#ff7f0e"}.get(
             exp.state, "#d62728"
         )

@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -208,3 +209,61 @@ def test_the_embedded_clusters_workers_start_warm_and_quiet_unless_configured(tm
     assert state["frozen"] > 10_000
     assert state["profile"] is False
     assert state["tick"] == "50ms"
+
+
+def test_a_scheduler_that_goes_away_ends_the_run_within_seconds_as_interrupted():
+    def slow(x=0.0):  # defined here: pickled by value for workers that cannot import this module
+        import time
+
+        for step in range(5):
+            time.sleep(0.1)
+            jd.report(step=step, y=x + step)
+        return {"y": x + 5}
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen(
+        [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    worker = subprocess.Popen(
+        [DASK, "worker", address, "--nthreads", "1", "--nworkers", "2", "--no-dashboard"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        jd.get_client(address).wait_for_workers(2, timeout=60)
+        killer = threading.Timer(4.0, scheduler.kill)  # mid-run, with trials finished and trials running
+        killer.start()
+        started = time.monotonic()
+        with pytest.raises(jd.ExperimentFailed, match="lost the Dask scheduler") as failed:
+            jd.hpo(
+                slow,
+                {"x": space.uniform(0, 1)},
+                trials=200,
+                metric="y",
+                pruner=None,
+                cluster=address,
+                progress=False,
+                name="cut",
+            )
+        took = time.monotonic() - started
+        exp = failed.value.experiment
+        assert took < 4.0 + 30.0, took  # not a hang
+        assert exp.state == "interrupted"
+        states = set(exp.trials.state)
+        assert "completed" in states and states <= {"completed", "interrupted"}
+        stored = jd.load("cut")
+        assert stored.state == "interrupted" and "lost the Dask scheduler" in stored.error
+        assert stored.trials[["trial_id", "state", "value"]].equals(
+            exp.trials[["trial_id", "state", "value"]]
+        )
+    finally:
+        killer.cancel()
+        client = _cluster._remote.pop(address, None)
+        if client is not None:
+            client.close(timeout=5)
+        for proc in (worker, scheduler):  # only the processes this test started, by their PID
+            proc.kill()
+            proc.wait(timeout=30)

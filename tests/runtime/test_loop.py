@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from jupyter_dist import MetricError
+from jupyter_dist import ClusterLost, MetricError
 from jupyter_dist.protocol import Direction, ErrorKind, Objective, Outcome, TrialState
 from jupyter_dist.runtime import RunningTrial, StopSignal, TrialLoop, TrialSpec
 from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
@@ -46,6 +46,7 @@ class FakeLauncher:
         self.stops: list[list[int] | None] = []
         self.trials: dict[int, FakeTrial] = {}
         self.behaviour: dict[int, object] = {}
+        self.gone_after: int | None = None  # the cluster goes away once this many trials have started
 
     @contextlib.contextmanager
     def events(self, on_reports, on_log, on_outcome):
@@ -73,6 +74,11 @@ class FakeLauncher:
 
     def finished(self, trial, outcome):
         self.in_flight.discard(trial.trial_id)
+
+    def lost(self):
+        if self.gone_after is not None and len(self.started) >= self.gone_after:
+            return "lost the scheduler"
+        return None
 
     def tidy(self):
         pass
@@ -257,3 +263,17 @@ def test_outcomes_arriving_from_another_thread_are_handled_on_the_loops():
     loop.run()
     assert len(record.trial_records()) == 6
     assert set(told_on) == set(loop_thread)  # Optuna is only ever told from the loop's thread
+
+
+def test_a_lost_cluster_ends_the_run_and_records_the_running_trials_as_interrupted():
+    source = ListSource(10)
+    loop, launcher, record = make_loop(
+        lambda spec: RUNS_UNTIL_STOPPED if spec.trial_id else completed(spec), source
+    )
+    launcher.gone_after = 3
+    with pytest.raises(ClusterLost, match="lost the scheduler"):
+        loop.run()
+    states = {r.trial_id: r.state for r in record.trial_records()}
+    assert states == {0: TrialState.COMPLETED, 1: TrialState.INTERRUPTED, 2: TrialState.INTERRUPTED}
+    assert record.trial(1).error == "lost the scheduler"
+    assert launcher.started == [0, 1, 2]

@@ -10,6 +10,18 @@ import time
 import jupyter_dist as jd
 from jupyter_dist.store import FLUSH_INTERVAL_S
 
+
+def slow(x=0.0):
+    import time
+
+    import jupyter_dist as jd
+
+    for step in range(4):
+        time.sleep(0.1)
+        jd.report(step=step, y=x + step)
+    return {"y": x + 4}
+
+
 SCRIPT = """
 import sys, time
 import jupyter_dist as jd
@@ -39,7 +51,7 @@ def _completed(path: str) -> int:
         return 0
 
 
-def test_a_killed_kernel_keeps_its_finished_trials_and_reads_as_interrupted(tmp_path):
+def test_a_killed_kernel_keeps_its_finished_trials_reads_as_interrupted_and_resumes(tmp_path, run_hpo):
     store = str(tmp_path / "store.sqlite")
     script = tmp_path / "kernel.py"
     script.write_text(SCRIPT)
@@ -69,3 +81,26 @@ def test_a_killed_kernel_keeps_its_finished_trials_and_reads_as_interrupted(tmp_
     for trial_id in completed.trial_id:  # every finished trial's reports are there, whole
         assert list(history[history.trial_id == trial_id].step) == [0, 1, 2, 3]
     assert exp.best.value == completed.value.max()
+
+    # A new kernel resumes it: what finished is kept, what was running runs again, and it ends at the total.
+    interrupted = exp.trials[exp.trials.state == "interrupted"]
+    total = len(completed) + len(interrupted) + 3
+    resumed = run_hpo(
+        slow,
+        {"x": jd.space.uniform(0, 1)},
+        trials=total,
+        metric="y",
+        pruner=None,
+        store=store,
+        name="doomed",
+        resume=True,
+    )
+    assert resumed.state == "completed" and resumed.id == exp.id
+    trials = resumed.trials
+    assert (trials.state == "completed").sum() == total
+    assert trials.head(len(exp.trials))[["trial_id", "state", "value"]].equals(
+        exp.trials[["trial_id", "state", "value"]]
+    )
+    rerun = trials[trials.trial_id > exp.trials.trial_id.max()]
+    assert set(interrupted.params_x) <= set(rerun.params_x)  # the interrupted ones ran again, first
+    assert jd.experiments(store=store).set_index("name").loc["doomed", "state"] == "completed"

@@ -1,0 +1,99 @@
+"""Stored experiments seen from the API: the listing, loading one back as its Experiment, and the record a
+resumed run continues."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ArgumentError, StoreError
+from .experiment import Experiment
+from .protocol import ExperimentState, TrialState
+from .store import InMemoryRecord, list_experiments, read_record, store_path
+
+__all__ = ["experiments", "load", "prior_run"]
+
+
+def experiments(store: Any = None):
+    """Every experiment in the store, oldest first, as a DataFrame: name, id, kind, state, trials done and
+    total, metric, mode, best, started, duration (seconds). A run whose kernel is gone shows "interrupted"."""
+    import pandas as pd
+
+    columns = ["name", "id", "kind", "state", "trials_done", "trials_total", "metric", "mode", "best"]
+    path = store_path(store)
+    rows = list_experiments(path) if path else []
+    table = pd.DataFrame(rows, columns=[*columns, "started", "duration"])
+    table["started"] = pd.to_datetime(table["started"], unit="s")
+    return table
+
+
+def load(name_or_id: str, store: Any = None) -> Experiment:
+    """A stored experiment, by name or id, as the Experiment the run returned: ``.best``, ``.trials``,
+    ``.history``, ``.logs()``, ``.plot()``; an ablation study's ``.summary()``; a data-parallel run's ``.result``
+    (when it pickled)."""
+    if not isinstance(name_or_id, str) or not name_or_id:
+        raise ArgumentError(f"load() takes an experiment's name or id; got {name_or_id!r:.60}")
+    path = store_path(store)
+    if path is None:
+        raise ArgumentError("load() needs a store: store=False (or JUPYTER_DIST_STORE=off) has none")
+    record, _about = read_record(path, name_or_id)
+    return view_of(record)
+
+
+def view_of(record: InMemoryRecord, stop=None) -> Experiment:
+    """The Experiment class of the record's kind over it."""
+    details = record.definition.details
+    if record.definition.kind == "ablation":
+        from .ablation import AblationExperiment
+
+        return AblationExperiment(record, stop, plan=plan_of(record))
+    if record.definition.kind == "ddp":
+        from .ddp import DataParallelExperiment
+
+        return DataParallelExperiment(record, stop, workers=details.get("workers"))
+    return Experiment(record, stop)
+
+
+def plan_of(record: InMemoryRecord):
+    """An ablation study's variants, as stored (enough for its summary and chart)."""
+    from .ablation import Plan, Variant
+
+    variants = tuple(
+        Variant(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        for d in record.definition.details.get("variants", [])
+    )
+    return Plan(variants, (), ())
+
+
+def prior_run(path: str | None, name: str | None, kind: str, metric: str | None, mode: str) -> InMemoryRecord:
+    """The stored run ``name`` that ``resume=True`` continues, checked to be one this call can continue."""
+    if path is None:
+        raise ArgumentError("resume=True continues a stored experiment: it needs a store (not store=False)")
+    if not name:
+        raise ArgumentError("resume=True needs name=: the stored experiment to continue")
+    try:
+        record, _about = read_record(path, name)
+    except StoreError:
+        raise StoreError(
+            f"there is no experiment named {name!r} to resume in {path}; leave out resume=True to start it"
+        ) from None
+    stored = record.definition
+    if stored.kind != kind:
+        raise ArgumentError(f"{name!r} is a stored {stored.kind} experiment: it cannot be resumed as {kind}")
+    if record.state is ExperimentState.RUNNING:
+        raise StoreError(
+            f"{name!r} is still running in another kernel: stop it there before resuming it here"
+        )
+    if kind != "ddp" and (stored.objective.metric, stored.objective.direction.value) != (metric, mode):
+        raise ArgumentError(
+            f"{name!r} optimised {stored.objective.metric!r} ({stored.objective.direction.value}); resume it with "
+            f"the same metric and mode, not {metric!r} ({mode})"
+        )
+    return record
+
+
+def finished_and_rerun(record: InMemoryRecord) -> tuple[list, list]:
+    """The stored trials a resumed run keeps (completed, pruned, failed) and those it runs again (the ones a
+    dead kernel or a stop left unfinished)."""
+    keep = (TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED)
+    records = record.trial_records()
+    return [r for r in records if r.state in keep], [r for r in records if r.state not in keep]
