@@ -81,3 +81,14 @@ def load_ipython_extension(ipython) -> None:
     from .magics import DistributeMagics
 
     ipython.register_magics(DistributeMagics)
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The jupyter-server extension (jupyter_dist.server), enabled on install."""
+    return [{"module": "jupyter_dist"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    from .server import load_extension  # jupyter_server only when a server loads it
+
+    load_extension(serverapp)

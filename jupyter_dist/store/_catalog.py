@@ -66,7 +66,7 @@ def list_experiments(path: str) -> list[dict[str, Any]]:
     try:
         rows = db.experiment_rows()
         by_state = db.trial_summaries()
-        best = _best_values(db)
+        value_range = db.completed_value_range()
     finally:
         db.close()
     out = []
@@ -85,7 +85,7 @@ def list_experiments(path: str) -> list[dict[str, Any]]:
                 "trials_total": definition.get("total"),
                 "metric": definition.get("metric"),
                 "mode": definition.get("mode"),
-                "best": best.get(row["id"]),
+                "best": _best(definition, value_range.get(row["id"])),
                 "started": row["created"],
                 "duration": ended - row["created"],
             }
@@ -93,16 +93,10 @@ def list_experiments(path: str) -> list[dict[str, Any]]:
     return out
 
 
-def _best_values(db: Database) -> dict[str, float]:
-    """The best completed value per experiment, in its own direction."""
-    rows = db.conn.execute(
-        "SELECT t.experiment_id, json_extract(e.definition, '$.mode') AS mode, "
-        "min(json_extract(t.record, '$.value')) AS lo, max(json_extract(t.record, '$.value')) AS hi "
-        "FROM trials t JOIN experiments e ON e.id = t.experiment_id "
-        "WHERE json_extract(t.record, '$.state') = 'completed' AND json_extract(e.definition, '$.metric') "
-        "IS NOT NULL GROUP BY t.experiment_id"
-    )
-    return {r["experiment_id"]: (r["hi"] if r["mode"] == "max" else r["lo"]) for r in rows}
+def _best(definition: dict[str, Any], value_range: tuple[float, float] | None) -> float | None:
+    if value_range is None or not definition.get("metric"):
+        return None
+    return value_range[1] if definition.get("mode") == "max" else value_range[0]
 
 
 def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, Any]]:

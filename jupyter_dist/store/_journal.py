@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import pickle
 import threading
 import time
@@ -79,7 +80,7 @@ class Journal:
         finally:
             db.close()
         self._lock = threading.Lock()
-        self._trials: dict[int, tuple[str, bytes | None]] = {}
+        self._trials: dict[int, tuple] = {}
         self._reports: list[tuple] = []
         self._logs: list[tuple] = []
         self._log_bytes: dict[int, int] = {}
@@ -91,7 +92,9 @@ class Journal:
     # --- handed over by the record ------------------------------------------------------------------------
     def trial_changed(self, rec: TrialRecord) -> None:
         """A trial started or ended (kernel main thread): its whole row, as it is now."""
-        row = (trial_to_json(rec), _pickled_result(rec) if rec.state is not TrialState.RUNNING else None)
+        value = rec.value if rec.value is None or math.isfinite(rec.value) else None
+        result = _pickled_result(rec) if rec.state is not TrialState.RUNNING else None
+        row = (rec.state.value, value, trial_to_json(rec), result)
         with self._lock:
             self._trials[rec.trial_id] = row
 
@@ -149,8 +152,9 @@ class Journal:
                 [(exp, trial_id, stream, text) for trial_id, stream, text in self._capped(logs)],
             )
             conn.executemany(
-                "INSERT OR REPLACE INTO trials (experiment_id, trial_id, record, result) VALUES (?, ?, ?, ?)",
-                [(exp, trial_id, record, result) for trial_id, (record, result) in trials.items()],
+                "INSERT OR REPLACE INTO trials (experiment_id, trial_id, state, value, record, result) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(exp, trial_id, *row) for trial_id, row in trials.items()],
             )
             if final is None:
                 conn.execute("UPDATE experiments SET heartbeat = ? WHERE id = ?", (time.time(), exp))

@@ -43,7 +43,9 @@ CREATE TABLE experiments (
 CREATE TABLE trials (
     experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
     trial_id INTEGER NOT NULL,
-    record TEXT NOT NULL,          -- JSON: _codec.trial_to_json
+    state TEXT NOT NULL,           -- also in record: as columns, listings need no JSON parsing
+    value REAL,
+    record TEXT NOT NULL,          -- JSON: _codec.trial_to_json (NaN allowed, so not for SQLite's JSON functions)
     result BLOB,                   -- a data-parallel trial's return values, pickled, when they pickle
     PRIMARY KEY (experiment_id, trial_id)
 );
@@ -195,12 +197,19 @@ class Database:
             "SELECT trial_id, stream, text FROM logs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)
         ).fetchall()
 
+    def completed_value_range(self) -> dict[str, tuple[float, float]]:
+        """Per experiment: the lowest and highest value of its completed trials."""
+        rows = self.conn.execute(
+            "SELECT experiment_id, min(value) AS lo, max(value) AS hi FROM trials "
+            "WHERE state = 'completed' AND value IS NOT NULL GROUP BY experiment_id"
+        )
+        return {r["experiment_id"]: (r["lo"], r["hi"]) for r in rows}
+
     def trial_summaries(self) -> dict[str, dict[str, Any]]:
         """Per experiment: trials by state, for the listing (one query for all)."""
         out: dict[str, dict[str, Any]] = {}
         rows = self.conn.execute(
-            "SELECT experiment_id, json_extract(record, '$.state') AS state, count(*) AS n FROM trials "
-            "GROUP BY experiment_id, state"
+            "SELECT experiment_id, state, count(*) AS n FROM trials GROUP BY experiment_id, state"
         )
         for r in rows:
             out.setdefault(r["experiment_id"], {})[r["state"]] = r["n"]

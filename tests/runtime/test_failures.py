@@ -128,4 +128,3 @@ def test_ctrl_c_stops_gracefully(client):
     assert exp.state == "stopped"
     assert set(exp.trials.state) <= {"completed", "stopped"}
     assert (exp.trials.steps < 100).all()
-

@@ -44,9 +44,7 @@ if __name__ == "__main__":
 def _completed(path: str) -> int:
     try:
         with sqlite3.connect(path) as conn:
-            return conn.execute(
-                "SELECT count(*) FROM trials WHERE json_extract(record, '$.state') = 'completed'"
-            ).fetchone()[0]
+            return conn.execute("SELECT count(*) FROM trials WHERE state = 'completed'").fetchone()[0]
     except sqlite3.OperationalError:  # not created yet
         return 0
 

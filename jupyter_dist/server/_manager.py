@@ -1,0 +1,174 @@
+"""What the server extension serves, read from the experiment store, without HTTP (the handlers only translate).
+
+Every answer is JSON-ready: non-finite numbers (a NaN loss) become null, since browsers' JSON has no NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from ..store import list_experiments
+from ..store._codec import trial_from_json
+from ..store._sqlite import Database
+
+# The store's ids (``new_experiment_id``): anything else is refused before it reaches a query.
+EXPERIMENT_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+MAX_PAGE = 10_000
+
+
+class NotFound(LookupError):
+    """No such experiment (or trial) in the store."""
+
+
+class BadRequest(ValueError):
+    """A malformed id or paging argument."""
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def check_id(experiment_id: str) -> str:
+    if not EXPERIMENT_ID.match(experiment_id):
+        raise BadRequest(f"{experiment_id!r} is not an experiment id (like 20261123-141502-3f9a1c)")
+    return experiment_id
+
+
+def page_arguments(offset: Any, limit: Any, default_limit: int) -> tuple[int, int]:
+    try:
+        offset, limit = int(offset or 0), int(limit or default_limit)
+    except (TypeError, ValueError):
+        raise BadRequest("offset, limit, since: whole numbers") from None
+    if offset < 0 or not 0 < limit <= MAX_PAGE:
+        raise BadRequest(f"offset >= 0 and 0 < limit <= {MAX_PAGE}")
+    return offset, limit
+
+
+class ExperimentsManager:
+    """The experiments of one store file, as the REST API shows them."""
+
+    def __init__(self, store_path: str | None) -> None:
+        self.store_path = store_path
+
+    def _db(self) -> Database:
+        if not self.store_path or not Path(self.store_path).exists():
+            raise NotFound("no experiment has been recorded yet")
+        return Database(self.store_path)
+
+    def experiments(self, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+        rows = list_experiments(self.store_path) if self.store_path else []
+        rows.reverse()  # newest first
+        return {"experiments": finite(rows[offset : offset + limit]), "total": len(rows)}
+
+    def experiment(self, experiment_id: str) -> dict[str, Any]:
+        check_id(experiment_id)
+        listed = {row["id"]: row for row in (list_experiments(self.store_path) if self.store_path else [])}
+        if experiment_id not in listed:
+            raise NotFound(f"no experiment {experiment_id} in the store")
+        db = self._db()
+        try:
+            row = db.find(experiment_id)
+            trials = [trial_from_json(r["record"]) for r in db.trial_rows(experiment_id)]
+        finally:
+            db.close()
+        definition = json.loads(row["definition"])
+        summary = listed[experiment_id]
+        best = None
+        if summary["best"] is not None:
+            best = next(
+                (
+                    {"trial_id": t.trial_id, "value": t.value, "params": t.params}
+                    for t in trials
+                    if t.state == "completed" and t.value == summary["best"]
+                ),
+                None,
+            )
+        return finite(
+            {
+                **summary,
+                "error": row["error"],
+                "definition": definition,
+                "about": json.loads(row["about"]),
+                "best": best,
+                "trials": [_trial_json(t) for t in trials],
+            }
+        )
+
+    def metrics(self, experiment_id: str, since: int = 0, limit: int = MAX_PAGE) -> dict[str, Any]:
+        """Reports after cursor ``since`` (0: from the start), at most ``limit``; ``cursor`` for the next call."""
+        check_id(experiment_id)
+        db = self._db()
+        try:
+            if db.find(experiment_id) is None:
+                raise NotFound(f"no experiment {experiment_id} in the store")
+            rows = db.conn.execute(
+                "SELECT seq, trial_id, attempt, step, sent_at, metrics FROM reports "
+                "WHERE experiment_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (experiment_id, since, limit + 1),
+            ).fetchall()
+        finally:
+            db.close()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return {
+            "columns": ["trial_id", "attempt", "step", "sent_at", "metrics"],
+            "rows": [
+                finite([r["trial_id"], r["attempt"], r["step"], r["sent_at"], json.loads(r["metrics"])])
+                for r in rows
+            ],
+            "cursor": rows[-1]["seq"] if rows else since,
+            "more": more,
+        }
+
+    def logs(self, experiment_id: str, trial_id: int) -> dict[str, Any]:
+        check_id(experiment_id)
+        db = self._db()
+        try:
+            if db.find(experiment_id) is None:
+                raise NotFound(f"no experiment {experiment_id} in the store")
+            trial = db.conn.execute(
+                "SELECT record FROM trials WHERE experiment_id = ? AND trial_id = ?",
+                (experiment_id, trial_id),
+            ).fetchone()
+            if trial is None:
+                raise NotFound(f"experiment {experiment_id} has no trial {trial_id}")
+            lines = db.conn.execute(
+                "SELECT stream, text FROM logs WHERE experiment_id = ? AND trial_id = ? ORDER BY seq",
+                (experiment_id, trial_id),
+            ).fetchall()
+        finally:
+            db.close()
+        error = json.loads(trial["record"]).get("error")
+        return {
+            "trial_id": trial_id,
+            "stdout": "".join(r["text"] for r in lines if r["stream"] == "stdout"),
+            "stderr": "".join(r["text"] for r in lines if r["stream"] == "stderr"),
+            "error": error,
+        }
+
+
+def _trial_json(t) -> dict[str, Any]:
+    return {
+        "trial_id": t.trial_id,
+        "state": t.state.value,
+        "value": t.value,
+        "params": t.params,
+        "labels": t.labels,
+        "started": t.started,
+        "duration": t.duration,
+        "steps": t.steps,
+        "attempts": t.attempts,
+        "last": t.last,
+        "error": t.error,
+    }

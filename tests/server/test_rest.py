@@ -1,0 +1,127 @@
+"""The jupyter-server extension's REST API, on a real Jupyter server (pytest-jupyter), over a store written by
+real experiments."""
+
+import json
+import threading
+import time
+
+import pytest
+import tornado.httpclient
+
+import jupyter_dist as jd
+from jupyter_dist import space
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+API = ("jupyter-dist", "api", "experiments")
+
+
+@pytest.fixture
+def jp_server_config(fresh_store):  # the store is chosen (environment) before the server starts
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_dist": True}}}
+
+
+def noisy(lr=0.1, steps=3):
+    print(f"lr={lr}")
+    for step in range(steps):
+        jd.report(step=step, acc=lr * (step + 1), loss=float("nan"))
+    return {"acc": lr * steps}
+
+
+async def get(jp_fetch, *path, **params):
+    response = await jp_fetch(*API, *path, params=params)
+    return json.loads(response.body)
+
+
+async def test_experiments_their_trials_metrics_and_logs_are_served(jp_fetch, run_hpo):
+    exp = run_hpo(noisy, {"lr": space.uniform(0.01, 0.3)}, trials=3, metric="acc", pruner=None)
+    listing = await get(jp_fetch)
+    assert listing["total"] == 1
+    assert listing["experiments"][0]["id"] == exp.id and listing["experiments"][0]["state"] == "completed"
+
+    one = await get(jp_fetch, exp.id)
+    assert one["name"] == exp.name and one["definition"]["metric"] == "acc"
+    assert [t["state"] for t in one["trials"]] == ["completed"] * 3
+    assert one["best"]["value"] == exp.best.value and one["best"]["params"] == exp.best.params
+    assert "def noisy" in one["about"]["source"]
+
+    first = await get(jp_fetch, exp.id, "metrics", limit="4")
+    assert len(first["rows"]) == 4 and first["more"]
+    assert first["rows"][0][4]["loss"] is None  # NaN: JSON has none
+    rest = await get(jp_fetch, exp.id, "metrics", since=str(first["cursor"]))
+    assert len(first["rows"]) + len(rest["rows"]) == 9 and not rest["more"]
+
+    logs = await get(jp_fetch, exp.id, "logs", "0")
+    assert logs["stdout"].startswith("lr=")
+
+
+async def test_a_running_experiment_is_read_as_it_goes(jp_fetch, run_hpo):
+    def slowly(x=0.0):
+        import time
+
+        for step in range(40):
+            time.sleep(0.05)
+            jd.report(step=step, v=x + step)
+        return {"v": x}
+
+    done = []
+    runner = threading.Thread(
+        target=lambda: done.append(
+            run_hpo(slowly, {"x": space.uniform(0, 1)}, trials=2, metric="v", name="live")
+        )
+    )
+    runner.start()
+    try:
+        seen, cursor, states = 0, 0, set()
+        deadline = time.monotonic() + 60
+        while runner.is_alive() and time.monotonic() < deadline:
+            listing = await get(jp_fetch)
+            if listing["total"]:
+                states.add(listing["experiments"][0]["state"])
+                page = await get(jp_fetch, listing["experiments"][0]["id"], "metrics", since=str(cursor))
+                seen += len(page["rows"])
+                cursor = page["cursor"]
+            time.sleep(0.3)
+    finally:
+        runner.join(60)
+    assert "running" in states and 0 < seen
+    page = await get(jp_fetch, done[0].id, "metrics", since=str(cursor))
+    assert seen + len(page["rows"]) == 80  # the cursor never skipped or repeated a row
+
+
+async def test_bad_ids_and_missing_experiments_are_clear_json_errors(jp_fetch, run_hpo):
+    run_hpo(noisy, {"lr": space.uniform(0.01, 0.3)}, trials=1, metric="acc")
+    for path, code in [
+        (("..%2F..%2Fetc%2Fpasswd",), 400),
+        (("20991231-235959-abcdef",), 404),
+        (("20991231-235959-abcdef", "metrics"), 404),
+        (("not-an-id", "logs", "0"), 400),
+    ]:
+        with pytest.raises(tornado.httpclient.HTTPClientError) as err:
+            await jp_fetch(*API, *path)
+        assert err.value.code == code
+        assert "message" in json.loads(err.value.response.body)
+
+
+async def test_every_endpoint_needs_jupyters_token(jp_fetch, jp_http_port, jp_base_url, run_hpo):
+    exp = run_hpo(noisy, {"lr": space.uniform(0.01, 0.3)}, trials=1, metric="acc")
+    await jp_fetch(*API)  # with the token
+    client = tornado.httpclient.AsyncHTTPClient()
+    for path in ("", f"/{exp.id}", f"/{exp.id}/metrics", f"/{exp.id}/logs/0"):
+        url = f"http://localhost:{jp_http_port}{jp_base_url}jupyter-dist/api/experiments{path}"
+        response = await client.fetch(url, raise_error=False)
+        assert response.code == 403, (path, response.code)
+
+
+def test_the_extension_is_enabled_on_install():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    jupyter = Path(sys.executable).with_name("jupyter")
+    listed = subprocess.run(
+        [str(jupyter), "server", "extension", "list"], capture_output=True, text=True, timeout=120
+    )
+    text = listed.stdout + listed.stderr
+    assert "jupyter_dist" in text and "enabled" in text
+    assert "jupyter_dist 0" in text and "OK" in text.split("jupyter_dist 0", 1)[1].splitlines()[0]
