@@ -71,6 +71,8 @@ class DaskLauncher:
         self._lingering: list = []
         self._present: tuple[float, set[str]] = (0.0, set())
         self._disconnected_since: float | None = None
+        # Single trials submitted with a freed-worker hint: trial id -> (trial, spec, worker, notify).
+        self._pinned: dict[int, tuple[TaskTrial, TrialSpec, str, Callable]] = {}
 
     # --- before the run ----------------------------------------------------------------------------------
     def capacity(self) -> int:
@@ -140,6 +142,8 @@ class DaskLauncher:
             hint = {"workers": placement, "allow_other_workers": True} if placement else {}
             future = self._submit(spec, f"trial-{spec.trial_id}", None, **hint)
             trial: RunningTrial = TaskTrial(spec.trial_id, future)
+            if placement:
+                self._pinned[spec.trial_id] = (trial, spec, placement[0], notify)
         else:
             # A worker gone by now fails here, before any rank starts.
             ranks = rendezvous(self.client, placement, spec.trial_id)
@@ -198,6 +202,7 @@ class DaskLauncher:
 
     def finished(self, trial: RunningTrial, outcome: Outcome) -> None:
         """Let Dask drop the trial's tasks (we have its outcome) and free its workers."""
+        self._pinned.pop(trial.trial_id, None)
         if isinstance(trial, GangTrial):
             self._busy.difference_update(trial.workers)
         elif outcome.worker is not None:
@@ -210,6 +215,7 @@ class DaskLauncher:
                 self._lingering.append(future)
 
     def tidy(self) -> None:
+        self._unpin_orphans()
         still = []
         for future in self._lingering:
             if future.done():
@@ -234,6 +240,35 @@ class DaskLauncher:
         self.client.sync(asyncio.sleep, 0)  # the loop has handed every fired callback to the thread pool
 
     # --- what a GangTrial asks of the cluster ------------------------------------------------------------
+    def _unpin_orphans(self) -> None:
+        """Re-submit, unpinned, the hinted trials whose worker is gone and that Dask left with nowhere to run.
+
+        A task pinned with ``allow_other_workers=True`` to a worker that then dies (a trial killing its worker,
+        say) is rescheduled; if no worker is running at that moment it goes to "no-worker", and Dask re-checks
+        such tasks on a worker's arrival against the dead worker alone (distributed 2026.8:
+        ``bulk_schedule_unrunnable_after_adding_worker`` ignores loose restrictions): it would wait forever.
+        """
+        if not self._pinned or self.client.status != "running":
+            return
+        present = self.present_workers()
+        orphans = {
+            trial.future.key: trial_id
+            for trial_id, (trial, _, worker, _) in self._pinned.items()
+            if worker not in present and not trial.future.done()
+        }
+        if not orphans:
+            return
+        states = self.client.run_on_scheduler(_task_states, list(orphans))
+        for key, trial_id in orphans.items():
+            trial, spec, _, notify = self._pinned.pop(trial_id)
+            if states.get(key) != "no-worker":
+                continue  # running or queued elsewhere: Dask took it from there
+            stranded = trial.future
+            trial.future = self._submit(spec, f"trial-{spec.trial_id}-unpinned", None)
+            trial.futures = [trial.future]
+            trial.future.add_done_callback(lambda f, t=spec.trial_id, n=notify: n("task", t, f))
+            stranded.cancel()  # its done-callback is ignored: it is no longer the trial's future
+
     def present_workers(self) -> set[str]:
         """The cluster's workers, listed at most every WORKER_CHECK seconds."""
         listed_at, present = self._present
@@ -256,3 +291,9 @@ class DaskLauncher:
                 RuntimeWarning,
                 stacklevel=2,
             )
+
+
+def _task_states(keys: list[str], dask_scheduler=None) -> dict[str, str | None]:
+    """On the scheduler: the state of each task (None when it is unknown)."""
+    tasks = dask_scheduler.tasks
+    return {key: tasks[key].state if key in tasks else None for key in keys}

@@ -128,3 +128,25 @@ def test_ctrl_c_stops_gracefully(client):
     assert exp.state == "stopped"
     assert set(exp.trials.state) <= {"completed", "stopped"}
     assert (exp.trials.steps < 100).all()
+
+
+def kills_its_worker(x=0.0):
+    if x == 0.5:
+        os._exit(1)  # every attempt: a poison trial
+    jd.report(step=0, v=x)
+    return x
+
+
+def test_a_trial_that_kills_every_worker_it_lands_on_fails_clearly_and_the_rest_go_on(client, run_hpo):
+    # Its retries can find both workers restarting at once: Dask then parks it as "no-worker" for good unless
+    # the launcher re-submits it unpinned (runtime/_launcher.py, _unpin_orphans).
+    exp = run_hpo(
+        kills_its_worker, {"x": space.choice([0.1, 0.5, 0.9])}, trials=3, metric="v", sampler="grid"
+    )
+    t = exp.trials.set_index("params_x")
+    assert t.loc[0.5, "state"] == "failed"
+    assert "KilledWorker" in t.loc[0.5, "error"]
+    assert list(t.loc[[0.1, 0.9], "state"]) == ["completed", "completed"]
+    assert exp.state == "completed" and exp.best.value == 0.9
+    assert jd.load(exp.name).trials.set_index("params_x").loc[0.5, "state"] == "failed"
+    client.wait_for_workers(2, timeout=60)
