@@ -8,7 +8,7 @@ from typing import Any
 from .errors import ArgumentError, StoreError
 from .experiment import Experiment
 from .protocol import ExperimentState, TrialState
-from .store import InMemoryRecord, list_experiments, read_record, store_path
+from .store import InMemoryRecord, NotInStore, list_experiments, read_record, store_path
 
 __all__ = ["experiments", "load", "prior_run"]
 
@@ -72,7 +72,7 @@ def prior_run(path: str | None, name: str | None, kind: str, metric: str | None,
         raise ArgumentError("resume=True needs name=: the stored experiment to continue")
     try:
         record, _about = read_record(path, name)
-    except StoreError:
+    except NotInStore:
         raise StoreError(
             f"there is no experiment named {name!r} to resume in {path}; leave out resume=True to start it"
         ) from None

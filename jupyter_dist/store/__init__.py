@@ -2,7 +2,7 @@
 record, and the store on disk (SQLite) that a journal writes each run to and the catalog reads back."""
 
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, new_experiment_id
-from ._catalog import STALE_AFTER_S, list_experiments, read_record, store_path
+from ._catalog import STALE_AFTER_S, NotInStore, list_experiments, read_record, store_path
 from ._journal import FLUSH_INTERVAL_S, Journal
 from ._memory import InMemoryRecord
 
@@ -12,6 +12,7 @@ __all__ = [
     "ExperimentDefinition",
     "ExperimentRecord",
     "InMemoryRecord",
+    "NotInStore",
     "Journal",
     "TrialRecord",
     "list_experiments",

@@ -1,4 +1,4 @@
-"""Which store file, which names are free in it, what it holds, and one experiment read back as a record.
+"""Which store file, what it holds, and one experiment read back as a record.
 
 The store's file: ``store=`` when given (a path; False for none), else the ``JUPYTER_DIST_STORE`` environment
 variable (a path, or "off"), else dask config ``jupyter_dist.store``, else ``experiments.sqlite`` in
@@ -25,6 +25,12 @@ from ._memory import InMemoryRecord
 from ._sqlite import Database, owner_alive
 
 STALE_AFTER_S = 30.0
+
+
+class NotInStore(StoreError):
+    """The store has no such experiment (or no file yet)."""
+
+
 OFF = {"off", "false", "no", "0", ""}
 
 
@@ -102,12 +108,12 @@ def _best(definition: dict[str, Any], value_range: tuple[float, float] | None) -
 def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, Any]]:
     """The stored experiment (by id, or by name) as a finished record, and its ``about``."""
     if not Path(path).exists():
-        raise StoreError(f"no experiment store at {path}: nothing has been recorded there yet")
+        raise NotInStore(f"no experiment store at {path}: nothing has been recorded there yet")
     db = Database(path)
     try:
         row = db.find(name_or_id)
         if row is None:
-            raise StoreError(
+            raise NotInStore(
                 f"no experiment named or with id {name_or_id!r} in {path}; jupyter_dist.experiments() lists them"
             )
         trial_rows = db.trial_rows(row["id"])
@@ -140,4 +146,4 @@ def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, A
     return record, json.loads(row["about"])
 
 
-__all__ = ["STALE_AFTER_S", "list_experiments", "read_record", "store_path"]
+__all__ = ["STALE_AFTER_S", "NotInStore", "list_experiments", "read_record", "store_path"]

@@ -131,6 +131,8 @@ def test_a_file_that_is_not_our_store_is_refused_and_left_untouched(run_hpo, tmp
     assert path.read_bytes() == before
     with pytest.raises(jd.StoreError, match=says):
         jd.experiments(store=str(path))
+    with pytest.raises(jd.StoreError, match=says):  # not "no experiment named ..."
+        run_hpo(train, SPACE, trials=1, metric="acc", store=str(path), name="train", resume=True)
 
 
 def _definition(name: str) -> ExperimentDefinition:
