@@ -179,6 +179,7 @@ class Experiment:
         """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters."""
         from ._plots import experiment_figure
 
+        self.record.load_details()  # the learning curves of a stored experiment
         return experiment_figure(self.record.definition, self.trial_records(), self.status_line())
 
     def stop(self) -> None:

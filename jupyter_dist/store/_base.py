@@ -120,6 +120,10 @@ class ExperimentRecord(ABC):
         self.state, self.error, self.ended = state, error, time.time()
 
     # --- read by Experiment ---------------------------------------------------------------------------------
+    def load_details(self) -> None:  # noqa: B027 - a hook: only a record read back from disk has work to do
+        """Make the learning curves and output complete: a record read back from the store reads its reports and
+        output only when first asked (a million reports take seconds); a live one has them already."""
+
     @abstractmethod
     def trial(self, trial_id: int) -> TrialRecord:
         """One trial's record (KeyError if there is none)."""

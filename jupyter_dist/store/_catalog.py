@@ -117,11 +117,6 @@ def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, A
                 f"no experiment named or with id {name_or_id!r} in {path}; jupyter_dist.experiments() lists them"
             )
         trial_rows = db.trial_rows(row["id"])
-        reports = [
-            (r["trial_id"], r["attempt"], r["step"], r["sent_at"], json.loads(r["metrics"]))
-            for r in db.report_rows(row["id"])
-        ]
-        output = [(r["trial_id"], r["stream"], r["text"]) for r in db.log_rows(row["id"])]
     finally:
         db.close()
     state = ExperimentState(_state(row))
@@ -134,16 +129,36 @@ def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, A
             results = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
             rec.result, rec.rank_results = results["result"], results["rank_results"]
         trials.append(rec)
+    experiment_id = row["id"]
     record = InMemoryRecord.restored(
         definition_from_json(row["definition"]),
         trials,
-        reports,
-        output,
+        lambda: _reports(path, experiment_id),
+        lambda: _output(path, experiment_id),
         state=state,
         error=row["error"],
         ended=row["ended"] if row["ended"] is not None else row["heartbeat"],
     )
     return record, json.loads(row["about"])
+
+
+def _reports(path: str, experiment_id: str) -> list[tuple]:
+    db = Database(path)
+    try:
+        return [
+            (r["trial_id"], r["attempt"], r["step"], r["sent_at"], json.loads(r["metrics"]))
+            for r in db.report_rows(experiment_id)
+        ]
+    finally:
+        db.close()
+
+
+def _output(path: str, experiment_id: str) -> list[tuple]:
+    db = Database(path)
+    try:
+        return [(r["trial_id"], r["stream"], r["text"]) for r in db.log_rows(experiment_id)]
+    finally:
+        db.close()
 
 
 __all__ = ["STALE_AFTER_S", "NotInStore", "list_experiments", "read_record", "store_path"]

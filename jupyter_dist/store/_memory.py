@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import ExperimentState, LogLine, Outcome, ReportBatch, TrialState
@@ -28,6 +28,8 @@ class InMemoryRecord(ExperimentRecord):
         # Report batches as they arrived: (trial_id, attempt number, [[step, metrics, sent_at], ...]). Kept whole
         # so recording costs one append per batch; report_rows() flattens them when asked.
         self._batches: list[tuple[int, int, list]] = []
+        # A record read back from the store: what reads its reports and output, until load_details() has.
+        self._unread: tuple[Callable[[], Iterable], Callable[[], Iterable]] | None = None
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None:
@@ -117,6 +119,7 @@ class InMemoryRecord(ExperimentRecord):
 
     def continued(self, definition: ExperimentDefinition, journal: Journal | None) -> InMemoryRecord:
         """This stored record, running again (a resumed run) under ``definition``, journalled to ``journal``."""
+        self.load_details()  # the stored reports first, then the new ones, in arrival order
         self.definition, self._journal = definition, journal
         self.state, self.error, self.started, self.ended = ExperimentState.RUNNING, None, time.time(), None
         if journal:
@@ -130,19 +133,35 @@ class InMemoryRecord(ExperimentRecord):
         cls,
         definition: ExperimentDefinition,
         trials: list[TrialRecord],
-        reports: Iterable[tuple[int, int, int, float, dict[str, float]]],
-        output: Iterable[tuple[int, str, str]],
+        reports: Callable[[], Iterable[tuple[int, int, int, float, dict[str, float]]]],
+        output: Callable[[], Iterable[tuple[int, str, str]]],
         *,
         state: ExperimentState,
         error: str | None,
         ended: float | None,
     ) -> InMemoryRecord:
-        """A finished record rebuilt from the store: ``reports`` as (trial_id, attempt number, step, sent_at,
-        metrics) in arrival order, ``output`` as (trial_id, stream, text)."""
+        """A finished record rebuilt from the store. ``reports()`` gives (trial_id, attempt number, step,
+        sent_at, metrics) in arrival order and ``output()`` (trial_id, stream, text); both are called only when
+        the reports or the output are first needed (``load_details``)."""
         self = cls(definition)
         self._trials = {rec.trial_id: rec for rec in trials}
         for rec in trials:
             self._consider_best(rec)
+        self._unread = (reports, output)
+        self.state, self.error, self.started, self.ended = state, error, definition.created, ended
+        return self
+
+    def load_details(self) -> None:
+        if self._unread is None:
+            return
+        with self._lock:
+            if self._unread is None:  # another thread did it meanwhile
+                return
+            reports, output = self._unread
+            self._read_back(reports(), output())
+            self._unread = None
+
+    def _read_back(self, reports: Iterable, output: Iterable) -> None:
         metric = self.curve_metric
         for trial_id, attempt, step, sent_at, metrics in reports:
             rec = self._trials.get(trial_id)
@@ -161,11 +180,10 @@ class InMemoryRecord(ExperimentRecord):
             rec = self._trials.get(trial_id)
             if rec is not None:
                 (rec.stdout if stream == "stdout" else rec.stderr).append(text)
-        self.state, self.error, self.started, self.ended = state, error, definition.created, ended
-        return self
 
     # --- read by Experiment ---------------------------------------------------------------------------------
     def trial(self, trial_id: int) -> TrialRecord:
+        self.load_details()
         return self._trials[trial_id]
 
     def trial_records(self) -> list[TrialRecord]:
@@ -176,6 +194,7 @@ class InMemoryRecord(ExperimentRecord):
         return self._best
 
     def report_rows(self) -> Iterator[tuple[int, int, int, str, float, float]]:
+        self.load_details()
         with self._lock:
             batches = list(self._batches)
         for trial_id, attempt, rows in batches:
@@ -184,4 +203,5 @@ class InMemoryRecord(ExperimentRecord):
                     yield trial_id, attempt, step, name, value, sent_at
 
     def report_count(self) -> int:
+        self.load_details()
         return sum(len(rows) for _, _, rows in self._batches)
