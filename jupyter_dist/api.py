@@ -20,7 +20,7 @@ from .errors import ArgumentError
 from .experiment import Experiment
 from .protocol import Direction, Objective
 from .runtime import use_cluster
-from .space import validate_space
+from .space import searched, validate_space
 from .store import ExperimentDefinition, InMemoryRecord, store_path
 
 __all__ = ["ablation", "data_parallel", "experiments", "hpo", "load", "use_cluster"]
@@ -344,7 +344,7 @@ def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, pro
 
 def _continue_search(prior: InMemoryRecord, definition: ExperimentDefinition, search) -> ExperimentDefinition:
     """Set ``search`` up to continue the stored run; the definition it continues under (same id and name)."""
-    stored = {name for name, value in prior.definition.space.items() if hasattr(value, "to_optuna")}
+    stored = set(searched(prior.definition.space))
     if stored != set(search.searched):
         raise ArgumentError(
             f"{prior.definition.name!r} searched {sorted(stored)}; resume it with the same search space, not "

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +63,19 @@ class ExperimentsManager:
     def __init__(self, store_path: str | None) -> None:
         self.store_path = store_path
 
-    def _db(self) -> Database:
+    @contextmanager
+    def _opened(self, experiment_id: str) -> Iterator[Database]:
+        """The store, open, once ``experiment_id`` is known to be a valid id that it holds."""
+        check_id(experiment_id)
         if not self.store_path or not Path(self.store_path).exists():
             raise NotFound("no experiment has been recorded yet")
-        return Database(self.store_path)
+        db = Database(self.store_path)
+        try:
+            if db.find(experiment_id) is None:
+                raise NotFound(f"no experiment {experiment_id} in the store")
+            yield db
+        finally:
+            db.close()
 
     def experiments(self, offset: int = 0, limit: int = 100) -> dict[str, Any]:
         rows = list_experiments(self.store_path) if self.store_path else []
@@ -72,18 +83,11 @@ class ExperimentsManager:
         return {"experiments": finite(rows[offset : offset + limit]), "total": len(rows)}
 
     def experiment(self, experiment_id: str) -> dict[str, Any]:
-        check_id(experiment_id)
-        listed = {row["id"]: row for row in (list_experiments(self.store_path) if self.store_path else [])}
-        if experiment_id not in listed:
-            raise NotFound(f"no experiment {experiment_id} in the store")
-        db = self._db()
-        try:
+        with self._opened(experiment_id) as db:
             row = db.find(experiment_id)
             trials = [trial_from_json(r["record"]) for r in db.trial_rows(experiment_id)]
-        finally:
-            db.close()
+        (summary,) = list_experiments(self.store_path, experiment_id)
         definition = json.loads(row["definition"])
-        summary = listed[experiment_id]
         best = None
         if summary["best"] is not None:
             best = next(
@@ -107,18 +111,12 @@ class ExperimentsManager:
 
     def metrics(self, experiment_id: str, since: int = 0, limit: int = MAX_PAGE) -> dict[str, Any]:
         """Reports after cursor ``since`` (0: from the start), at most ``limit``; ``cursor`` for the next call."""
-        check_id(experiment_id)
-        db = self._db()
-        try:
-            if db.find(experiment_id) is None:
-                raise NotFound(f"no experiment {experiment_id} in the store")
+        with self._opened(experiment_id) as db:
             rows = db.conn.execute(
                 "SELECT seq, trial_id, attempt, step, sent_at, metrics FROM reports "
                 "WHERE experiment_id = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (experiment_id, since, limit + 1),
             ).fetchall()
-        finally:
-            db.close()
         more = len(rows) > limit
         rows = rows[:limit]
         return {
@@ -132,11 +130,7 @@ class ExperimentsManager:
         }
 
     def logs(self, experiment_id: str, trial_id: int) -> dict[str, Any]:
-        check_id(experiment_id)
-        db = self._db()
-        try:
-            if db.find(experiment_id) is None:
-                raise NotFound(f"no experiment {experiment_id} in the store")
+        with self._opened(experiment_id) as db:
             trial = db.conn.execute(
                 "SELECT record FROM trials WHERE experiment_id = ? AND trial_id = ?",
                 (experiment_id, trial_id),
@@ -147,8 +141,6 @@ class ExperimentsManager:
                 "SELECT stream, text FROM logs WHERE experiment_id = ? AND trial_id = ? ORDER BY seq",
                 (experiment_id, trial_id),
             ).fetchall()
-        finally:
-            db.close()
         error = json.loads(trial["record"]).get("error")
         return {
             "trial_id": trial_id,

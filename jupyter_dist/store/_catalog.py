@@ -64,15 +64,15 @@ def _state(row) -> str:
     return row["state"] if alive else ExperimentState.INTERRUPTED.value
 
 
-def list_experiments(path: str) -> list[dict[str, Any]]:
-    """One dict per stored experiment, oldest first."""
+def list_experiments(path: str, experiment_id: str | None = None) -> list[dict[str, Any]]:
+    """One dict per stored experiment (or only ``experiment_id``'s), oldest first."""
     if not Path(path).exists():
         return []
     db = Database(path)
     try:
-        rows = db.experiment_rows()
-        by_state = db.trial_summaries()
-        value_range = db.completed_value_range()
+        rows = db.experiment_rows(experiment_id)
+        by_state = db.trial_summaries(experiment_id)
+        value_range = db.completed_value_range(experiment_id)
     finally:
         db.close()
     out = []

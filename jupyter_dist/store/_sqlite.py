@@ -166,8 +166,11 @@ class Database:
             (name_or_id, name_or_id, name_or_id),
         ).fetchone()
 
-    def experiment_rows(self) -> list[sqlite3.Row]:
-        return self.conn.execute("SELECT * FROM experiments ORDER BY created").fetchall()
+    def experiment_rows(self, experiment_id: str | None = None) -> list[sqlite3.Row]:
+        """Every experiment's row (or only ``experiment_id``'s), oldest first."""
+        return self.conn.execute(
+            "SELECT * FROM experiments WHERE ?1 IS NULL OR id = ?1 ORDER BY created", (experiment_id,)
+        ).fetchall()
 
     def insert_experiment(self, row: dict[str, Any]) -> None:
         columns = ", ".join(row)
@@ -197,19 +200,23 @@ class Database:
             "SELECT trial_id, stream, text FROM logs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)
         ).fetchall()
 
-    def completed_value_range(self) -> dict[str, tuple[float, float]]:
-        """Per experiment: the lowest and highest value of its completed trials."""
+    def completed_value_range(self, experiment_id: str | None = None) -> dict[str, tuple[float, float]]:
+        """Per experiment (or only ``experiment_id``): the lowest and highest value of its completed trials."""
         rows = self.conn.execute(
             "SELECT experiment_id, min(value) AS lo, max(value) AS hi FROM trials "
-            "WHERE state = 'completed' AND value IS NOT NULL GROUP BY experiment_id"
+            "WHERE state = 'completed' AND value IS NOT NULL AND (?1 IS NULL OR experiment_id = ?1) "
+            "GROUP BY experiment_id",
+            (experiment_id,),
         )
         return {r["experiment_id"]: (r["lo"], r["hi"]) for r in rows}
 
-    def trial_summaries(self) -> dict[str, dict[str, Any]]:
-        """Per experiment: trials by state, for the listing (one query for all)."""
+    def trial_summaries(self, experiment_id: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per experiment (or only ``experiment_id``): trials by state, for the listing (one query for all)."""
         out: dict[str, dict[str, Any]] = {}
         rows = self.conn.execute(
-            "SELECT experiment_id, state, count(*) AS n FROM trials GROUP BY experiment_id, state"
+            "SELECT experiment_id, state, count(*) AS n FROM trials WHERE ?1 IS NULL OR experiment_id = ?1 "
+            "GROUP BY experiment_id, state",
+            (experiment_id,),
         )
         for r in rows:
             out.setdefault(r["experiment_id"], {})[r["state"]] = r["n"]
