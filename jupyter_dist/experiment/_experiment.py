@@ -219,6 +219,8 @@ class Experiment:
         if "saved" in used and self.state is not ExperimentState.RUNNING:
             parts.append(f"{used['saved']:.0%} of steps saved by pruning")
         parts.append(f"{self.elapsed:.1f}s")
+        if self.record.store_problem:  # the run goes on in memory, but a kernel restart would lose it
+            parts.append(f"NOT STORED: {self.record.store_problem}")
         return " · ".join(parts)
 
     def __repr__(self) -> str:

@@ -144,6 +144,11 @@ class ExperimentRecord(ABC):
     def report_count(self) -> int:
         """How many report() calls have arrived."""
 
+    @property
+    def store_problem(self) -> str | None:
+        """Why this run is no longer being written to the store, if it is not (it goes on in memory)."""
+        return None
+
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys((s.value for s in TrialState), 0)
         for rec in self.trial_records():

@@ -145,10 +145,7 @@ def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, A
 def _reports(path: str, experiment_id: str) -> list[tuple]:
     db = Database(path)
     try:
-        return [
-            (r["trial_id"], r["attempt"], r["step"], r["sent_at"], json.loads(r["metrics"]))
-            for r in db.report_rows(experiment_id)
-        ]
+        return list(db.reports(experiment_id))
     finally:
         db.close()
 

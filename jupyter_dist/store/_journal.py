@@ -79,7 +79,11 @@ class Journal:
                     )
         finally:
             db.close()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _trials (kernel main thread vs writer)
+        # Held while a batch goes to disk, and by a reader of the reports: what it reads from the file and what
+        # is still pending then add up to everything handed over, with nothing twice.
+        self._write_lock = threading.Lock()
+        self.failed: str | None = None  # why the writer stopped, if it did
         self._trials: dict[int, tuple] = {}
         self._reports: list[tuple] = []
         self._logs: list[tuple] = []
@@ -123,19 +127,43 @@ class Journal:
                 if final is not None:
                     return
                 self._wake.wait(FLUSH_INTERVAL_S)
-        except Exception as exc:  # noqa: BLE001 - the run goes on in memory; say once that the store stopped
-            log.warning(
-                "jupyter_dist: writing experiment %s to %s failed: %s", self.experiment_id, self.path, exc
-            )
+        except Exception as exc:  # noqa: BLE001 - the run goes on; what is not written stays pending in memory
+            self.failed = f"writing to the store {self.path} failed: {exc}"
+            log.warning("jupyter_dist: experiment %s: %s", self.experiment_id, self.failed)
         finally:
             if db is not None:
                 db.close()
 
     def _write(self, db: Database, final: tuple | None) -> None:
-        with self._lock:
-            trials, self._trials = self._trials, {}
-        reports, self._reports = self._reports, []  # swapped, not cleared: an append meanwhile goes to one
-        logs, self._logs = self._logs, []
+        with self._write_lock:
+            with self._lock:
+                trials, self._trials = self._trials, {}
+            # The IO thread appends meanwhile: write the first n, and drop them only once they are on disk (a
+            # prefix deletion and an append cannot interleave under the GIL). A failed write stops the writer
+            # and leaves them pending: reports_so_far() still has them.
+            n_reports, n_logs = len(self._reports), len(self._logs)
+            self._commit(db, trials, self._reports[:n_reports], self._capped(self._logs[:n_logs]), final)
+            del self._reports[:n_reports]
+            del self._logs[:n_logs]
+
+    def reports_so_far(self) -> list[tuple[int, int, int, float, dict[str, float]]]:
+        """Every report handed over so far, written or still pending, in arrival order: (trial_id, attempt
+        number, step, sent_at, metrics). The record keeps none of them itself."""
+        with self._write_lock:
+            db = Database(self.path)
+            try:
+                out = list(db.reports(self.experiment_id))
+            finally:
+                db.close()
+            pending = self._reports[:]
+        out.extend(
+            (trial_id, attempt, step, sent_at, metrics)
+            for trial_id, attempt, rows in pending
+            for step, metrics, sent_at in rows
+        )
+        return out
+
+    def _commit(self, db: Database, trials: dict, reports: list, logs: list, final: tuple | None) -> None:
         exp = self.experiment_id
         with db.transaction() as conn:
             conn.executemany(
@@ -149,7 +177,7 @@ class Journal:
             )
             conn.executemany(
                 "INSERT INTO logs (experiment_id, trial_id, stream, text) VALUES (?, ?, ?, ?)",
-                [(exp, trial_id, stream, text) for trial_id, stream, text in self._capped(logs)],
+                [(exp, trial_id, stream, text) for trial_id, stream, text in logs],
             )
             conn.executemany(
                 "INSERT OR REPLACE INTO trials (experiment_id, trial_id, state, value, record, result) "

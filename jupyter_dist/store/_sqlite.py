@@ -12,9 +12,11 @@ refused with an error naming the file; it is never modified, let alone replaced.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -189,11 +191,14 @@ class Database:
             (experiment_id,),
         ).fetchall()
 
-    def report_rows(self, experiment_id: str) -> list[sqlite3.Row]:
-        return self.conn.execute(
+    def reports(self, experiment_id: str) -> Iterator[tuple[int, int, int, float, dict[str, float]]]:
+        """An experiment's reports in arrival order: (trial_id, attempt number, step, sent_at, metrics)."""
+        rows = self.conn.execute(
             "SELECT trial_id, attempt, step, sent_at, metrics FROM reports WHERE experiment_id = ? ORDER BY seq",
             (experiment_id,),
-        ).fetchall()
+        )
+        for trial_id, attempt, step, sent_at, metrics in rows:
+            yield trial_id, attempt, step, sent_at, json.loads(metrics)
 
     def log_rows(self, experiment_id: str) -> list[sqlite3.Row]:
         return self.conn.execute(

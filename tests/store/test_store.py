@@ -3,6 +3,8 @@
 import math
 import multiprocessing
 import sqlite3
+import threading
+import time
 
 import pytest
 
@@ -183,3 +185,55 @@ def test_a_flood_of_output_is_capped_in_the_store_with_a_visible_mark(store):
     logs = record.trial(0).logs
     assert LOG_CAP_BYTES <= len(logs) < LOG_CAP_BYTES + 4096
     assert logs.rstrip().endswith("the rest is not stored]")
+
+
+def steady(lr=0.1):
+    import time
+
+    for step in range(40):
+        jd.report(step=step, acc=lr * step)
+        time.sleep(0.05)
+    return {"acc": lr * 40}
+
+
+def test_a_stored_run_keeps_its_reports_on_disk_not_in_the_kernel(run_hpo, store):
+    exp = run_hpo(steady, {"lr": space.uniform(0.01, 0.3)}, trials=2, metric="acc", store=store)
+    assert exp.record._batches == []  # nothing held per report: the history below comes from the file
+    history = exp.history
+    assert len(history) == exp.reports == 80
+    assert sorted(history.groupby("trial_id")["step"].max()) == [39, 39]
+    assert list(history["value"]) == list(jd.load(exp.id, store=store).history["value"])
+    # The live curves are still there for the plots.
+    assert [len(rec.curve_values) for rec in exp.trial_records()] == [40, 40]
+
+
+def test_a_store_that_stops_taking_writes_loses_nothing_and_says_so(run_hpo, store, monkeypatch):
+    """Another process holds the store's write lock for longer than a writer waits: the run goes on, its
+    history stays whole (what did not reach the file is kept in memory) and its status says it is not stored."""
+    from jupyter_dist.store import _sqlite
+
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT_S", 0.3)
+    release = threading.Event()
+
+    def hold_the_lock():
+        time.sleep(1.0)
+        conn = sqlite3.connect(store, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        release.wait(30)
+        conn.execute("COMMIT")
+        conn.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    try:
+        exp = run_hpo(steady, {"lr": space.uniform(0.01, 0.3)}, trials=4, metric="acc", store=store)
+    finally:
+        release.set()
+        holder.join()
+    assert exp.state == "completed"
+    assert exp.record.store_problem and "database is locked" in exp.record.store_problem
+    assert f"NOT STORED: writing to the store {store} failed" in exp.status_line()
+    assert len(exp.history) == exp.reports == 160
+    with sqlite3.connect(store) as conn:
+        on_disk = conn.execute("SELECT count(*) FROM reports").fetchone()[0]
+    assert 0 < on_disk < 160
