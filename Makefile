@@ -6,9 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup quickstart test lint lab bench clean
+.PHONY: setup quickstart test lint lab labextension browser bench clean
 
-$(STAMP): pyproject.toml
+# Installing the project builds its JupyterLab extension (labextension/, with npm) into jupyter_dist/labextension.
+$(STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
+	scripts/install_system_packages.sh build
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install "$(TORCH)"
 	$(BIN)/pip install -e '.[test]'
@@ -16,21 +18,32 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+## Rebuild the JupyterLab extension after editing labextension/ (JupyterLab then serves it from this checkout).
+labextension: setup
+	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build:prod
+	$(BIN)/jupyter labextension develop --overwrite .
+
+## Chromium, for the browser tests.
+browser:
+	scripts/install_system_packages.sh browser
+
 ## The main job: the quickstart notebook, executed headless on the embedded Dask cluster.
 quickstart: setup
 	$(BIN)/python scripts/run_notebook.py notebooks/01_quickstart_hpo.ipynb --out build/quickstart
 
-## All the tests (and the linters).
-test: setup lint
+## All the tests (and the linters): the extension's TypeScript unit tests, then pytest (browser tests included).
+test: setup browser lint
+	cd labextension && npm test
 	$(BIN)/python -m pytest
 
 lint: setup
 	$(BIN)/ruff check jupyter_dist tests scripts bench
 	$(BIN)/ruff format --check jupyter_dist tests scripts bench
+	cd labextension && npm run lint:check
 
 ## JupyterLab on the example notebooks.
 lab: setup
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 ## Benchmarks (not part of the tests); results land in bench/results/*.json.
 bench: setup

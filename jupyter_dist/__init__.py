@@ -92,3 +92,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
     from .server import load_extension  # jupyter_server only when a server loads it
 
     load_extension(serverapp)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The JupyterLab extension built into jupyter_dist/labextension (for ``jupyter labextension develop``)."""
+    return [{"src": "labextension", "dest": "jupyter-dist"}]

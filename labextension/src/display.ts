@@ -1,0 +1,203 @@
+/**
+ * What one experiment looks like, wherever it is shown: the main-area view opened from the panel, and the
+ * output of the cell that runs it (live, and in the saved notebook). It draws from data (an experiment's
+ * detail and its learning curves) and fetches nothing itself.
+ */
+
+import { Clipboard } from '@jupyterlab/apputils';
+
+import { CurveChart } from './chart';
+import { h, replaceChildren } from './dom';
+import {
+  bestTrial,
+  Curves,
+  formatDuration,
+  formatParam,
+  formatValue,
+  IExperimentDetail,
+  ITrial,
+  paramNames,
+  paramsAsPython,
+  progressText,
+  sortTrials
+} from './model';
+
+/** Reads one trial's output when its row is clicked. */
+export type LogsReader = (trialId: number) => Promise<string>;
+
+export class ExperimentDisplay {
+  readonly node = h('div', { class: 'jd-display' });
+  private _header = h('div', { class: 'jd-detail-header' });
+  private _actions = h('span', { class: 'jd-actions' });
+  private _best = h('div', { class: 'jd-best' });
+  private _chart = new CurveChart();
+  private _table = h('div', { class: 'jd-trials' });
+  private _output = h('pre', { class: 'jd-output' });
+  private _detail: IExperimentDetail | null = null;
+  private _selected: number | null = null;
+
+  constructor(private _readLogs: LogsReader | null) {
+    this.node.append(
+      this._header,
+      this._best,
+      this._chart.node,
+      h('h3', {}, 'Trials'),
+      this._table
+    );
+    if (_readLogs) {
+      this._output.textContent = 'Click a trial to see what it printed.';
+      this.node.append(h('h3', {}, 'Output'), this._output);
+    }
+  }
+
+  /** Where a caller puts its buttons (the cell's Stop). */
+  get actions(): HTMLElement {
+    return this._actions;
+  }
+
+  draw(detail: IExperimentDetail, curves: Curves, curvesChanged = true): void {
+    this._detail = detail;
+    const trials = sortTrials(detail.trials, detail.mode);
+    replaceChildren(
+      this._header,
+      h('span', { class: 'jd-detail-name' }, `${detail.kind} ${detail.name}`),
+      h('span', { class: `jd-state jd-state-${detail.state}` }, detail.state),
+      h(
+        'span',
+        { class: 'jd-detail-meta' },
+        `${progressText(detail)} trials · ${formatDuration(detail.duration)}`
+      ),
+      this._actions,
+      detail.error ? h('pre', { class: 'jd-error' }, detail.error) : null
+    );
+    this._drawBest(detail, trials);
+    if (curvesChanged) {
+      // Best first, then the running ones: the curves that matter are drawn (and coloured) first.
+      const drawn = new Set(curves.trialIds());
+      this._chart.draw(
+        curves,
+        trials.map(t => t.trial_id).filter(id => drawn.has(id))
+      );
+    }
+    this._drawTable(detail, trials, curves.metric);
+  }
+
+  resize(): void {
+    this._chart.resize(this._chart.node.clientWidth);
+  }
+
+  dispose(): void {
+    this._chart.dispose();
+  }
+
+  private _drawBest(d: IExperimentDetail, trials: ITrial[]): void {
+    const best = bestTrial(trials, d.mode);
+    if (!best) {
+      replaceChildren(this._best);
+      return;
+    }
+    const copy = h(
+      'button',
+      {
+        class: 'jp-Button jp-mod-styled jp-mod-accept jd-copy',
+        title: 'Copy the best parameters as Python keyword arguments'
+      },
+      'Copy'
+    );
+    copy.onclick = () => {
+      Clipboard.copyToSystem(paramsAsPython(best.params));
+      copy.textContent = 'Copied';
+    };
+    replaceChildren(
+      this._best,
+      h(
+        'span',
+        {},
+        `best ${d.metric}=${formatValue(best.value)} (trial ${best.trial_id}): `
+      ),
+      h('code', {}, paramsAsPython(best.params)),
+      copy
+    );
+  }
+
+  private _drawTable(
+    d: IExperimentDetail,
+    trials: ITrial[],
+    curveMetric: string | null
+  ): void {
+    const labels = trials.length ? Object.keys(trials[0].labels) : [];
+    const params = paramNames(d.trials);
+    const metric = d.metric ?? curveMetric ?? 'value';
+    const best = bestTrial(trials, d.mode);
+    const now = Date.now() / 1000;
+    const head = [
+      'trial',
+      ...labels,
+      'state',
+      metric,
+      ...params,
+      'steps',
+      'duration'
+    ];
+    const rows = trials.map(t => {
+      // A running trial shows its latest value and how long it has run so far.
+      const value = t.value ?? t.last[metric] ?? null;
+      const duration =
+        t.duration ?? (t.state === 'running' ? now - t.started : null);
+      const row = h(
+        'tr',
+        {
+          class:
+            [
+              t === best ? 'jd-best-row' : '',
+              t.trial_id === this._selected ? 'jd-selected' : ''
+            ]
+              .join(' ')
+              .trim() || undefined,
+          'data-trial': String(t.trial_id)
+        },
+        h('td', {}, String(t.trial_id)),
+        ...labels.map(l => h('td', {}, formatParam(t.labels[l]))),
+        h('td', { class: `jd-state-${t.state}` }, t.state),
+        h('td', {}, formatValue(value)),
+        ...params.map(p =>
+          h('td', {}, p in t.params ? formatParam(t.params[p]) : '')
+        ),
+        h('td', {}, String(t.steps)),
+        h('td', {}, formatDuration(duration))
+      );
+      if (this._readLogs) {
+        row.onclick = () => void this._showOutput(t.trial_id);
+      }
+      return row;
+    });
+    replaceChildren(
+      this._table,
+      h(
+        'table',
+        { class: 'jd-table' },
+        h('thead', {}, h('tr', {}, ...head.map(name => h('th', {}, name)))),
+        h('tbody', {}, ...rows)
+      )
+    );
+  }
+
+  private async _showOutput(trialId: number): Promise<void> {
+    this._selected = trialId;
+    if (this._detail) {
+      const d = this._detail;
+      this._drawTable(d, sortTrials(d.trials, d.mode), d.metric);
+    }
+    const text = await (this._readLogs as LogsReader)(trialId);
+    this._output.textContent = text || `Trial ${trialId} printed nothing.`;
+  }
+}
+
+/** A trial's output as one text: stdout, stderr, then the traceback. */
+export function joinLogs(logs: {
+  stdout: string;
+  stderr: string;
+  error: string | null;
+}): string {
+  return [logs.stdout, logs.stderr, logs.error ?? ''].filter(p => p).join('\n');
+}

@@ -1,0 +1,183 @@
+/**
+ * The output of a cell that runs an experiment (MIME type application/vnd.jupyter-dist.experiment+json): a
+ * "starting…" line from the first instant, then the live view, followed through the server's REST API (not
+ * through the kernel: the kernel sends a few small messages per run, never a figure), then the final view the
+ * kernel saved in the output, which a reopened notebook shows with no kernel and no server.
+ */
+
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Poll } from '@lumino/polling';
+import { Widget } from '@lumino/widgets';
+
+import { getLogs, requestStop } from './api';
+import { fetchExperiment } from './detail';
+import { ExperimentDisplay, joinLogs } from './display';
+import { h } from './dom';
+import { Curves, formatDuration, IExperimentBundle } from './model';
+
+export const MIME_TYPE = 'application/vnd.jupyter-dist.experiment+json';
+const LIVE_REFRESH_MS = 1000;
+
+export class ExperimentRenderer
+  extends Widget
+  implements IRenderMime.IRenderer
+{
+  private _display: ExperimentDisplay | null = null;
+  private _phase = h('div', { class: 'jd-phase' });
+  private _curves: Curves | null = null;
+  private _poll: Poll | null = null;
+  private _ticker: number | null = null;
+  private _stop: HTMLButtonElement | null = null;
+  private _stopping = false;
+
+  constructor(options: IRenderMime.IRendererOptions) {
+    super();
+    this.addClass('jd-cell-view');
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const bundle = model.data[MIME_TYPE] as unknown as IExperimentBundle;
+    if (bundle.snapshot) {
+      this._finish();
+      const display = this._ensureDisplay(bundle.snapshot.id, false);
+      display.draw(
+        bundle.snapshot,
+        Curves.fromSnapshot(
+          bundle.curves ?? { metric: bundle.snapshot.metric, trials: [] }
+        )
+      );
+      return;
+    }
+    if (bundle.id) {
+      this._follow(bundle.id);
+      return;
+    }
+    this._showPhase(bundle.phase ?? 'starting…', bundle.started);
+  }
+
+  dispose(): void {
+    this._finish();
+    this._display?.dispose();
+    super.dispose();
+  }
+
+  protected onResize(msg: Widget.ResizeMessage): void {
+    this._display?.resize();
+  }
+
+  private _showPhase(phase: string, started?: number): void {
+    if (!this._phase.isConnected) {
+      this.node.replaceChildren(this._phase);
+    }
+    const draw = () => {
+      const elapsed = started ? Date.now() / 1000 - started : null;
+      this._phase.textContent = `${phase}${elapsed !== null ? ` ${formatDuration(elapsed)}` : ''}`;
+    };
+    draw();
+    if (this._ticker === null) {
+      this._ticker = window.setInterval(draw, 1000);
+    }
+  }
+
+  private _ensureDisplay(id: string, live: boolean): ExperimentDisplay {
+    if (this._ticker !== null) {
+      window.clearInterval(this._ticker);
+      this._ticker = null;
+    }
+    if (!this._display) {
+      // Trial output comes from the server, so only where one serves it (not in a notebook opened without it:
+      // the table is still there).
+      this._display = new ExperimentDisplay(async trialId =>
+        joinLogs(await getLogs(id, trialId))
+      );
+      this.node.replaceChildren(this._display.node);
+    }
+    if (live && !this._stop) {
+      const stop = h(
+        'button',
+        {
+          class: 'jp-Button jp-mod-styled jp-mod-warn jd-stop',
+          title:
+            'Stop the experiment: running trials end, finished ones are kept'
+        },
+        'Stop'
+      ) as HTMLButtonElement;
+      stop.onclick = () => void this._requestStop(id);
+      this._stop = stop;
+    }
+    if (this._stop) {
+      this._display.actions.replaceChildren(this._stop);
+    }
+    return this._display;
+  }
+
+  private _follow(id: string): void {
+    if (this._poll) {
+      return;
+    }
+    this._ensureDisplay(id, true);
+    this._poll = new Poll({
+      factory: async () => {
+        const { detail, curves, changed } = await fetchExperiment(
+          id,
+          this._curves
+        );
+        this._curves = curves;
+        const display = this._ensureDisplay(id, detail.state === 'running');
+        if (this._stopping && this._stop) {
+          this._stop.textContent = 'Stopping…';
+        }
+        display.draw(detail, curves, changed);
+      },
+      frequency: { interval: LIVE_REFRESH_MS, backoff: true, max: 10_000 },
+      standby: 'when-hidden',
+      name: `jupyter-dist:cell:${id}`
+    });
+  }
+
+  private async _requestStop(id: string): Promise<void> {
+    if (!this._stop || this._stopping) {
+      return;
+    }
+    this._stopping = true;
+    this._stop.disabled = true;
+    this._stop.textContent = 'Stopping…';
+    try {
+      await requestStop(id);
+    } catch (reason) {
+      this._stopping = false;
+      this._stop.disabled = false;
+      this._stop.textContent = 'Stop';
+      this._stop.title = `The stop request failed: ${reason}`;
+    }
+  }
+
+  /** The run ended (the kernel saved its final view): stop polling; the Stop button goes. */
+  private _finish(): void {
+    this._poll?.dispose();
+    this._poll = null;
+    if (this._ticker !== null) {
+      window.clearInterval(this._ticker);
+      this._ticker = null;
+    }
+    this._stop?.remove();
+    this._stop = null;
+  }
+}
+
+export const rendererFactory: IRenderMime.IRendererFactory = {
+  safe: true,
+  mimeTypes: [MIME_TYPE],
+  defaultRank: 50,
+  createRenderer: options => new ExperimentRenderer(options)
+};
+
+const extension: IRenderMime.IExtension = {
+  id: 'jupyter-dist:experiment-renderer',
+  description: 'Draws an experiment in the output of the cell that runs it.',
+  rendererFactory,
+  rank: 50,
+  dataType: 'json'
+};
+
+export default extension;

@@ -1,0 +1,122 @@
+"""The Experiments panel, status-bar item, commands and theme, in JupyterLab in a real browser."""
+
+import subprocess
+import sys
+import threading
+
+from playwright.sync_api import expect
+
+import jupyter_dist as jd
+from jupyter_dist import space
+
+
+def train(lr=0.1, width=8):
+    for step in range(3):
+        jd.report(step=step, acc=lr * (step + 1) + width / 100)
+    return {"acc": lr * 3 + width / 100}
+
+
+def slow_train(lr=0.1):
+    import time
+
+    for step in range(10):
+        jd.report(step=step, acc=lr * step)
+        time.sleep(0.3)
+    return {"acc": lr * 10}
+
+
+SPACE = {"lr": space.uniform(0.01, 0.3), "width": space.choice([8, 16, 32])}
+
+
+def test_the_extension_is_installed_and_enabled():
+    listed = subprocess.run(
+        [sys.executable, "-m", "jupyterlab.labextensions", "list"], capture_output=True, text=True, check=True
+    )
+    line = next(line for line in (listed.stdout + listed.stderr).splitlines() if "jupyter-dist" in line)
+    assert "enabled" in line and "OK" in line
+
+
+def test_the_panel_lists_stored_and_running_experiments_live(lab, page, run_hpo):
+    done = run_hpo(train, SPACE, trials=4, metric="acc")  # stored before the page opens
+    lab.open(page)
+    lab.open_panel(page)
+    item = page.locator(f".jd-item[data-id='{done.id}']")
+    expect(item).to_contain_text("train")
+    expect(item).to_contain_text("completed")
+    expect(item).to_contain_text("4/4 trials")
+    expect(item).to_contain_text("best acc")
+
+    running = {}
+    thread = threading.Thread(
+        target=lambda: running.setdefault(
+            "exp", run_hpo(slow_train, {"lr": space.uniform(0.01, 0.3)}, trials=4, parallel=2, metric="acc")
+        )
+    )
+    thread.start()
+    try:
+        newest = page.locator(".jd-item").first
+        expect(newest).to_contain_text("slow_train", timeout=20_000)
+        expect(newest).to_contain_text("running")
+        # The status bar says what runs; a click on it opens the panel.
+        status = page.locator("#jp-main-statusbar .jd-status")
+        expect(status).to_contain_text("hpo slow_train: ", timeout=10_000)
+    finally:
+        thread.join(120)
+    expect(newest).to_contain_text("completed", timeout=15_000)
+    expect(newest).to_contain_text("4/4 trials")
+    expect(page.locator("#jp-main-statusbar .jd-status")).to_be_hidden()  # nothing runs any more
+    assert not page.errors
+
+
+def test_opening_an_experiment_shows_best_trial_first_curves_and_output(lab, page, run_hpo):
+    exp = run_hpo(train, SPACE, trials=5, metric="acc")
+    best = exp.best
+    lab.open(page)
+    lab.open_panel(page)
+    page.locator(f".jd-item[data-id='{exp.id}']").click()
+    detail = page.locator(".jd-detail")
+    expect(detail.locator(".jd-detail-name")).to_have_text("hpo train")
+    expect(detail.locator(".jd-best")).to_contain_text(f"(trial {best.trial_id})")
+    rows = detail.locator(".jd-table tbody tr")
+    expect(rows).to_have_count(5)
+    expect(rows.first).to_have_attribute("data-trial", str(best.trial_id))
+    expect(rows.first).to_have_class("jd-best-row")
+    # Parameters in the search space's order, as the summary writes them.
+    expect(detail.locator(".jd-table thead th")).to_have_text(
+        ["trial", "state", "acc", "lr", "width", "steps", "duration"]
+    )
+    expect(detail.locator(".jd-chart canvas")).to_have_count(1)
+    rows.nth(1).click()
+    trial_id = int(rows.nth(1).get_attribute("data-trial"))
+    expect(detail.locator(".jd-output")).to_contain_text("printed nothing")
+    assert trial_id != best.trial_id
+    assert not page.errors
+
+
+def test_palette_commands_and_the_dark_theme(lab, page, run_hpo):
+    run_hpo(train, SPACE, trials=1, metric="acc")
+    lab.open(page)
+    page.keyboard.press("Control+Shift+c")
+    palette = page.locator(".lm-CommandPalette")
+    palette.locator("input").fill("Experiments")
+    expect(palette.locator(".lm-CommandPalette-item")).to_contain_text(
+        ["Experiments: Open Panel", "Experiments: Refresh"]
+    )
+    palette.locator(".lm-CommandPalette-item", has_text="Experiments: Open Panel").click()
+    panel = page.locator("#jupyter-dist-experiments")
+    expect(panel.locator(".jd-item")).to_have_count(1)
+
+    def panel_luminance() -> float:
+        rgb = panel.evaluate("el => getComputedStyle(el).backgroundColor")
+        r, g, b = (int(v) for v in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3])
+        return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+    assert panel_luminance() > 0.8
+    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=15_000)
+    for _ in range(50):
+        if panel_luminance() < 0.3:
+            break
+        page.wait_for_timeout(100)
+    assert panel_luminance() < 0.3
+    assert not page.errors
