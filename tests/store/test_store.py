@@ -197,7 +197,7 @@ def steady(lr=0.1):
 
 
 def test_a_stored_run_keeps_its_reports_on_disk_not_in_the_kernel(run_hpo, store):
-    exp = run_hpo(steady, {"lr": space.uniform(0.01, 0.3)}, trials=2, metric="acc", store=store)
+    exp = run_hpo(steady, {"lr": space.uniform(0.01, 0.3)}, trials=2, metric="acc", store=store, pruner=None)
     assert exp.record._batches == []  # nothing held per report: the history below comes from the file
     history = exp.history
     assert len(history) == exp.reports == 80
@@ -226,7 +226,7 @@ def test_a_store_that_stops_taking_writes_loses_nothing_and_says_so(run_hpo, sto
     holder = threading.Thread(target=hold_the_lock)
     holder.start()
     try:
-        exp = run_hpo(steady, {"lr": space.uniform(0.01, 0.3)}, trials=4, metric="acc", store=store)
+        exp = run_hpo(steady, {"lr": space.uniform(0.01, 0.3)}, trials=4, metric="acc", store=store, pruner=None)
     finally:
         release.set()
         holder.join()

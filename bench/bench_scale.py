@@ -1,0 +1,349 @@
+"""Scale: one experiment of 10,000 trials x 100 reported steps (1M metrics), with the store on and off.
+
+Each side runs in a fresh Python process on its own LocalCluster (2 worker processes x 1 thread): ``hpo()`` with
+the random sampler, no pruner, every trial calling ``report()`` STEPS times in a tight loop. A listener-only view
+(``progress=``) records each report's delivery latency (kernel ``time.time()`` minus the worker's ``time.time()``
+in ``report()``, same host); a thread samples the kernel process's RSS every 50 ms. The live widget is left out:
+drawing 10,000 curves is the JupyterLab extension's business (issue 12), this measures the channel, the record
+and the store.
+
+  * "on": the run is recorded into a fresh store file; the kernel keeps no report as a Python object (they are
+    read back from the file when ``history`` is asked for).
+  * "off": ``store=False``; the kernel must hold every report itself (the only copy).
+
+Then, in this (parent) process, against the "on" side's file: ``experiments()``, ``load()``, ``.best``,
+``.trials``, ``.history``; and over HTTP from a real ``jupyter server`` with the extension: the experiments
+listing, one experiment, and paging through all 1M metrics with the ``since`` cursor.
+
+Targets (issue 11): ``load()`` and the REST listing < 1 s; streaming p99 < 100 ms (with the store on).
+
+Run: ``.venv/bin/python bench/bench_scale.py [--trials 10000 --steps 100]`` (writes bench/results/scale.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CpuMonitor, contention_note, header, median, percentile, write_result  # noqa: E402
+
+TRIALS = 10_000
+STEPS = 100
+TARGET_LOAD_S = 1.0
+TARGET_LISTING_S = 1.0
+TARGET_P99_S = 0.100
+PAGE = 10_000  # the metrics endpoint's largest page
+SIDE_TIMEOUT_S = 900
+
+
+# --- run on the workers -----------------------------------------------------------------------------------
+def scale_trial(x, steps):
+    import jupyter_dist
+
+    for step in range(steps):
+        jupyter_dist.report(step=step, v=x * step)
+    return {"v": x * steps}
+
+
+# --- one side, in a child process -------------------------------------------------------------------------
+class ListenerView:
+    """progress= view that only records each report's delivery latency (on the IO thread)."""
+
+    def __init__(self, exp) -> None:
+        self.exp = exp
+        self.latency: list[float] = []
+
+    def start(self) -> None:
+        self.exp.add_report_listener(self._on_report)
+
+    def _on_report(self, trial_id, rows) -> None:
+        now = time.time()
+        self.latency.extend(now - sent_at for _, _, sent_at in rows)
+
+    def idle(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class RssSampler(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[int] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            self.samples.append(_rss())
+
+
+def run_side(side: str, store: str | None, trials: int, steps: int) -> dict:
+    import jupyter_dist
+    from jupyter_dist import space
+
+    client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
+    client.wait_for_workers(2)
+    # Warm the workers (imports, first task) outside the measurement.
+    jupyter_dist.hpo(
+        scale_trial, {"x": 1.0, "steps": 3}, trials=4, metric="v", cluster=client, progress=False, store=False
+    )
+    views: list[ListenerView] = []
+
+    def make_view(exp):
+        views.append(ListenerView(exp))
+        return views[-1]
+
+    rss_before = _rss()
+    sampler = RssSampler()
+    sampler.start()
+    t0 = time.perf_counter()
+    exp = jupyter_dist.hpo(
+        scale_trial,
+        {"x": space.uniform(0, 1), "steps": steps},
+        trials=trials,
+        parallel=2,
+        metric="v",
+        sampler="random",
+        pruner=None,
+        seed=0,
+        name="scale",
+        cluster=client,
+        progress=make_view,
+        store=store if store else False,
+    )
+    wall = time.perf_counter() - t0
+    sampler.done.set()
+    sampler.join()
+    latency = views[0].latency
+    out = {
+        "side": side,
+        "wall_s": wall,
+        "trials_done": exp.done,
+        "reports": exp.reports,
+        "reports_per_s": exp.reports / wall,
+        "latency_s": {
+            "p50": percentile(latency, 50),
+            "p99": percentile(latency, 99),
+            "max": max(latency),
+        },
+        "kernel_rss_mb": {
+            "before": rss_before / 2**20,
+            "peak": max(sampler.samples + [rss_before]) / 2**20,
+            "after": _rss() / 2**20,
+        },
+        "experiment_id": exp.id,
+    }
+    jupyter_dist.close_local_cluster()
+    return out
+
+
+def _child(side: str, store: str | None, trials: int, steps: int) -> dict:
+    cmd = [sys.executable, __file__, "--side", side, "--trials", str(trials), "--steps", str(steps)]
+    if store:
+        cmd += ["--store", store]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SIDE_TIMEOUT_S)
+    if done.returncode:
+        raise RuntimeError(f"the {side} side failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- reading it back, in the parent -----------------------------------------------------------------------
+def _timed(fn, repeats: int = 3) -> tuple[float, object]:
+    times, value = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - t0)
+    return median(times), value
+
+
+def read_back(store: str, experiment_id: str) -> dict:
+    import jupyter_dist
+
+    listing_s, listing = _timed(lambda: jupyter_dist.experiments(store=store))
+    load_s, exp = _timed(lambda: jupyter_dist.load(experiment_id, store=store))
+    best_s, _ = _timed(lambda: jupyter_dist.load(experiment_id, store=store).best)
+    trials_s, trials = _timed(lambda: jupyter_dist.load(experiment_id, store=store).trials)
+    history_s, history = _timed(lambda: jupyter_dist.load(experiment_id, store=store).history, repeats=1)
+    return {
+        "experiments_s": listing_s,
+        "load_s": load_s,
+        "load_then_best_s": best_s,
+        "load_then_trials_s": trials_s,
+        "load_then_history_s": history_s,
+        "listed": len(listing),
+        "trials_rows": len(trials),
+        "history_rows": len(history),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_over_http(store: str, experiment_id: str, folder: str) -> dict:
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_DIST_STORE": store, "JUPYTER_TOKEN": token}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--allow-root",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--ServerApp.root_dir={folder}",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/jupyter-dist/api/experiments"
+
+    def get(url: str) -> dict:
+        request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.loads(answer.read())
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                get(base)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        listing_s, listing = _timed(lambda: get(base), repeats=5)
+        one_s, one = _timed(lambda: get(f"{base}/{experiment_id}"))
+        t0, cursor, rows, pages, more = time.perf_counter(), 0, 0, 0, True
+        while more:
+            page = get(f"{base}/{experiment_id}/metrics?since={cursor}&limit={PAGE}")
+            rows += len(page["rows"])
+            cursor, more, pages = page["cursor"], page["more"], pages + 1
+        paging_s = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait(30)
+    return {
+        "listing_s": listing_s,
+        "listed": listing["total"],
+        "experiment_s": one_s,
+        "experiment_trials": len(one["trials"]),
+        "metrics_pages": pages,
+        "metrics_rows": rows,
+        "metrics_all_pages_s": paging_s,
+        "metrics_per_page_s": paging_s / pages,
+    }
+
+
+def main(trials: int, steps: int) -> dict:
+    wall0 = time.perf_counter()
+    cpu = CpuMonitor()
+    with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-scale-") as folder:
+        store = os.path.join(folder, "experiments.sqlite")
+        sides = {}
+        for side in ("on", "off"):
+            print(f"  running {trials:,} trials x {steps} steps, store {side}...", flush=True)
+            sides[side] = _child(side, store if side == "on" else None, trials, steps)
+            s = sides[side]
+            print(
+                f"    {s['wall_s']:.1f} s, {s['reports_per_s']:,.0f} reports/s, p50 "
+                f"{s['latency_s']['p50'] * 1e3:.1f} ms, p99 {s['latency_s']['p99'] * 1e3:.0f} ms, kernel RSS peak "
+                f"{s['kernel_rss_mb']['peak']:.0f} MB",
+                flush=True,
+            )
+        experiment_id = sides["on"]["experiment_id"]
+        reading = read_back(store, experiment_id)
+        http = read_over_http(store, experiment_id, folder)
+        store_mb = sum(f.stat().st_size for f in Path(folder).glob("experiments.sqlite*")) / 2**20
+    result = header(
+        "scale",
+        {
+            "trials": trials,
+            "steps": steps,
+            "cluster": "LocalCluster, 2 worker processes x 1 thread, one fresh process per side",
+            "view": "listener only (latency), no widget",
+        },
+    )
+    on, off = sides["on"], sides["off"]
+    result.update(
+        sides=sides,
+        store_mb=store_mb,
+        read_back=reading,
+        http=http,
+        ratios_on_over_off={
+            "kernel_rss_peak": on["kernel_rss_mb"]["peak"] / off["kernel_rss_mb"]["peak"],
+            "latency_p99": on["latency_s"]["p99"] / off["latency_s"]["p99"],
+            "wall": on["wall_s"] / off["wall_s"],
+        },
+        met={
+            "load_below_1s": reading["load_s"] < TARGET_LOAD_S,
+            "rest_listing_below_1s": http["listing_s"] < TARGET_LISTING_S,
+            "experiments_below_1s": reading["experiments_s"] < TARGET_LISTING_S,
+            "metrics_paged_through": http["metrics_rows"] == on["reports"],
+            "streaming_p99_below_100ms": on["latency_s"]["p99"] < TARGET_P99_S,
+        },
+        cpu_contention=cpu.stop(),
+        wall_s=time.perf_counter() - wall0,
+    )
+    return result
+
+
+def summary(result: dict) -> str:
+    on, off, r, h = result["sides"]["on"], result["sides"]["off"], result["read_back"], result["http"]
+    p = result["parameters"]
+    return "\n".join(
+        [
+            f"{p['trials']:,} trials x {p['steps']} steps ({on['reports']:,} reports), store on vs off:",
+            f"  run: on {on['wall_s']:.1f} s, off {off['wall_s']:.1f} s; kernel RSS peak on "
+            f"{on['kernel_rss_mb']['peak']:.0f} MB, off {off['kernel_rss_mb']['peak']:.0f} MB",
+            f"  streaming latency: on p50 {on['latency_s']['p50'] * 1e3:.1f} ms p99 "
+            f"{on['latency_s']['p99'] * 1e3:.0f} ms; off p50 {off['latency_s']['p50'] * 1e3:.1f} ms p99 "
+            f"{off['latency_s']['p99'] * 1e3:.0f} ms",
+            f"  read back: experiments() {r['experiments_s']:.2f} s, load() {r['load_s']:.2f} s, .trials "
+            f"{r['load_then_trials_s']:.2f} s, .history {r['load_then_history_s']:.1f} s",
+            f"  REST: listing {h['listing_s'] * 1e3:.0f} ms, one experiment {h['experiment_s']:.2f} s, "
+            f"{h['metrics_rows']:,} metrics in {h['metrics_pages']} pages, {h['metrics_all_pages_s']:.1f} s",
+            f"  store file {result['store_mb']:.0f} MB; met: {result['met']}",
+            contention_note(result["cpu_contention"]),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--trials", type=int, default=TRIALS)
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--side", choices=["on", "off"], help=argparse.SUPPRESS)  # a child process's side
+    parser.add_argument("--store", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        print(json.dumps(run_side(args.side, args.store, args.trials, args.steps)))
+    else:
+        res = main(args.trials, args.steps)
+        path = write_result("scale", res)
+        print(summary(res))
+        print(f"  -> {path}")
