@@ -40,12 +40,22 @@ def run_experiment(
     ``definition.name``, or with ``name_given`` False the first free one of name-2, name-3...
     ``resume``: the stored run this one continues (its record, read back), under the same id and name.
     """
-    client = get_client(cluster)
-    definition = dataclasses.replace(definition, dashboard_link=_dashboard_link(client))
-    launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
-    fits = launcher.capacity()  # too few workers for one data-parallel trial: say so before anything starts
-    parallel = min(parallel or fits, fits) if ranks else (parallel or fits)
-    launcher.check_function()
+    # The cell shows something from its first instant: starting a cluster takes seconds.
+    preamble = _make_preamble(progress, stored=store is not None)
+    try:
+        preamble.phase("connecting to the Dask cluster…")
+        client = get_client(cluster)
+        definition = dataclasses.replace(definition, dashboard_link=_dashboard_link(client))
+        launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
+        fits = (
+            launcher.capacity()
+        )  # too few workers for one data-parallel trial: say so before anything starts
+        parallel = min(parallel or fits, fits) if ranks else (parallel or fits)
+        preamble.phase("checking the function on a worker…")
+        launcher.check_function()
+    except BaseException:
+        preamble.clear()  # the error is what the cell shows
+        raise
 
     journal = None
     if store is not None:
@@ -54,8 +64,10 @@ def run_experiment(
         definition = journal.definition
     record = InMemoryRecord(definition, journal) if resume is None else resume.continued(definition, journal)
     stop = StopSignal()
+    if journal:
+        journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
     exp = make_experiment(record, stop.request)
-    view = _make_view(progress, exp)
+    view = _make_view(progress, exp, preamble if not isinstance(preamble, _NoPreamble) else None)
     loop = TrialLoop(
         launcher,
         source,
@@ -109,7 +121,22 @@ class _Silent:
     def finish(self) -> None: ...
 
 
-def _make_view(progress: Any, exp: Experiment):
+class _NoPreamble:
+    def phase(self, text: str) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+def _make_preamble(progress: Any, stored: bool):
+    """What the cell shows while the run starts, for the views that draw in the cell (else a stand-in)."""
+    if progress is False or progress is None or callable(progress):
+        return _NoPreamble()
+    from .widgets import preamble_for
+
+    return preamble_for(progress, stored) or _NoPreamble()
+
+
+def _make_view(progress: Any, exp: Experiment, preamble=None):
     """The view that shows ``exp`` while it runs (see ``hpo(progress=...)``)."""
     if progress is False or progress is None:
         return _Silent()
@@ -117,7 +144,7 @@ def _make_view(progress: Any, exp: Experiment):
         return progress(exp)
     from .widgets import view_for  # ipywidgets and plotly only when a view is asked for
 
-    return view_for(exp, progress)
+    return view_for(exp, progress, preamble)
 
 
 def _about(fn: Callable, client, parallel: int) -> dict[str, Any]:

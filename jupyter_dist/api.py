@@ -81,8 +81,9 @@ def hpo(
     timeout
         Seconds for the whole experiment: then no trial starts and the running ones are stopped.
     progress
-        "auto" (a live widget in a notebook, text elsewhere), "widget", "text", False, or a callable
-        ``view(experiment)`` returning an object with ``start()``, ``idle()`` and ``finish()``.
+        "auto" (in JupyterLab with jupyter_dist's extension the view it draws, in another notebook a live
+        widget, text elsewhere), "lab", "widget", "text", False, or a callable ``view(experiment)`` returning an
+        object with ``start()``, ``idle()`` and ``finish()``.
     workers_per_trial
         k > 1 makes every trial a k-rank data-parallel job, as ``data_parallel(fn, workers=k)`` runs it
         (``prepare()`` inside the function); ``parallel`` then defaults to the workers // k.

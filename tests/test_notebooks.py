@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import time
 from pathlib import Path
@@ -134,15 +135,26 @@ def test_widget_updates_arrive_while_the_cell_is_running(kernel):
     assert len(figure_updates) >= 2  # live learning curves
     assert _result_of(kc, "print(exp.state)") == "completed"
     # where no widget frontend renders the view, its text is the final summary, not a placeholder
-    (final,) = [m for _, m in log.messages if m["msg_type"] == "update_display_data"]
+    final = [m for _, m in log.messages if m["msg_type"] == "update_display_data"][-1]
     assert final["content"]["data"]["text/plain"].startswith("hpo 'slow' completed: 6/6 trials done")
+    # Before the cluster and the function check, the cell already said what it was doing (the view then
+    # took over that same output).
+    first = next(m for _, m in log.messages if m["msg_type"] == "display_data")
+    assert first["content"]["data"]["text/plain"].startswith("jupyter_dist: ")
+    assert first["content"]["transient"]["display_id"] == final["content"]["transient"]["display_id"]
+
+
+def _the_view(m) -> bool:
+    return m["msg_type"] in ("display_data", "update_display_data") and (
+        "application/vnd.jupyter.widget-view+json" in m["content"]["data"]
+    )
 
 
 def test_the_stop_button_stops_a_running_experiment(kernel):
     _, kc = kernel
     started = time.monotonic()
     log = IopubLog(kc, kc.execute(CELL.format(trials=20, steps=200)))
-    log.read(lambda m: m["msg_type"] == "display_data")  # the live view is on screen
+    log.read(_the_view)  # the live view is on screen
     stop = log.comm_of("ButtonModel", description="Stop")
     time.sleep(1.0)  # trials are running
     click = kc.session.msg(
@@ -158,10 +170,63 @@ def test_interrupting_the_kernel_stops_gracefully(kernel):
     km, kc = kernel
     msg_id = kc.execute(CELL.format(trials=20, steps=200))
     log = IopubLog(kc, msg_id)
-    log.read(lambda m: m["msg_type"] == "display_data")  # the live view is on screen
+    log.read(_the_view)  # the live view is on screen
     time.sleep(1.0)
     km.interrupt_kernel()
     log.read(_idle)
     errors = [m for _, m in log.messages if m["msg_type"] == "error"]
     assert not errors, [e["content"] for e in errors]  # a graceful stop, not a KeyboardInterrupt traceback
     assert _result_of(kc, "print(exp.state)") == "stopped"
+
+
+LAB_MIME = "application/vnd.jupyter-dist.experiment+json"
+# What the JupyterLab extension runs, silently, in each Python kernel it shows (labextension/src/kernelflag.ts).
+LAB_FLAG = 'import os as _jd_os; _jd_os.environ["JUPYTER_DIST_FRONTEND"] = "jupyterlab"; del _jd_os'
+
+
+@pytest.fixture
+def lab_flagged(kernel):
+    _, kc = kernel
+    kc.execute_interactive(LAB_FLAG, timeout=60)
+    yield kernel
+    kc.execute_interactive('import os; os.environ.pop("JUPYTER_DIST_FRONTEND")', timeout=60)
+
+
+def test_under_jupyterlab_the_cell_sends_a_few_small_messages_and_saves_the_final_view(lab_flagged):
+    _, kc = lab_flagged
+    log = IopubLog(kc, kc.execute(CELL.format(trials=6, steps=10)))
+    log.read(_idle)
+    kinds = [m["msg_type"] for _, m in log.messages]
+    assert "comm_open" not in kinds and "comm_msg" not in kinds  # no widget: the extension draws it
+    bundles = [m["content"]["data"] for _, m in log.messages if LAB_MIME in m["content"].get("data", {})]
+    assert bundles[0][LAB_MIME]["phase"] and bundles[0]["text/plain"].startswith("jupyter_dist: ")
+    experiment_id = next(b[LAB_MIME]["id"] for b in bundles if "id" in b[LAB_MIME])
+    final = bundles[-1][LAB_MIME]
+    snapshot = final["snapshot"]
+    assert snapshot["id"] == experiment_id and snapshot["state"] == "completed"
+    assert [t["state"] for t in snapshot["trials"]] == ["completed"] * 6
+    assert snapshot["best"]["trial_id"] == max(snapshot["trials"], key=lambda t: t["value"])["trial_id"]
+    assert len(final["curves"]["trials"]) == 6 and all(len(c[2]) == 10 for c in final["curves"]["trials"])
+    assert "<table" in bundles[-1]["text/html"]  # GitHub, nbviewer and nbconvert show the final table
+    sent = sum(len(json.dumps(m["content"])) for _, m in log.messages)
+    assert sent < 30_000, sent  # the widget view sends ~5 MB of plotly.js on a first run
+
+
+def test_under_jupyterlab_a_stop_asked_through_the_store_stops_the_cell(lab_flagged):
+    from jupyter_dist.store._sqlite import Database
+
+    _, kc = lab_flagged
+    store = _result_of(kc, "from jupyter_dist.store import store_path; print(store_path())")
+    started = time.monotonic()
+    log = IopubLog(kc, kc.execute(CELL.format(trials=20, steps=200)))
+    shown = log.read(
+        lambda m: LAB_MIME in m["content"].get("data", {}) and "id" in m["content"]["data"][LAB_MIME]
+    )
+    time.sleep(1.0)  # trials are running
+    db = Database(store)  # what the server extension does when the Stop button is clicked
+    db.request_stop(shown["content"]["data"][LAB_MIME]["id"])
+    db.close()
+    log.read(_idle)
+    assert time.monotonic() - started < 20
+    final = [m for _, m in log.messages if m["msg_type"] == "update_display_data"][-1]
+    assert final["content"]["data"][LAB_MIME]["snapshot"]["state"] == "stopped"

@@ -13,7 +13,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from ._manager import MAX_PAGE, BadRequest, ExperimentsManager, NotFound, page_arguments
+from ._manager import MAX_PAGE, BadRequest, ExperimentsManager, NotFound, NotRunning, page_arguments
 
 AUTH_RESOURCE = "jupyter_dist"
 
@@ -33,6 +33,9 @@ class _Handler(APIHandler):
             body = {"message": str(exc)}
         except NotFound as exc:
             self.set_status(404)
+            body = {"message": str(exc)}
+        except NotRunning as exc:
+            self.set_status(409)
             body = {"message": str(exc)}
         self.finish(json.dumps(body))
 
@@ -70,6 +73,14 @@ class MetricsHandler(_Handler):
         self.answer(call)
 
 
+class StopHandler(_Handler):
+    @tornado.web.authenticated
+    @authorized
+    def post(self, experiment_id: str) -> None:
+        self.set_status(202)
+        self.answer(lambda: self.manager.request_stop(experiment_id))
+
+
 class LogsHandler(_Handler):
     @tornado.web.authenticated
     @authorized
@@ -84,5 +95,6 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api, ExperimentsHandler),
         (url_path_join(api, segment), ExperimentHandler),
         (url_path_join(api, segment, "metrics"), MetricsHandler),
+        (url_path_join(api, segment, "stop"), StopHandler),
         (url_path_join(api, segment, "logs", r"(\d+)"), LogsHandler),
     ]

@@ -6,7 +6,6 @@ Every answer is JSON-ready: non-finite numbers (a NaN loss) become null, since b
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store import list_experiments
-from ..store._codec import trial_from_json
+from ..store._codec import finite, trial_from_json, trial_summary
 from ..store._sqlite import Database
 
 # The store's ids (``new_experiment_id``): anything else is refused before it reaches a query.
@@ -30,15 +29,8 @@ class BadRequest(ValueError):
     """A malformed id or paging argument."""
 
 
-def finite(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None, recursively."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
+class NotRunning(RuntimeError):
+    """A stop asked of an experiment that has already ended."""
 
 
 def check_id(experiment_id: str) -> str:
@@ -105,7 +97,7 @@ class ExperimentsManager:
                 "definition": definition,
                 "about": json.loads(row["about"]),
                 "best": best,
-                "trials": [_trial_json(t) for t in trials],
+                "trials": [trial_summary(t) for t in trials],
             }
         )
 
@@ -129,6 +121,16 @@ class ExperimentsManager:
             "more": more,
         }
 
+    def request_stop(self, experiment_id: str) -> dict[str, Any]:
+        """Ask the kernel running ``experiment_id`` to stop it: its store writer sees the request within a
+        flush interval (0.5 s) and stops the run as the notebook's Stop would."""
+        with self._opened(experiment_id) as db:
+            (summary,) = list_experiments(self.store_path, experiment_id)
+            if summary["state"] != "running":
+                raise NotRunning(f"experiment {experiment_id} is not running ({summary['state']})")
+            db.request_stop(experiment_id)
+        return {"message": f"asked experiment {experiment_id} to stop"}
+
     def logs(self, experiment_id: str, trial_id: int) -> dict[str, Any]:
         with self._opened(experiment_id) as db:
             trial = db.conn.execute(
@@ -148,19 +150,3 @@ class ExperimentsManager:
             "stderr": "".join(r["text"] for r in lines if r["stream"] == "stderr"),
             "error": error,
         }
-
-
-def _trial_json(t) -> dict[str, Any]:
-    return {
-        "trial_id": t.trial_id,
-        "state": t.state.value,
-        "value": t.value,
-        "params": t.params,
-        "labels": t.labels,
-        "started": t.started,
-        "duration": t.duration,
-        "steps": t.steps,
-        "attempts": t.attempts,
-        "last": t.last,
-        "error": t.error,
-    }

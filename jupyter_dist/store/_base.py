@@ -145,6 +145,11 @@ class ExperimentRecord(ABC):
         """How many report() calls have arrived."""
 
     @property
+    def stored(self) -> bool:
+        """Whether the run is being written to a store."""
+        return False
+
+    @property
     def store_problem(self) -> str | None:
         """Why this run is no longer being written to the store, if it is not (it goes on in memory)."""
         return None

@@ -8,6 +8,7 @@ the stored experiment shows what was run even when it cannot rebuild it. NaN and
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import fields
 from typing import Any
 
@@ -105,6 +106,34 @@ def trial_to_json(rec: TrialRecord) -> str:
     d["params"] = {k: _plain(v) for k, v in rec.params.items()}
     d["labels"] = {k: _plain(v) for k, v in rec.labels.items()}
     return dumps(d)
+
+
+def trial_summary(rec: TrialRecord) -> dict[str, Any]:
+    """A trial as the REST API and the lab extension's views show it (run ``finite`` over it for JSON)."""
+    return {
+        "trial_id": rec.trial_id,
+        "state": rec.state.value,
+        "value": rec.value,
+        "params": {k: _plain(v) for k, v in rec.params.items()},
+        "labels": {k: _plain(v) for k, v in rec.labels.items()},
+        "started": rec.started,
+        "duration": rec.duration,
+        "steps": rec.steps,
+        "attempts": rec.attempts,
+        "last": dict(rec.last),
+        "error": rec.error,
+    }
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None, recursively: browsers' JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def trial_from_json(text: str) -> TrialRecord:

@@ -2,8 +2,9 @@
 
 The record (_memory.py) hands the journal each change where it happens: trial starts and ends on the kernel's
 main thread, reports and output lines on the Dask IO thread. Handing over is an append to a list (the IO thread
-never waits on a disk); the writer thread commits everything pending every FLUSH_INTERVAL_S in one transaction
-and stamps the run's heartbeat. A kernel killed mid-run loses at most the last FLUSH_INTERVAL_S of reports and
+never waits on a disk); the writer thread commits everything pending every FLUSH_INTERVAL_S in one transaction,
+stamps the run's heartbeat, and looks for a stop request (JupyterLab's Stop button writes one through the
+server extension). A kernel killed mid-run loses at most the last FLUSH_INTERVAL_S of reports and
 output; a run that ends normally writes everything before ``hpo()`` returns.
 """
 
@@ -15,6 +16,7 @@ import math
 import pickle
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import StoreError
@@ -64,6 +66,7 @@ class Journal:
             with db.transaction():  # a new name is chosen and taken in one write transaction: no race
                 if resume:
                     db.update_experiment(definition.id, {**row, "definition": definition_to_json(definition)})
+                    db.forget_stop_request(definition.id)
                 else:
                     name = _free_name(db, definition.name, name_given, path)
                     self.definition = definition = dataclasses.replace(definition, name=name)
@@ -84,6 +87,9 @@ class Journal:
         # is still pending then add up to everything handed over, with nothing twice.
         self._write_lock = threading.Lock()
         self.failed: str | None = None  # why the writer stopped, if it did
+        # Called (once, on the writer thread) when a Stop button asks through the store (see Database.request_stop).
+        self.on_stop_requested: Callable[[], None] | None = None
+        self._stop_seen = False
         self._trials: dict[int, tuple] = {}
         self._reports: list[tuple] = []
         self._logs: list[tuple] = []
@@ -145,6 +151,10 @@ class Journal:
             self._commit(db, trials, self._reports[:n_reports], self._capped(self._logs[:n_logs]), final)
             del self._reports[:n_reports]
             del self._logs[:n_logs]
+        if final is None and self.on_stop_requested and not self._stop_seen:
+            if db.stop_requested(self.experiment_id):
+                self._stop_seen = True
+                self.on_stop_requested()
 
     def reports_so_far(self) -> list[tuple[int, int, int, float, dict[str, float]]]:
         """Every report handed over so far, written or still pending, in arrival order: (trial_id, attempt

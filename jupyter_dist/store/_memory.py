@@ -221,5 +221,9 @@ class InMemoryRecord(ExperimentRecord):
         return self._report_count
 
     @property
+    def stored(self) -> bool:
+        return self._journal is not None
+
+    @property
     def store_problem(self) -> str | None:
         return self._journal.failed if self._journal else None

@@ -16,16 +16,18 @@ import json
 import os
 import socket
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x4A445354  # "JDST"
 BUSY_TIMEOUT_S = 30.0
 
+# One statement per ";" (the schema is applied statement by statement): no ";" inside comments.
 SCHEMA = """
 CREATE TABLE experiments (
     id TEXT PRIMARY KEY,
@@ -69,7 +71,19 @@ CREATE TABLE logs (
     text TEXT NOT NULL
 );
 CREATE INDEX logs_by_trial ON logs (experiment_id, trial_id, seq);
+CREATE TABLE stop_requests (
+    experiment_id TEXT PRIMARY KEY REFERENCES experiments(id) ON DELETE CASCADE,
+    requested REAL NOT NULL        -- a Stop button (JupyterLab's, through the server) asked: the run's writer acts
+);
 """
+
+# What brings a store of schema version N up to N + 1 (a store is migrated when opened, in one transaction).
+MIGRATIONS = {
+    1: [
+        "CREATE TABLE stop_requests (experiment_id TEXT PRIMARY KEY REFERENCES experiments(id) ON DELETE "
+        "CASCADE, requested REAL NOT NULL)"
+    ],
+}
 
 
 def owner() -> dict[str, Any]:
@@ -144,6 +158,17 @@ class Database:
                 f"{self.path} was written by a newer jupyter_dist (store schema {version}; this one reads up to "
                 f"{SCHEMA_VERSION}): upgrade jupyter_dist, or point JUPYTER_DIST_STORE at another file."
             )
+        if version < SCHEMA_VERSION:
+            self._migrate()
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            version = self._pragmas()[1]  # again under the write lock: another process may have done it
+            while version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version]:
+                    self.conn.execute(statement)
+                version += 1
+                self.conn.execute(f"PRAGMA user_version={version}")
 
     def _tables(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -184,6 +209,21 @@ class Database:
         self.conn.execute(
             f"UPDATE experiments SET {assignments} WHERE id = ?", (*values.values(), experiment_id)
         )
+
+    def request_stop(self, experiment_id: str) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO stop_requests (experiment_id, requested) VALUES (?, ?)",
+                (experiment_id, time.time()),
+            )
+
+    def stop_requested(self, experiment_id: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM stop_requests WHERE experiment_id = ?", (experiment_id,))
+        return row.fetchone() is not None
+
+    def forget_stop_request(self, experiment_id: str) -> None:
+        """(Inside a transaction.) A resumed run starts without its last run's stop request."""
+        self.conn.execute("DELETE FROM stop_requests WHERE experiment_id = ?", (experiment_id,))
 
     def trial_rows(self, experiment_id: str) -> list[sqlite3.Row]:
         return self.conn.execute(

@@ -1,4 +1,5 @@
-"""Views of a running experiment: the live ipywidgets view in a notebook, text progress elsewhere."""
+"""Views of a running experiment: in JupyterLab with jupyter_dist's extension, a MIME bundle the extension draws;
+in other notebooks the live ipywidgets view; text progress elsewhere."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from ..experiment import Experiment
 from ._base import ExperimentView
 from ._text import TextView
 
-__all__ = ["ExperimentView", "TextView", "LiveView", "view_for"]
+__all__ = ["ExperimentView", "TextView", "LiveView", "view_for", "preamble_for"]
 
-PROGRESS = ("auto", "widget", "text")
+PROGRESS = ("auto", "lab", "widget", "text")
 
 
 def __getattr__(name: str):
@@ -31,17 +32,46 @@ def _in_kernel() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def view_for(exp: Experiment, progress: str = "auto") -> ExperimentView:
-    """``"widget"``, ``"text"``, or ``"auto"``: the widget inside a Jupyter kernel, text anywhere else.
+def resolve(progress: str, stored: bool) -> str:
+    """Which view ``progress`` means here: "lab", "widget" or "text".
 
-    ``JUPYTER_DIST_PROGRESS=text`` (or ``widget``) overrides "auto", e.g. for a frontend without widgets.
+    "auto": ``JUPYTER_DIST_PROGRESS`` if set; else, in a kernel whose notebook JupyterLab shows with this
+    extension (it sets ``JUPYTER_DIST_FRONTEND`` in the kernel), "lab"; in any other kernel "widget"; outside a
+    kernel "text". The lab view follows the run through the store: a run that is not stored gets the widget.
     """
     if progress not in PROGRESS:
         raise ArgumentError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
     if progress == "auto":
-        progress = os.environ.get("JUPYTER_DIST_PROGRESS") or ("widget" if _in_kernel() else "text")
-    if progress == "widget":
+        progress = os.environ.get("JUPYTER_DIST_PROGRESS") or "auto"
+    if progress == "auto":
+        if not _in_kernel():
+            return "text"
+        progress = "lab" if os.environ.get("JUPYTER_DIST_FRONTEND") == "jupyterlab" else "widget"
+    if progress == "lab" and not stored:
+        return "widget"
+    return progress
+
+
+def preamble_for(progress: str, stored: bool):
+    """The cell's first output, shown before the cluster starts, for the views that draw in the cell."""
+    if resolve(progress, stored) in ("lab", "widget") and _in_kernel():
+        from ._lab import Preamble
+
+        return Preamble()
+    return None
+
+
+def view_for(exp: Experiment, progress: str = "auto", preamble=None) -> ExperimentView:
+    """The view ``progress`` means for ``exp`` (see ``resolve``); it takes over ``preamble``'s output."""
+    kind = resolve(progress, exp.record.stored)
+    if kind == "lab":
+        from ._lab import LabView
+
+        return LabView(exp, preamble)
+    if kind == "widget":
         from ._live import LiveView
 
-        return LiveView(exp)
+        return LiveView(exp, preamble)
+    if preamble is not None:
+        preamble.clear()
     return TextView(exp)

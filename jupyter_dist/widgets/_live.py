@@ -25,7 +25,7 @@ def _stride(steps: list, values: list) -> tuple[list, list]:
 
 
 class LiveView(ExperimentView):
-    def __init__(self, exp: Experiment) -> None:
+    def __init__(self, exp: Experiment, preamble=None) -> None:
         import ipywidgets as w
         import plotly.graph_objects as go
 
@@ -33,6 +33,7 @@ class LiveView(ExperimentView):
         self._drawn: dict[int, tuple[int, str]] = {}  # trial id -> (points drawn, state drawn)
         self._trace_index: dict[int, int] = {}
         self._display = None  # the handle of the displayed view, to leave a text summary in it at the end
+        self._preamble = preamble  # the cell's "starting…" output, which the view replaces
         self._table_key = None
         self._log_choice_by_user = False
         self._picking = False  # True while the view itself moves the trial picker
@@ -94,7 +95,11 @@ class LiveView(ExperimentView):
         bundle["text/plain"] = (
             f"jupyter_dist live view of {self.exp.kind} {self.exp.name!r} (needs a widget frontend)"
         )
-        self._display = display(bundle, raw=True, display_id=True)
+        if self._preamble is not None:
+            self._display = self._preamble.handle
+            self._display.update(bundle, raw=True)
+        else:
+            self._display = display(bundle, raw=True, display_id=True)
         super().start()
 
     def finish(self) -> None:

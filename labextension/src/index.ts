@@ -6,6 +6,7 @@
  */
 
 import {
+  ILabShell,
   ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
@@ -21,6 +22,7 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ExperimentView } from './detail';
 import { DEFAULT_REFRESH_S, ExperimentsModel } from './experiments';
 import { experimentsIcon } from './icon';
+import { flagKernels } from './kernelflag';
 import type { IExperimentSummary } from './model';
 import { ExperimentsPanel } from './panel';
 import { ExperimentsStatus } from './status';
@@ -37,14 +39,24 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'The Experiments panel of jupyter_dist.',
   autoStart: true,
-  optional: [ICommandPalette, ISettingRegistry, IStatusBar, ILayoutRestorer],
+  optional: [
+    ICommandPalette,
+    ISettingRegistry,
+    IStatusBar,
+    ILayoutRestorer,
+    ILabShell
+  ],
   activate: async (
     app: JupyterFrontEnd,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
     statusBar: IStatusBar | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    labShell: ILabShell | null
   ) => {
+    if (labShell) {
+      flagKernels(labShell);
+    }
     let refreshSeconds = DEFAULT_REFRESH_S;
     const model = new ExperimentsModel(refreshSeconds);
     const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({

@@ -168,7 +168,7 @@ export class ExperimentRenderer
 export const rendererFactory: IRenderMime.IRendererFactory = {
   safe: true,
   mimeTypes: [MIME_TYPE],
-  defaultRank: 50,
+  defaultRank: 0, // ahead of text/html (50): the fallback the bundle carries for other frontends
   createRenderer: options => new ExperimentRenderer(options)
 };
 
@@ -176,7 +176,7 @@ const extension: IRenderMime.IExtension = {
   id: 'jupyter-dist:experiment-renderer',
   description: 'Draws an experiment in the output of the cell that runs it.',
   rendererFactory,
-  rank: 50,
+  rank: 0,
   dataType: 'json'
 };
 

@@ -6,6 +6,7 @@ A failing test leaves a screenshot of the page in test-artifacts/<test name>.png
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -21,6 +22,12 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 START_TIMEOUT_S = 60
+# A user's settings for the tests' JupyterLab: every cell kept in the page (JupyterLab 4 leaves cells out of view
+# out of the DOM by default), and no "get notified about Jupyter news?" toast over the page.
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false"},
+}
 
 
 @dataclass
@@ -56,6 +63,10 @@ def lab(tmp_path, fresh_store):
     """A real JupyterLab server reading the test's store (JUPYTER_DIST_STORE, set by ``fresh_store``)."""
     root = tmp_path / "lab"
     root.mkdir()
+    for plugin, values in SETTINGS.items():
+        path = tmp_path / "settings" / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
     port, token = _free_port(), secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
     log = open(tmp_path / "lab.log", "wb")  # noqa: SIM115 - closed below

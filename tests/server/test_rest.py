@@ -1,6 +1,7 @@
 """The jupyter-server extension's REST API, on a real Jupyter server (pytest-jupyter), over a store written by
 real experiments."""
 
+import asyncio
 import json
 import threading
 import time
@@ -107,10 +108,56 @@ async def test_every_endpoint_needs_jupyters_token(jp_fetch, jp_http_port, jp_ba
     exp = run_hpo(noisy, {"lr": space.uniform(0.01, 0.3)}, trials=1, metric="acc")
     await jp_fetch(*API)  # with the token
     client = tornado.httpclient.AsyncHTTPClient()
-    for path in ("", f"/{exp.id}", f"/{exp.id}/metrics", f"/{exp.id}/logs/0"):
+    for path in ("", f"/{exp.id}", f"/{exp.id}/metrics", f"/{exp.id}/logs/0", f"/{exp.id}/stop"):
         url = f"http://localhost:{jp_http_port}{jp_base_url}jupyter-dist/api/experiments{path}"
-        response = await client.fetch(url, raise_error=False)
+        post = path.endswith("/stop")
+        response = await client.fetch(
+            url, method="POST" if post else "GET", body=b"" if post else None, raise_error=False
+        )
         assert response.code == 403, (path, response.code)
+
+
+def steadily(x=0.0):
+    import time
+
+    for step in range(40):
+        time.sleep(0.05)
+        jd.report(step=step, v=x + step)
+    return {"v": x}
+
+
+async def test_a_stop_asked_through_the_server_stops_the_run_in_its_kernel(jp_fetch, run_hpo):
+    """JupyterLab's Stop button posts here; the run (here in this process, as in any kernel) sees the request
+    in the store and stops as the notebook's own Stop would."""
+    done = []
+    runner = threading.Thread(
+        target=lambda: done.append(
+            run_hpo(steadily, {"x": space.uniform(0, 1)}, trials=12, parallel=2, metric="v", pruner=None)
+        )
+    )
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            listing = await get(jp_fetch)
+            if listing["total"] and listing["experiments"][0]["trials_done"] >= 1:
+                break
+            await asyncio.sleep(0.1)
+        experiment_id = listing["experiments"][0]["id"]
+        asked = time.monotonic()
+        response = await jp_fetch(*API, experiment_id, "stop", method="POST", body=b"")
+        assert response.code == 202
+        while runner.is_alive() and time.monotonic() - asked < 30:
+            await asyncio.sleep(0.1)
+        stopped_after = time.monotonic() - asked
+    finally:
+        runner.join(60)
+    exp = done[0]
+    assert exp.state == "stopped" and exp.done < 12
+    assert stopped_after < 5  # a flush interval to see it, then the running trials' stop
+    with pytest.raises(tornado.httpclient.HTTPClientError) as err:  # it has ended: nothing to stop
+        await jp_fetch(*API, experiment_id, "stop", method="POST", body=b"")
+    assert err.value.code == 409 and "not running (stopped)" in json.loads(err.value.response.body)["message"]
 
 
 def test_the_extension_is_enabled_on_install():

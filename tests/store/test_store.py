@@ -137,6 +137,18 @@ def test_a_file_that_is_not_our_store_is_refused_and_left_untouched(run_hpo, tmp
         run_hpo(train, SPACE, trials=1, metric="acc", store=str(path), name="train", resume=True)
 
 
+def test_a_store_of_the_previous_schema_is_brought_up_to_date_and_keeps_everything(run_hpo, store):
+    exp = run_hpo(train, SPACE, trials=2, metric="acc", store=store)
+    with sqlite3.connect(store) as conn:  # as the first 0.5 development versions wrote it (schema 1)
+        conn.execute("DROP TABLE stop_requests")
+        conn.execute("PRAGMA user_version=1")
+    loaded = jd.load(exp.id, store=store)
+    assert loaded.best.value == exp.best.value and len(loaded.history) == 6
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM stop_requests").fetchone()[0] == 0
+
+
 def _definition(name: str) -> ExperimentDefinition:
     return ExperimentDefinition("hpo", name, Objective("acc"), {}, total=50)
 
@@ -226,7 +238,9 @@ def test_a_store_that_stops_taking_writes_loses_nothing_and_says_so(run_hpo, sto
     holder = threading.Thread(target=hold_the_lock)
     holder.start()
     try:
-        exp = run_hpo(steady, {"lr": space.uniform(0.01, 0.3)}, trials=4, metric="acc", store=store, pruner=None)
+        exp = run_hpo(
+            steady, {"lr": space.uniform(0.01, 0.3)}, trials=4, metric="acc", store=store, pruner=None
+        )
     finally:
         release.set()
         holder.join()

@@ -1,0 +1,159 @@
+"""The view for JupyterLab with jupyter_dist's extension: the cell's output is one MIME bundle the extension draws.
+
+The kernel sends little: the bundle names the experiment, and the extension follows it through the server's
+REST API (the store has every report within half a second), so no figure and no widget state travel over the
+kernel's websocket. A status line in the bundle's text/plain and text/html, refreshed every LINE_EVERY_S, is
+what frontends without the extension show. At the end the bundle carries a snapshot of the finished experiment
+(the REST detail's shape, plus its learning curves), so a saved notebook reopened without a kernel, or without
+a server, still shows curves, trials and best.
+
+Stopping: the extension's Stop button asks through the server, which writes a stop request into the store; the
+run's store writer sees it within a flush. No comm, no subshell: the kernel stays busy, as a running cell should.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import time
+from typing import Any
+
+from ..experiment import Experiment
+from ..protocol import Direction, TrialState
+from ..store import ExperimentRecord
+from ..store._codec import definition_to_json, finite, trial_summary
+from ._base import ExperimentView
+
+MIME_TYPE = "application/vnd.jupyter-dist.experiment+json"
+BUNDLE_VERSION = 1
+LINE_EVERY_S = 2.0
+# In the saved snapshot: at most this many trials' curves (best first), each strided to at most this many points.
+SNAPSHOT_CURVES = 40
+SNAPSHOT_POINTS = 200
+
+
+def phase_bundle(phase: str, started: float) -> dict[str, Any]:
+    """What the cell shows before the run exists: "starting the cluster…" and the time since the cell began."""
+    return {
+        MIME_TYPE: {"version": BUNDLE_VERSION, "phase": phase, "started": started},
+        "text/plain": f"jupyter_dist: {phase}",
+    }
+
+
+class Preamble:
+    """The cell's output from its first instant, while the cluster starts and the function is checked; the view
+    that follows takes over its display (or clears it)."""
+
+    def __init__(self) -> None:
+        from IPython.display import display
+
+        self.started = time.time()
+        self.handle = display(phase_bundle("starting…", self.started), raw=True, display_id=True)
+
+    def phase(self, text: str) -> None:
+        self.handle.update(phase_bundle(text, self.started), raw=True)
+
+    def clear(self) -> None:
+        self.handle.update({"text/plain": ""}, raw=True)
+
+
+def experiment_snapshot(exp: Experiment) -> dict[str, Any]:
+    """The experiment as the REST API's detail shows it (what the extension draws), from the kernel's record."""
+    record: ExperimentRecord = exp.record
+    best = record.best()
+    definition = record.definition
+    ended = record.ended if record.ended is not None else time.time()
+    return finite(
+        {
+            "id": definition.id,
+            "name": definition.name,
+            "kind": definition.kind,
+            "state": exp.state.value,
+            "trials_done": exp.done,
+            "trials_total": definition.total,
+            "metric": definition.objective.metric,
+            "mode": definition.objective.direction.value if definition.objective.metric else None,
+            "started": record.started,
+            "duration": ended - record.started,
+            "error": record.error,
+            "definition": json.loads(definition_to_json(definition)),
+            "best": None
+            if best is None
+            else {"trial_id": best.trial_id, "value": best.value, "params": trial_summary(best)["params"]},
+            "trials": [trial_summary(rec) for rec in record.trial_records()],
+        }
+    )
+
+
+def curves_snapshot(exp: Experiment) -> dict[str, Any]:
+    """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
+    records = exp.record.trial_records()
+    sign = -1.0 if exp.record.definition.objective.direction is Direction.MAX else 1.0
+
+    def rank(rec) -> tuple:
+        if rec.state is TrialState.COMPLETED and rec.value is not None and math.isfinite(rec.value):
+            return (0, sign * rec.value)  # best first
+        return (1, rec.trial_id)
+
+    kept = sorted((r for r in records if r.curve_values), key=rank)[:SNAPSHOT_CURVES]
+    trials = []
+    for rec in sorted(kept, key=lambda r: r.trial_id):
+        n = min(len(rec.curve_steps), len(rec.curve_values))
+        stride = max(1, -(-n // SNAPSHOT_POINTS))
+        trials.append(
+            [rec.trial_id, rec.attempts - 1, rec.curve_steps[:n:stride], rec.curve_values[:n:stride]]
+        )
+    return finite({"metric": exp.curve_metric, "trials": trials})
+
+
+class LabView(ExperimentView):
+    max_rate = 1.0 / LINE_EVERY_S
+
+    def __init__(self, exp: Experiment, preamble: Preamble | None = None) -> None:
+        super().__init__(exp)
+        self._preamble = preamble
+        self._handle = None
+        self._line = ""
+
+    def _bundle(self, data: dict[str, Any]) -> dict[str, Any]:
+        line = self.exp.status_line()
+        return {
+            MIME_TYPE: {"version": BUNDLE_VERSION, **data},
+            "text/plain": line,
+            "text/html": f"<div><b>{html.escape(line)}</b></div>",
+        }
+
+    def start(self) -> None:
+        from IPython.display import display
+
+        bundle = self._bundle({"id": self.exp.id})
+        if self._preamble is not None:
+            self._handle = self._preamble.handle
+            self._handle.update(bundle, raw=True)
+        else:
+            self._handle = display(bundle, raw=True, display_id=True)
+        self._line = bundle["text/plain"]
+
+    def draw(self) -> None:
+        # Only the status line for frontends without the extension: the extension reads the server.
+        line = self.exp.status_line()
+        if line != self._line and self._handle is not None:
+            self._line = line
+            self._handle.update(self._bundle({"id": self.exp.id}), raw=True)
+
+    def finish(self) -> None:
+        from IPython.display import display
+
+        if self._handle is not None:
+            bundle = self._bundle(
+                {
+                    "id": self.exp.id,
+                    "snapshot": experiment_snapshot(self.exp),
+                    "curves": curves_snapshot(self.exp),
+                }
+            )
+            bundle["text/html"] = self.exp._repr_html_()  # the final table, for GitHub, nbviewer, nbconvert
+            self._handle.update(bundle, raw=True)
+        for output in self.exp.final_outputs():
+            display(output)
