@@ -64,6 +64,9 @@ def test_hpo_returns_an_experiment_with_results(run_hpo):
         "width",
         "score",
     ]  # log-searched on log axes
+    width = parcoords.dimensions[1]  # a choice of numbers: its options as ticks, in the choice's order
+    assert list(width.ticktext) == ["8", "16", "32"] and list(width.tickvals) == [0, 1, 2]
+    assert "<br>" in fig.layout.title.text or len(fig.layout.title.text) <= 90  # wrapped, not cut
 
 
 def returns_number(x=0.0):

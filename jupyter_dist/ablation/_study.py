@@ -133,7 +133,7 @@ class AblationExperiment(Experiment):
         if not runs:
             return None
         spread = f" ± {statistics.stdev(runs):.3g}" if len(runs) > 1 else ""
-        return f"baseline {self.metric}={_mean(runs):.6g}{spread} ({len(runs)} run{'s' * (len(runs) > 1)})"
+        return f"baseline {self.metric}={_mean(runs):.4g}{spread} ({len(runs)} run{'s' * (len(runs) > 1)})"
 
     def _repr_html_(self) -> str:
         import html

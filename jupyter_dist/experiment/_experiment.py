@@ -7,16 +7,17 @@ serves a live run and, later, one read back from a store.
 from __future__ import annotations
 
 import html
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ArgumentError, NoResultError
-from ..protocol import ExperimentState, TrialState
+from ..protocol import Direction, ExperimentState, Objective, TrialState
 from ..store import ExperimentRecord, TrialRecord
 
-__all__ = ["Best", "Experiment"]
+__all__ = ["Best", "Experiment", "best_first"]
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,8 @@ class Experiment:
         best = self.record.best()
         if best is None:
             return None
-        return f"best {self.metric}={best.value:.6g} (trial {best.trial_id}, {_format_params(best.params)})"
+        # 4 significant digits, as every table and the JupyterLab extension write numbers
+        return f"best {self.metric}={best.value:.4g} (trial {best.trial_id}, {_format_params(best.params)})"
 
     def status_line(self) -> str:
         c = self.counts()
@@ -242,3 +244,20 @@ class Experiment:
 
 def _format_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())
+
+
+def best_first(records: list[TrialRecord], objective: Objective) -> list[TrialRecord]:
+    """Completed trials best first, then running ones (newest first), then the rest by id; by id when there
+    is nothing to optimise (a data-parallel run)."""
+    if objective.metric is None:
+        return sorted(records, key=lambda r: r.trial_id)
+    sign = -1.0 if objective.direction is Direction.MAX else 1.0
+
+    def rank(r: TrialRecord) -> tuple:
+        if r.state is TrialState.COMPLETED and r.value is not None and math.isfinite(r.value):
+            return (0, sign * r.value, r.trial_id)
+        if r.state is TrialState.RUNNING:
+            return (1, -r.trial_id, 0)
+        return (2, r.trial_id, 0)
+
+    return sorted(records, key=rank)

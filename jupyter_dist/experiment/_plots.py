@@ -7,14 +7,16 @@ and for one read back from a store.
 from __future__ import annotations
 
 from ..protocol import Direction, TrialState
-from ..space import Uniform
+from ..space import Choice, Uniform
 from ..store import ExperimentDefinition, TrialRecord
 
-DIMMED_STATES = (TrialState.PRUNED, TrialState.STOPPED, TrialState.FAILED)
+# A stopped trial (the user's Stop) says nothing about its configuration: it is drawn as any other, so a run
+# stopped as a whole is not faded to faint dotted lines.
+DIMMED_STATES = (TrialState.PRUNED, TrialState.FAILED)
 
 
 def curve_style(rec: TrialRecord) -> dict:
-    """How a trial's learning curve is drawn: stopped early or failed trials are dimmed."""
+    """How a trial's learning curve is drawn: pruned and failed trials are dimmed."""
     dimmed = rec.state in DIMMED_STATES
     return {"opacity": 0.25 if dimmed else 0.9, "line": {"dash": "dot" if dimmed else "solid", "width": 1.5}}
 
@@ -63,6 +65,20 @@ def experiment_figure(definition: ExperimentDefinition, records: list[TrialRecor
     fig.add_trace(
         go.Scatter(x=ids, y=values, mode="markers", name="completed trial", marker={"size": 7}), row=1, col=2
     )
+    # Trials ended early show where they were when they ended (their last value), hollow.
+    early = [r for r in records if r.state in (TrialState.PRUNED, TrialState.STOPPED) and r.value is not None]
+    if early:
+        fig.add_trace(
+            go.Scatter(
+                x=[r.trial_id for r in early],
+                y=[r.value for r in early],
+                mode="markers",
+                name="pruned or stopped (last value)",
+                marker={"size": 7, "symbol": "circle-open", "opacity": 0.6},
+            ),
+            row=1,
+            col=2,
+        )
     fig.add_trace(
         go.Scatter(
             x=ids,
@@ -85,24 +101,49 @@ def experiment_figure(definition: ExperimentDefinition, records: list[TrialRecor
         )
     fig.update_xaxes(title_text="step", row=1, col=1)
     fig.update_xaxes(title_text="trial", row=1, col=2)
-    fig.update_layout(height=760, title=title, showlegend=False, template="plotly_white")
+    fig.update_layout(
+        height=760,
+        # left-aligned and wrapped, so a long status line is not cut at the right edge
+        title={"text": _wrapped(title), "x": 0.01, "xanchor": "left", "font": {"size": 13}},
+        margin={"t": 90},
+        showlegend=False,
+        template="plotly_white",
+    )
     return fig
+
+
+def _wrapped(title: str, width: int = 90) -> str:
+    """``title`` broken into lines of at most ``width`` characters at its " · " separators (plotly's <br>)."""
+    lines: list[str] = []
+    for part in title.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return "<br>".join(lines)
 
 
 def _parameter_dimensions(done: list[TrialRecord], space: dict) -> list[dict]:
     import math
 
     dims = []
-    names = sorted({k for r in done for k in r.params})
+    names = list(dict.fromkeys(k for r in done for k in r.params))  # the search space's order
     for name in names:
         raw = [r.params.get(name) for r in done]
         searched_on_log = isinstance(space.get(name), Uniform) and space[name].log
+        chosen = space.get(name)
         if searched_on_log and all(isinstance(v, (int, float)) and v > 0 for v in raw):
             dims.append({"label": f"log10({name})", "values": [math.log10(v) for v in raw]})
-        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw):
+        elif not isinstance(chosen, Choice) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw
+        ):
             dims.append({"label": name, "values": raw})
-        else:  # categorical: encode as positions, label the ticks with the options
-            options = sorted({repr(v) for v in raw})
+        else:  # categorical (a choice, even of numbers): positions, ticks labelled with the options in order
+            options = (
+                [repr(o) for o in chosen.options]
+                if isinstance(chosen, Choice)
+                else sorted({repr(v) for v in raw})
+            )
             dims.append(
                 {
                     "label": name,

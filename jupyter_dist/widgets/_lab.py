@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import time
 from typing import Any
 
-from ..experiment import Experiment
-from ..protocol import Direction, TrialState
+from ..experiment import Experiment, best_first
 from ..store import ExperimentRecord
 from ..store._codec import definition_to_json, finite, trial_summary
 from ._base import ExperimentView
@@ -88,15 +86,8 @@ def experiment_snapshot(exp: Experiment) -> dict[str, Any]:
 
 def curves_snapshot(exp: Experiment) -> dict[str, Any]:
     """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
-    records = exp.record.trial_records()
-    sign = -1.0 if exp.record.definition.objective.direction is Direction.MAX else 1.0
-
-    def rank(rec) -> tuple:
-        if rec.state is TrialState.COMPLETED and rec.value is not None and math.isfinite(rec.value):
-            return (0, sign * rec.value)  # best first
-        return (1, rec.trial_id)
-
-    kept = sorted((r for r in records if r.curve_values), key=rank)[:SNAPSHOT_CURVES]
+    records = [r for r in exp.record.trial_records() if r.curve_values]
+    kept = best_first(records, exp.record.definition.objective)[:SNAPSHOT_CURVES]
     trials = []
     for rec in sorted(kept, key=lambda r: r.trial_id):
         n = min(len(rec.curve_steps), len(rec.curve_values))

@@ -6,8 +6,9 @@ ipywidgets and plotly are imported here, not at package import, so ``%load_ext j
 from __future__ import annotations
 
 import html
+import time
 
-from ..experiment import Experiment, curve_style
+from ..experiment import Experiment, best_first, curve_style
 from ..protocol import ExperimentState, TrialState
 from ..store import TrialRecord
 from ._base import ExperimentView, format_duration
@@ -16,6 +17,8 @@ from ._side_thread import route_to, side_thread
 MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
 MAX_TABLE_ROWS = 200
 MAX_LOG_CHARS = 50_000
+# Notebook output's own link colour (JupyterLab's variable, with its light-theme value where there is none).
+LINK_STYLE = "color:var(--jp-content-link-color,#1976d2);text-decoration:underline"
 
 
 def _stride(steps: list, values: list) -> tuple[list, list]:
@@ -106,6 +109,10 @@ class LiveView(ExperimentView):
         from IPython.display import display
 
         self.stop_button.disabled = True
+        # The button says how the run ended, not "Stopping…" forever.
+        self.stop_button.description = str(self.exp.state).capitalize()
+        self.stop_button.icon = "check" if self.exp.state is ExperimentState.COMPLETED else "stop"
+        self.stop_button.button_style = ""
         self.draw()
         if self._display is not None:
             # Frontends without widgets (nbconvert, a saved notebook in a plain viewer) keep the text: make it
@@ -141,15 +148,14 @@ class LiveView(ExperimentView):
         )
         self.progress.value = done
         self.progress.bar_style = "success" if exp.state is ExperimentState.COMPLETED else "info"
-        self.counts.value = (
-            f"&nbsp;{done}/{exp.total or '?'} done · {c['running']} running · "
-            f"{c['pruned']} pruned · {c['failed']} failed"
-            + (f" · {c['stopped']} stopped" if c["stopped"] else "")
+        # Only the states that happened (no "0 pruned" on a study that never prunes).
+        self.counts.value = f"&nbsp;{done}/{exp.total or '?'} done" + "".join(
+            f" · {c[s]} {s}" for s in ("running", "pruned", "failed", "stopped", "interrupted") if c[s]
         )
         highlight = exp.highlight()
         best = f"<b>{html.escape(highlight)}</b> · " if highlight else ""
         link = (
-            f" · <a href='{html.escape(exp.dashboard_link)}' target='_blank'>Dask dashboard</a>"
+            f" · <a href='{html.escape(exp.dashboard_link)}' target='_blank' style='{LINK_STYLE}'>Dask dashboard</a>"
             if exp.dashboard_link
             else ""
         )
@@ -195,7 +201,9 @@ class LiveView(ExperimentView):
             return
         self._table_key = key
         labels = list(records[0].labels) if records else []
-        names = sorted({k for r in records for k in r.params})
+        names = list(
+            dict.fromkeys(k for r in records for k in r.params)
+        )  # the search space's order, as the summary
         head = "".join(
             f"<th>{html.escape(h)}</th>"
             for h in [
@@ -209,15 +217,20 @@ class LiveView(ExperimentView):
             ]
         )
         rows = []
-        for r in sorted(records, key=lambda r: r.trial_id, reverse=True)[:MAX_TABLE_ROWS]:
+        now = time.time()
+        metric = self.exp.curve_metric
+        for r in best_first(records, self.exp.record.definition.objective)[:MAX_TABLE_ROWS]:
+            running = r.state is TrialState.RUNNING
+            value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
+            duration = now - r.started if running else r.duration
             cells = [
                 r.trial_id,
                 *(_fmt(r.labels.get(n)) for n in labels),
                 r.state,
-                _fmt(r.value),
+                _fmt(value),
                 *(_fmt(r.params.get(n)) for n in names),
                 r.steps,
-                f"{r.duration:.1f}s" if r.duration is not None else "",
+                format_duration(duration) if duration is not None else "",
             ]
             style = (
                 " style='opacity:0.5'"
@@ -245,13 +258,19 @@ class LiveView(ExperimentView):
         finally:
             self._picking = False
 
+    def _nothing(self, trial_id) -> str:
+        if trial_id is None:
+            return "(no trial yet)"
+        running = self.exp.record.trial(trial_id).state is TrialState.RUNNING
+        return "(no output yet)" if running else "(this trial printed nothing)"
+
     def _draw_log(self) -> None:
         trial_id = self.log_picker.value
         text = self.exp.logs(trial_id) if trial_id is not None else ""
         if len(text) > MAX_LOG_CHARS:
             text = "…" + text[-MAX_LOG_CHARS:]
         value = (
-            f"<pre style='max-height:300px;overflow:auto;font-size:12px'>{html.escape(text or '(no output yet)')}"
+            f"<pre style='max-height:300px;overflow:auto;font-size:12px'>{html.escape(text or self._nothing(trial_id))}"
             "</pre>"
         )
         if value != self.log_text.value:

@@ -43,7 +43,7 @@ def test_the_live_view_shows_progress_best_curves_table_and_output(client):
     view = views[0]
     assert view.progress.value == 6 and view.progress.max == 6
     assert "6/6 done" in view.counts.value and "3 failed" in view.counts.value
-    assert f"best acc={exp.best.value:.6g}" in view.stats.value and "elapsed" in view.stats.value
+    assert f"best acc={exp.best.value:.4g}" in view.stats.value and "elapsed" in view.stats.value
     assert "dashboard" in view.stats.value
     assert len(view.figure.data) == 6  # one learning curve per trial
     assert all(len(t.y) == 4 for t in view.figure.data)
@@ -52,7 +52,12 @@ def test_the_live_view_shows_progress_best_curves_table_and_output(client):
     assert view.table.value.count("<tr") == 7  # header + 6 trials
     # the output tab follows the latest failure: its print and its traceback
     assert "trained with lr=" in view.log_text.value and "ValueError: diverged" in view.log_text.value
-    assert view.stop_button.disabled  # finished
+    assert view.stop_button.disabled and view.stop_button.description == "Completed"  # says how it ended
+    assert "pruned" not in view.counts.value and "running" not in view.counts.value  # no "0 pruned"
+    # The trials table: the best first, parameters in the space's order (lr before fail), as the summary
+    rows = view.table.value.split("<tr")[2:]
+    assert f"<td>{exp.best.trial_id}</td>" in rows[0]
+    assert view.table.value.index("<th>lr</th>") < view.table.value.index("<th>fail</th>")
 
 
 def improving(q=0.5):
@@ -110,7 +115,7 @@ def test_the_stop_button_stops_the_experiment_gracefully(client):
         progress=_live(views),
     )
     assert exp.state == "stopped" and time.monotonic() - started < 5
-    assert views[0].stop_button.description == "Stopping…"
+    assert views[0].stop_button.description == "Stopped"  # not "Stopping…" forever
 
 
 def test_the_text_view_prints_progress_failures_and_a_summary(client):
@@ -143,7 +148,7 @@ def test_an_ablation_study_shows_its_variants_and_ends_with_its_summary(client):
     header = view.table.value.split("</thead>")[0]
     assert "<th>ablated</th><th>kind</th><th>repeat</th><th>state</th><th>score</th>" in header
     assert "<td>baseline</td>" in view.table.value and "<td>a, b</td>" in view.table.value
-    assert f"baseline score={exp.summary()['mean'][0]:.6g} (1 run)" in view.stats.value
+    assert f"baseline score={exp.summary()['mean'][0]:.4g} (1 run)" in view.stats.value
     assert len(view.figure.data) == 3
 
     jd.ablation(
