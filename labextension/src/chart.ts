@@ -5,7 +5,7 @@
 
 import uPlot from 'uplot';
 
-import { Curves, formatValue } from './model';
+import { Curves, formatValue, ITrial, Mode } from './model';
 
 // Tableau 10: tells ten series apart on light and dark backgrounds alike.
 const PALETTE = [
@@ -118,6 +118,115 @@ export class CurveChart {
 
   resize(width: number): void {
     this._plot?.setSize({ width: Math.max(200, width), height: 260 });
+  }
+
+  dispose(): void {
+    this._plot?.destroy();
+    this._plot = null;
+  }
+}
+
+/**
+ * Each trial's objective by trial id: completed trials filled, pruned and stopped ones hollow at their last
+ * value, and the best so far as a step line.
+ */
+export class ObjectiveChart {
+  readonly node: HTMLElement;
+  private _plot: uPlot | null = null;
+
+  constructor() {
+    this.node = document.createElement('div');
+    this.node.className = 'jd-chart jd-objective';
+  }
+
+  draw(trials: ITrial[], metric: string, mode: Mode): void {
+    const ids = trials.map(t => t.trial_id).sort((a, b) => a - b);
+    const byId = new Map(trials.map(t => [t.trial_id, t]));
+    const completed: (number | null)[] = [];
+    const early: (number | null)[] = [];
+    const best: (number | null)[] = [];
+    let bestSoFar: number | null = null;
+    for (const id of ids) {
+      const t = byId.get(id) as ITrial;
+      const done = t.state === 'completed' && t.value !== null;
+      completed.push(done ? t.value : null);
+      early.push(
+        (t.state === 'pruned' || t.state === 'stopped') && t.value !== null
+          ? t.value
+          : null
+      );
+      if (done) {
+        const v = t.value as number;
+        bestSoFar =
+          bestSoFar === null || (mode === 'max' ? v > bestSoFar : v < bestSoFar)
+            ? v
+            : bestSoFar;
+      }
+      best.push(bestSoFar);
+    }
+    this._plot?.destroy();
+    this._plot = null;
+    this.node.textContent = '';
+    if (!completed.some(v => v !== null) && !early.some(v => v !== null)) {
+      this.node.textContent = 'No trial has ended yet.';
+      return;
+    }
+    const text = cssVar('--jp-ui-font-color2', '#616161');
+    const grid = cssVar('--jp-border-color2', '#e0e0e0');
+    const axis = {
+      stroke: text,
+      grid: { stroke: grid, width: 1 },
+      ticks: { stroke: grid }
+    };
+    const points = (fill: boolean, colour: string) => ({
+      paths: () => null,
+      points: {
+        show: true,
+        size: 7,
+        fill: fill ? colour : 'transparent',
+        stroke: colour
+      }
+    });
+    this._plot = new uPlot(
+      {
+        width: Math.max(200, this.node.clientWidth || 600),
+        height: 220,
+        scales: { x: { time: false } },
+        axes: [
+          { ...axis, label: 'trial' },
+          {
+            ...axis,
+            label: metric,
+            values: (_u, vs) => vs.map(v => formatValue(v))
+          }
+        ],
+        series: [
+          { label: 'trial' },
+          {
+            label: 'completed',
+            stroke: PALETTE[0],
+            ...points(true, PALETTE[0])
+          },
+          {
+            label: 'pruned or stopped (last value)',
+            stroke: PALETTE[1],
+            ...points(false, PALETTE[1])
+          },
+          {
+            label: 'best so far',
+            stroke: PALETTE[4],
+            width: 1.5,
+            spanGaps: true
+          }
+        ]
+      },
+      [ids, completed, early, best],
+      this.node
+    );
+  }
+
+  resize(width: number): void {
+    this._plot?.setSize({ width: Math.max(200, width), height: 220 });
   }
 
   dispose(): void {

@@ -6,9 +6,10 @@
 
 import { Clipboard } from '@jupyterlab/apputils';
 
-import { CurveChart } from './chart';
+import { CurveChart, ObjectiveChart } from './chart';
 import { h, replaceChildren } from './dom';
 import {
+  ablationRows,
   bestTrial,
   Curves,
   formatDuration,
@@ -16,9 +17,11 @@ import {
   formatValue,
   IExperimentDetail,
   ITrial,
+  Mode,
   paramNames,
   paramsAsPython,
   progressText,
+  sortByColumn,
   sortTrials
 } from './model';
 
@@ -31,7 +34,11 @@ export class ExperimentDisplay {
   private _actions = h('span', { class: 'jd-actions' });
   private _best = h('div', { class: 'jd-best' });
   private _chart = new CurveChart();
+  private _objective = new ObjectiveChart();
+  private _objectiveTitle = h('h3', {}, 'Objective by trial');
+  private _ablation = h('div', { class: 'jd-ablation' });
   private _table = h('div', { class: 'jd-trials' });
+  private _sort: { column: string; ascending: boolean } | null = null; // null: best first
   private _output = h('pre', { class: 'jd-output' });
   private _detail: IExperimentDetail | null = null;
   private _selected: number | null = null;
@@ -40,7 +47,10 @@ export class ExperimentDisplay {
     this.node.append(
       this._header,
       this._best,
+      this._ablation,
       this._chart.node,
+      this._objectiveTitle,
+      this._objective.node,
       h('h3', {}, 'Trials'),
       this._table
     );
@@ -68,9 +78,20 @@ export class ExperimentDisplay {
         `${progressText(detail)} trials · ${formatDuration(detail.duration)}`
       ),
       this._actions,
+      dashboard(detail.definition.dashboard_link),
       detail.error ? h('pre', { class: 'jd-error' }, detail.error) : null
     );
     this._drawBest(detail, trials);
+    this._drawAblation(detail);
+    const objective = detail.kind === 'hpo' && detail.metric && detail.mode;
+    this._objectiveTitle.hidden = this._objective.node.hidden = !objective;
+    if (objective) {
+      this._objective.draw(
+        detail.trials,
+        detail.metric as string,
+        detail.mode as Mode
+      );
+    }
     if (curvesChanged) {
       // Best first, then the running ones: the curves that matter are drawn (and coloured) first.
       const drawn = new Set(curves.trialIds());
@@ -84,10 +105,48 @@ export class ExperimentDisplay {
 
   resize(): void {
     this._chart.resize(this._chart.node.clientWidth);
+    this._objective.resize(this._objective.node.clientWidth);
   }
 
   dispose(): void {
     this._chart.dispose();
+    this._objective.dispose();
+  }
+
+  /** An ablation study: each component's impact as a bar (positive: the objective is worse without it). */
+  private _drawAblation(d: IExperimentDetail): void {
+    if (d.kind !== 'ablation') {
+      replaceChildren(this._ablation);
+      return;
+    }
+    const rows = ablationRows(d.trials, d.mode);
+    const largest = Math.max(1e-12, ...rows.map(r => Math.abs(r.impact ?? 0)));
+    replaceChildren(
+      this._ablation,
+      h('h3', {}, `Impact on ${d.metric} of leaving each one out`),
+      ...rows.map(r => {
+        const share = Math.abs(r.impact ?? 0) / largest;
+        const bar = h('span', {
+          class: `jd-bar ${r.impact !== null && r.impact < 0 ? 'jd-bar-negative' : ''}`
+        });
+        bar.style.width = `${(share * 100).toFixed(1)}%`;
+        return h(
+          'div',
+          { class: 'jd-ablation-row', 'data-component': r.component },
+          h('span', { class: 'jd-ablation-name' }, r.component),
+          h('span', { class: 'jd-bar-track' }, bar),
+          h(
+            'span',
+            { class: 'jd-ablation-value' },
+            r.kind === 'baseline'
+              ? `${formatValue(r.mean)} (baseline)`
+              : r.impact === null
+                ? 'no run finished'
+                : `${r.impact >= 0 ? '+' : ''}${formatValue(r.impact)}`
+          )
+        );
+      })
+    );
   }
 
   private _drawBest(d: IExperimentDetail, trials: ITrial[]): void {
@@ -122,13 +181,17 @@ export class ExperimentDisplay {
 
   private _drawTable(
     d: IExperimentDetail,
-    trials: ITrial[],
+    bestFirst: ITrial[],
     curveMetric: string | null
   ): void {
-    const labels = trials.length ? Object.keys(trials[0].labels) : [];
+    const labels = bestFirst.length ? Object.keys(bestFirst[0].labels) : [];
     const params = paramNames(d.trials);
     const metric = d.metric ?? curveMetric ?? 'value';
-    const best = bestTrial(trials, d.mode);
+    const best = bestTrial(bestFirst, d.mode);
+    const sort = this._sort;
+    const trials = sort
+      ? sortByColumn(bestFirst, sort.column, metric, sort.ascending)
+      : bestFirst;
     const now = Date.now() / 1000;
     const head = [
       'trial',
@@ -176,21 +239,59 @@ export class ExperimentDisplay {
       h(
         'table',
         { class: 'jd-table' },
-        h('thead', {}, h('tr', {}, ...head.map(name => h('th', {}, name)))),
+        h(
+          'thead',
+          {},
+          h('tr', {}, ...head.map(name => this._headerCell(name)))
+        ),
         h('tbody', {}, ...rows)
       )
     );
   }
 
-  private async _showOutput(trialId: number): Promise<void> {
-    this._selected = trialId;
+  /** A column's header: a click sorts by it, a second click reverses, a third goes back to best first. */
+  private _headerCell(name: string): HTMLElement {
+    const sort = this._sort;
+    const mark = sort?.column === name ? (sort.ascending ? ' ▲' : ' ▼') : '';
+    const cell = h('th', { title: 'Sort by this column' }, name + mark);
+    cell.onclick = () => {
+      if (sort?.column !== name) {
+        this._sort = { column: name, ascending: true };
+      } else if (sort.ascending) {
+        this._sort = { column: name, ascending: false };
+      } else {
+        this._sort = null;
+      }
+      this._redrawTable();
+    };
+    return cell;
+  }
+
+  private _redrawTable(): void {
     if (this._detail) {
       const d = this._detail;
       this._drawTable(d, sortTrials(d.trials, d.mode), d.metric);
     }
+  }
+
+  private async _showOutput(trialId: number): Promise<void> {
+    this._selected = trialId;
+    this._redrawTable();
     const text = await (this._readLogs as LogsReader)(trialId);
     this._output.textContent = text || `Trial ${trialId} printed nothing.`;
   }
+}
+
+/** The Dask dashboard link (the scheduler's own address: see the README for reaching it from afar). */
+function dashboard(link: string | null | undefined): HTMLElement | null {
+  if (!link) {
+    return null;
+  }
+  return h(
+    'a',
+    { class: 'jd-dashboard', href: link, target: '_blank', rel: 'noopener' },
+    'Dask dashboard'
+  );
 }
 
 /** A trial's output as one text: stdout, stderr, then the traceback. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  ablationRows,
   bestTrial,
   Curves,
   formatDuration,
@@ -10,6 +11,7 @@ import {
   ITrial,
   paramNames,
   paramsAsPython,
+  sortByColumn,
   sortTrials,
   statusText
 } from './model';
@@ -218,5 +220,56 @@ describe('Curves', () => {
       )
     );
     expect(curves.curve(0)?.steps).toEqual([1]);
+  });
+});
+
+describe('ablationRows', () => {
+  const run = (
+    id: number,
+    ablated: string,
+    kind: string,
+    value: number | null,
+    state = 'completed'
+  ) => ({
+    ...trial(id, state, value),
+    labels: { ablated, kind, repeat: 0 }
+  });
+  it('puts the baseline first, then components by how much the objective loses without them', () => {
+    const trials = [
+      run(0, 'baseline', 'baseline', 0.9),
+      run(1, 'dropout', 'module', 0.88),
+      run(2, 'feature:x', 'feature', 0.7),
+      run(3, 'feature:x', 'feature', 0.8),
+      run(4, 'flag:bn', 'flag', null, 'failed')
+    ];
+    const rows = ablationRows(trials, 'max');
+    expect(rows.map(r => r.component)).toEqual([
+      'baseline',
+      'feature:x',
+      'dropout',
+      'flag:bn'
+    ]);
+    expect(rows[1].impact).toBeCloseTo(0.15);
+    expect(rows[1].n).toBe(2);
+    expect(rows[3]).toMatchObject({ mean: null, impact: null, n: 0 });
+  });
+});
+
+describe('sortByColumn', () => {
+  const trials = [
+    trial(0, 'completed', 0.5, { lr: 0.1 }),
+    trial(1, 'running', null, { lr: 0.3 }),
+    trial(2, 'completed', 0.9, { lr: 0.2 })
+  ];
+  it('sorts by a parameter or the metric, missing values last either way', () => {
+    expect(
+      sortByColumn(trials, 'lr', 'acc', true).map(t => t.trial_id)
+    ).toEqual([0, 2, 1]);
+    expect(
+      sortByColumn(trials, 'acc', 'acc', false).map(t => t.trial_id)
+    ).toEqual([2, 0, 1]);
+    expect(
+      sortByColumn(trials, 'acc', 'acc', true).map(t => t.trial_id)
+    ).toEqual([0, 2, 1]);
   });
 });

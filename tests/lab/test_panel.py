@@ -85,11 +85,40 @@ def test_opening_an_experiment_shows_best_trial_first_curves_and_output(lab, pag
     expect(detail.locator(".jd-table thead th")).to_have_text(
         ["trial", "state", "acc", "lr", "width", "steps", "duration"]
     )
-    expect(detail.locator(".jd-chart canvas")).to_have_count(1)
+    expect(detail.locator(".jd-chart canvas")).to_have_count(2)  # learning curves, objective by trial
+    # A column header sorts by it (ascending, then descending, then best first again).
+    detail.locator(".jd-table thead th", has_text="lr").click()
+    lrs = [float(v) for v in detail.locator(".jd-table tbody tr td:nth-child(4)").all_inner_texts()]
+    assert lrs == sorted(lrs)
+    detail.locator(".jd-table thead th", has_text="lr").click()
+    detail.locator(".jd-table thead th", has_text="lr").click()
+    expect(rows.first).to_have_attribute("data-trial", str(best.trial_id))
     rows.nth(1).click()
     trial_id = int(rows.nth(1).get_attribute("data-trial"))
     expect(detail.locator(".jd-output")).to_contain_text("printed nothing")
     assert trial_id != best.trial_id
+    assert not page.errors
+
+
+def flagged(features=("a", "b", "c"), seed=0):
+    score = 1.0 + ("a" in features) * 2.0 + ("b" in features) * 0.5
+    jd.report(step=0, score=score)
+    return {"score": score}
+
+
+def test_an_ablation_study_shows_each_components_impact_as_bars(lab, page, run_ablation):
+    exp = run_ablation(flagged, features=["a", "b", "c"], metric="score", mode="max")
+    lab.open(page)
+    lab.open_panel(page)
+    page.locator(f".jd-item[data-id='{exp.id}']").click()
+    bars = page.locator(".jd-detail .jd-ablation-row")
+    # the baseline first, then by impact as summary() ranks them: a (2.0), b (0.5), c (0)
+    expect(bars).to_have_count(4)
+    assert [bars.nth(i).get_attribute("data-component") for i in range(4)] == list(exp.summary().component)
+    expect(bars.nth(1)).to_contain_text("+2")
+    widths = [float(bars.nth(i).locator(".jd-bar").evaluate("el => el.style.width")[:-1]) for i in (1, 2)]
+    assert widths[0] == 100 and 20 < widths[1] < 30  # drawn to scale
+    expect(page.locator(".jd-detail .jd-objective")).to_be_hidden()  # no objective chart for a study
     assert not page.errors
 
 
