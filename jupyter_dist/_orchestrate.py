@@ -43,18 +43,20 @@ def run_experiment(
     # The cell shows something from its first instant: starting a cluster takes seconds.
     preamble = _make_preamble(progress, stored=store is not None)
     try:
-        preamble.phase("connecting to the Dask cluster…")
+        if preamble:
+            preamble.phase("connecting to the Dask cluster…")
         client = get_client(cluster)
         definition = dataclasses.replace(definition, dashboard_link=_dashboard_link(client))
         launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
-        fits = (
-            launcher.capacity()
-        )  # too few workers for one data-parallel trial: say so before anything starts
+        # Too few workers for one data-parallel trial: say so before anything starts.
+        fits = launcher.capacity()
         parallel = min(parallel or fits, fits) if ranks else (parallel or fits)
-        preamble.phase("checking the function on a worker…")
+        if preamble:
+            preamble.phase("checking the function on a worker…")
         launcher.check_function()
     except BaseException:
-        preamble.clear()  # the error is what the cell shows
+        if preamble:
+            preamble.clear()  # the error is what the cell shows
         raise
 
     journal = None
@@ -67,7 +69,7 @@ def run_experiment(
     if journal:
         journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
     exp = make_experiment(record, stop.request)
-    view = _make_view(progress, exp, preamble if not isinstance(preamble, _NoPreamble) else None)
+    view = _make_view(progress, exp, preamble)
     loop = TrialLoop(
         launcher,
         source,
@@ -121,19 +123,13 @@ class _Silent:
     def finish(self) -> None: ...
 
 
-class _NoPreamble:
-    def phase(self, text: str) -> None: ...
-
-    def clear(self) -> None: ...
-
-
 def _make_preamble(progress: Any, stored: bool):
-    """What the cell shows while the run starts, for the views that draw in the cell (else a stand-in)."""
+    """What the cell shows while the run starts, for the views that draw in the cell (None for the others)."""
     if progress is False or progress is None or callable(progress):
-        return _NoPreamble()
+        return None
     from .widgets import preamble_for
 
-    return preamble_for(progress, stored) or _NoPreamble()
+    return preamble_for(progress, stored)
 
 
 def _make_view(progress: Any, exp: Experiment, preamble=None):
