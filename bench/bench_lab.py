@@ -92,7 +92,7 @@ def _notebook(path: Path, view: str) -> None:
 
 def _run_cell(page, index: int, view: str, received: list[int]) -> dict:
     """Run cell ``index`` (selected, Shift+Enter) and wait for it to finish."""
-    cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
+    cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").nth(index)
     cell.locator(".jp-InputPrompt").click()
     before = sum(received)
     t0 = time.perf_counter()
@@ -101,8 +101,9 @@ def _run_cell(page, index: int, view: str, received: list[int]) -> dict:
     first_frame = time.perf_counter() - t0
     page.wait_for_function(
         f"""() => {{
-            const p = document.querySelectorAll('.jp-Notebook .jp-CodeCell')[{index}]
-                .querySelector('.jp-InputPrompt').innerText;
+            const panel = [...document.querySelectorAll('.jp-NotebookPanel')]
+                .find(p => !p.classList.contains('lm-mod-hidden'));
+            const p = panel.querySelectorAll('.jp-CodeCell')[{index}].querySelector('.jp-InputPrompt').innerText;
             return !p.includes('*') && /\\d/.test(p);
         }}""",
         timeout=300_000,
@@ -115,6 +116,8 @@ def _run_cell(page, index: int, view: str, received: list[int]) -> dict:
 
 
 def measure(page, lab_url: str, folder: Path, view: str) -> dict:
+    from playwright.sync_api import expect
+
     name = f"{view}.ipynb"
     _notebook(folder / name, view)
     received: list[int] = []
@@ -124,16 +127,12 @@ def measure(page, lab_url: str, folder: Path, view: str) -> dict:
             ws.on("framereceived", lambda payload: received.append(len(payload)))
 
     page.on("websocket", count)
-    page.goto(f"{lab_url}/tree/{name}")
+    page.goto(f"{lab_url}/tree/{name}?reset")  # a fresh layout: only this notebook open
     page.wait_for_selector(".jp-NotebookPanel[data-jupyter-dist='flagged']", timeout=120_000)
-    cell = page.locator(".jp-Notebook .jp-CodeCell").nth(0)  # the set-up cell: no view
+    cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").nth(0)  # the set-up cell: no view
     cell.locator(".jp-InputPrompt").click()
     page.keyboard.press("Shift+Enter")
-    page.wait_for_function(
-        "() => /\\d/.test(document.querySelectorAll('.jp-Notebook .jp-CodeCell')[0]"
-        ".querySelector('.jp-InputPrompt').innerText)",
-        timeout=60_000,
-    )
+    expect(cell.locator(".jp-InputPrompt")).to_have_text("[1]:", timeout=60_000)
     cold = _run_cell(page, 1, view, received)
     warm = _run_cell(page, 2, view, received)
     page.evaluate(WATCH)

