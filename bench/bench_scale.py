@@ -299,6 +299,11 @@ def main(trials: int, steps: int) -> dict:
             "latency_p99": on["latency_s"]["p99"] / off["latency_s"]["p99"],
             "wall": on["wall_s"] / off["wall_s"],
         },
+        target={
+            "load_s_below": TARGET_LOAD_S,
+            "listing_s_below": TARGET_LISTING_S,
+            "p99_s_below": TARGET_P99_S,
+        },
         met={
             "load_below_1s": reading["load_s"] < TARGET_LOAD_S,
             "rest_listing_below_1s": http["listing_s"] < TARGET_LISTING_S,
