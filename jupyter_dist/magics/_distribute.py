@@ -197,9 +197,13 @@ class DistributeMagics(Magics):
             namespace[args.out] = exc.experiment  # what was recorded stays reachable
             raise
         namespace[args.out] = exp
-        # An ablation study's view ends with its summary table and chart; showing the Experiment again would
-        # repeat the table.
-        return None if args.kind == "ablation" else exp
+        # A view drawn in the cell (the JupyterLab extension's, or the widget) already ends with the trials table,
+        # and an ablation study's with its summary table and chart: the view is the Experiment's display, and
+        # showing it again below would repeat the table. Elsewhere (terminal IPython) the Experiment is shown.
+        from ..widgets import resolve
+
+        shown_in_cell = resolve("auto", exp.record.stored) in ("lab", "widget")
+        return None if args.kind == "ablation" or shown_in_cell else exp
 
     def _hpo(self, args, namespace: dict[str, Any], new: list[str]):
         space = _pick_space(args, namespace, new)
