@@ -6,13 +6,18 @@ so that cloudpickle ships them by value: a worker cannot import this module by n
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
+import secrets
+import socket
 import statistics
+import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +186,45 @@ def contention_note(cpu: dict[str, Any]) -> str:
     share = cpu.get("other_share_of_capacity") or 0.0
     flag = "  WARNING: other processes competed for the CPU; figures are pessimistic" if share > 0.05 else ""
     return f"  other processes used {share:.0%} of the machine's CPU during this run{flag}"
+
+
+@contextlib.contextmanager
+def jupyter_server(app: str, root: str, store: str, *args: str):
+    """A real ``jupyter server`` (app "jupyter_server") or JupyterLab ("jupyterlab") on 127.0.0.1 reading
+    ``store``, started and stopped here; yields (base URL, token) once it answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_DIST_STORE": store, "JUPYTER_TOKEN": token}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            app,
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--ServerApp.root_dir={root}",
+            *args,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        yield base, token
+    finally:
+        server.terminate()
+        server.wait(30)

@@ -19,19 +19,14 @@ Run: ``.venv/bin/python bench/bench_lab.py`` (writes bench/results/lab.json).
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CpuMonitor, contention_note, header, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, jupyter_server, write_result  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 TRIALS, STEPS, STREAM_S = 32, 50, 10.0
@@ -66,12 +61,6 @@ WATCH = """() => {
 }"""
 
 FIRST_FRAME = {"lab": ".jd-cell-view", "widget": ".jupyter-widgets.widget-vbox"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _notebook(path: Path, view: str) -> None:
@@ -179,49 +168,23 @@ def main() -> dict:
         settings.mkdir(parents=True)
         (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
         store = str(folder / "experiments.sqlite")
-        port, token = _free_port(), secrets.token_hex(16)
-        env = {**os.environ, "JUPYTER_DIST_STORE": store, "JUPYTER_TOKEN": token}
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyterlab",
-                "--no-browser",
-                "--allow-root",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                f"--ServerApp.root_dir={root}",
-                f"--LabApp.user_settings_dir={folder / 'settings'}",
-                f"--LabApp.workspaces_dir={folder / 'workspaces'}",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        lab_args = (
+            f"--LabApp.user_settings_dir={folder / 'settings'}",
+            f"--LabApp.workspaces_dir={folder / 'ws'}",
         )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.3)
-            views = {}
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-                for view in ("lab", "widget"):
-                    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-                    page.goto(f"{base}/lab?token={token}")
-                    print(f"  {view} view...", flush=True)
-                    views[view] = measure(page, f"{base}/lab", root, view)
-                    page.context.close()
-                browser.close()
-        finally:
-            server.terminate()
-            server.wait(30)
+        views = {}
+        with (
+            jupyter_server("jupyterlab", str(root), store, *lab_args) as (base, token),
+            sync_playwright() as p,
+        ):
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+            for view in ("lab", "widget"):
+                page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+                page.goto(f"{base}/lab?token={token}")
+                print(f"  {view} view...", flush=True)
+                views[view] = measure(page, f"{base}/lab", root, view)
+                page.context.close()
+            browser.close()
         delivered = _stream_reports(store)
     for view, n in zip(("lab", "widget"), delivered, strict=False):
         s = views[view]["stream"]

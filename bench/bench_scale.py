@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +35,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CpuMonitor, contention_note, header, median, percentile, write_result  # noqa: E402
+from _common import (  # noqa: E402
+    CpuMonitor,
+    contention_note,
+    header,
+    jupyter_server,
+    median,
+    percentile,
+    write_result,
+)
 
 TRIALS = 10_000
 STEPS = 100
@@ -195,58 +201,25 @@ def read_back(store: str, experiment_id: str) -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def read_over_http(store: str, experiment_id: str, folder: str) -> dict:
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_DIST_STORE": store, "JUPYTER_TOKEN": token}
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            "--no-browser",
-            "--allow-root",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            f"--ServerApp.root_dir={folder}",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/jupyter-dist/api/experiments"
+    with jupyter_server("jupyter_server", folder, store) as (server, token):
+        return _paged(f"{server}/jupyter-dist/api/experiments", token, experiment_id)
 
+
+def _paged(base: str, token: str, experiment_id: str) -> dict:
     def get(url: str) -> dict:
         request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
         with urllib.request.urlopen(request, timeout=60) as answer:
             return json.loads(answer.read())
 
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                get(base)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        listing_s, listing = _timed(lambda: get(base), repeats=5)
-        one_s, one = _timed(lambda: get(f"{base}/{experiment_id}"))
-        t0, cursor, rows, pages, more = time.perf_counter(), 0, 0, 0, True
-        while more:
-            page = get(f"{base}/{experiment_id}/metrics?since={cursor}&limit={PAGE}")
-            rows += len(page["rows"])
-            cursor, more, pages = page["cursor"], page["more"], pages + 1
-        paging_s = time.perf_counter() - t0
-    finally:
-        server.terminate()
-        server.wait(30)
+    listing_s, listing = _timed(lambda: get(base), repeats=5)
+    one_s, one = _timed(lambda: get(f"{base}/{experiment_id}"))
+    t0, cursor, rows, pages, more = time.perf_counter(), 0, 0, 0, True
+    while more:
+        page = get(f"{base}/{experiment_id}/metrics?since={cursor}&limit={PAGE}")
+        rows += len(page["rows"])
+        cursor, more, pages = page["cursor"], page["more"], pages + 1
+    paging_s = time.perf_counter() - t0
     return {
         "listing_s": listing_s,
         "listed": listing["total"],

@@ -16,7 +16,6 @@ from ..protocol import Direction, ErrorKind, Objective, TrialState
 from ..space import Choice, Integer, Space, Uniform
 from ._base import ExperimentDefinition, TrialRecord
 
-
 # One encoder for every call: json.dumps() with options builds a new encoder each time, a third of the cost of
 # writing a small report's metrics (measured with py-spy on 300k reports).
 _ENCODER = json.JSONEncoder(default=repr, separators=(",", ":"))

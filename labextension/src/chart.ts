@@ -47,38 +47,38 @@ export function aligned(curves: Curves, trialIds: number[]): uPlot.AlignedData {
   return [xs, ...columns];
 }
 
-export class CurveChart {
+/** A uPlot chart in a node of its own, sized to it, themed by JupyterLab's CSS variables. */
+abstract class Chart {
   readonly node: HTMLElement;
-  private _plot: uPlot | null = null;
-  private _shown: number[] = [];
+  protected _plot: uPlot | null = null;
 
-  constructor() {
+  constructor(
+    className: string,
+    private _height: number
+  ) {
     this.node = document.createElement('div');
-    this.node.className = 'jd-chart';
+    this.node.className = className;
   }
 
-  /** Draw ``trialIds``' curves (at most MAX_CURVES, in the order given: best first). */
-  draw(curves: Curves, trialIds: number[]): void {
-    const ids = trialIds.slice(0, MAX_CURVES);
-    const data = aligned(curves, ids);
-    if (!data[0].length) {
-      this.node.textContent = 'No metrics reported yet.';
-      this._plot?.destroy();
-      this._plot = null;
-      return;
-    }
-    const width = Math.max(200, this.node.clientWidth || 600);
-    if (
-      this._plot &&
-      ids.length === this._shown.length &&
-      ids.every((id, i) => id === this._shown[i])
-    ) {
-      this._plot.setData(data);
-      return;
-    }
+  resize(width: number): void {
+    this._plot?.setSize({ width: Math.max(200, width), height: this._height });
+  }
+
+  dispose(): void {
     this._plot?.destroy();
+    this._plot = null;
+  }
+
+  /** A new plot of ``series`` over ``data`` in this node, replacing the last one. */
+  protected plot(
+    xLabel: string,
+    yLabel: string,
+    series: uPlot.Series[],
+    data: uPlot.AlignedData,
+    legend = true
+  ): void {
+    this.dispose();
     this.node.textContent = '';
-    this._shown = ids;
     const text = cssVar('--jp-ui-font-color2', '#616161');
     const grid = cssVar('--jp-border-color2', '#e0e0e0');
     const axis = {
@@ -88,41 +88,69 @@ export class CurveChart {
     };
     this._plot = new uPlot(
       {
-        width,
-        height: 260,
-        legend: { show: ids.length <= 12 },
+        width: Math.max(200, this.node.clientWidth || 600),
+        height: this._height,
+        legend: { show: legend },
         scales: { x: { time: false } },
         axes: [
-          { ...axis, label: 'step' },
+          { ...axis, label: xLabel },
           {
             ...axis,
-            label: curves.metric ?? '',
-            values: (_u, values) => values.map(v => formatValue(v))
+            label: yLabel,
+            values: (_u, vs) => vs.map(v => formatValue(v))
           }
         ],
-        series: [
-          { label: 'step' },
-          ...ids.map((id, i) => ({
-            label: `trial ${id}`,
-            stroke: PALETTE[i % PALETTE.length],
-            width: i === 0 ? 2.5 : 1.25,
-            spanGaps: true,
-            value: (_u: uPlot, v: number | null) => formatValue(v)
-          }))
-        ]
+        series: [{ label: xLabel }, ...series]
       },
       data,
       this.node
     );
   }
 
-  resize(width: number): void {
-    this._plot?.setSize({ width: Math.max(200, width), height: 260 });
+  /** Nothing to draw: say why. */
+  protected empty(message: string): void {
+    this.dispose();
+    this.node.textContent = message;
+  }
+}
+
+export class CurveChart extends Chart {
+  private _shown: number[] = [];
+
+  constructor() {
+    super('jd-chart', 260);
   }
 
-  dispose(): void {
-    this._plot?.destroy();
-    this._plot = null;
+  /** Draw ``trialIds``' curves (at most MAX_CURVES, in the order given: best first). */
+  draw(curves: Curves, trialIds: number[]): void {
+    const ids = trialIds.slice(0, MAX_CURVES);
+    const data = aligned(curves, ids);
+    if (!data[0].length) {
+      this._shown = [];
+      this.empty('No metrics reported yet.');
+      return;
+    }
+    const same =
+      ids.length === this._shown.length &&
+      ids.every((id, i) => id === this._shown[i]);
+    if (this._plot && same) {
+      this._plot.setData(data); // new points on the same curves: no new chart
+      return;
+    }
+    this._shown = ids;
+    this.plot(
+      'step',
+      curves.metric ?? '',
+      ids.map((id, i) => ({
+        label: `trial ${id}`,
+        stroke: PALETTE[i % PALETTE.length],
+        width: i === 0 ? 2.5 : 1.25,
+        spanGaps: true,
+        value: (_u: uPlot, v: number | null) => formatValue(v)
+      })),
+      data,
+      ids.length <= 12
+    );
   }
 }
 
@@ -130,13 +158,9 @@ export class CurveChart {
  * Each trial's objective by trial id: completed trials filled, pruned and stopped ones hollow at their last
  * value, and the best so far as a step line.
  */
-export class ObjectiveChart {
-  readonly node: HTMLElement;
-  private _plot: uPlot | null = null;
-
+export class ObjectiveChart extends Chart {
   constructor() {
-    this.node = document.createElement('div');
-    this.node.className = 'jd-chart jd-objective';
+    super('jd-chart jd-objective', 220);
   }
 
   draw(trials: ITrial[], metric: string, mode: Mode): void {
@@ -150,35 +174,23 @@ export class ObjectiveChart {
       const t = byId.get(id) as ITrial;
       const done = t.state === 'completed' && t.value !== null;
       completed.push(done ? t.value : null);
-      early.push(
-        (t.state === 'pruned' || t.state === 'stopped') && t.value !== null
-          ? t.value
-          : null
-      );
+      const endedEarly = t.state === 'pruned' || t.state === 'stopped';
+      early.push(endedEarly && t.value !== null ? t.value : null);
       if (done) {
         const v = t.value as number;
-        bestSoFar =
-          bestSoFar === null || (mode === 'max' ? v > bestSoFar : v < bestSoFar)
-            ? v
-            : bestSoFar;
+        const current: number | null = bestSoFar;
+        if (current === null || (mode === 'max' ? v > current : v < current)) {
+          bestSoFar = v;
+        }
       }
       best.push(bestSoFar);
     }
-    this._plot?.destroy();
-    this._plot = null;
-    this.node.textContent = '';
     if (!completed.some(v => v !== null) && !early.some(v => v !== null)) {
-      this.node.textContent = 'No trial has ended yet.';
+      this.empty('No trial has ended yet.');
       return;
     }
-    const text = cssVar('--jp-ui-font-color2', '#616161');
-    const grid = cssVar('--jp-border-color2', '#e0e0e0');
-    const axis = {
-      stroke: text,
-      grid: { stroke: grid, width: 1 },
-      ticks: { stroke: grid }
-    };
     const points = (fill: boolean, colour: string) => ({
+      stroke: colour,
       paths: () => null,
       points: {
         show: true,
@@ -187,50 +199,18 @@ export class ObjectiveChart {
         stroke: colour
       }
     });
-    this._plot = new uPlot(
-      {
-        width: Math.max(200, this.node.clientWidth || 600),
-        height: 220,
-        scales: { x: { time: false } },
-        axes: [
-          { ...axis, label: 'trial' },
-          {
-            ...axis,
-            label: metric,
-            values: (_u, vs) => vs.map(v => formatValue(v))
-          }
-        ],
-        series: [
-          { label: 'trial' },
-          {
-            label: 'completed',
-            stroke: PALETTE[0],
-            ...points(true, PALETTE[0])
-          },
-          {
-            label: 'pruned or stopped (last value)',
-            stroke: PALETTE[1],
-            ...points(false, PALETTE[1])
-          },
-          {
-            label: 'best so far',
-            stroke: PALETTE[4],
-            width: 1.5,
-            spanGaps: true
-          }
-        ]
-      },
-      [ids, completed, early, best],
-      this.node
+    this.plot(
+      'trial',
+      metric,
+      [
+        { label: 'completed', ...points(true, PALETTE[0]) },
+        {
+          label: 'pruned or stopped (last value)',
+          ...points(false, PALETTE[1])
+        },
+        { label: 'best so far', stroke: PALETTE[4], width: 1.5, spanGaps: true }
+      ],
+      [ids, completed, early, best]
     );
-  }
-
-  resize(width: number): void {
-    this._plot?.setSize({ width: Math.max(200, width), height: 220 });
-  }
-
-  dispose(): void {
-    this._plot?.destroy();
-    this._plot = null;
   }
 }

@@ -10,6 +10,7 @@ import { Widget } from '@lumino/widgets';
 import { getExperiment, getLogs, getMetrics } from './api';
 import { ExperimentDisplay, joinLogs } from './display';
 import { Curves, IExperimentDetail } from './model';
+import { every } from './poll';
 
 /**
  * Fetch an experiment's detail and every metric after ``curves.cursor`` (new curves of its metric when none
@@ -48,16 +49,11 @@ export class ExperimentView extends Widget {
       joinLogs(await getLogs(experimentId, trialId))
     );
     this.node.append(this._display.node);
-    this._poll = new Poll({
-      factory: () => this._fetch(),
-      frequency: {
-        interval: refreshSeconds * 1000,
-        backoff: true,
-        max: 60_000
-      },
-      standby: 'when-hidden',
-      name: `jupyter-dist:experiment:${experimentId}`
-    });
+    this._poll = every(
+      refreshSeconds,
+      `jupyter-dist:experiment:${experimentId}`,
+      () => this._fetch()
+    );
   }
 
   dispose(): void {

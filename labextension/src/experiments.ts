@@ -8,6 +8,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { listExperiments } from './api';
 import type { IExperimentSummary } from './model';
+import { every } from './poll';
 
 export const DEFAULT_REFRESH_S = 2;
 
@@ -18,17 +19,9 @@ export class ExperimentsModel {
   private _poll: Poll;
 
   constructor(refreshSeconds = DEFAULT_REFRESH_S) {
-    this._poll = new Poll({
-      factory: () => this._fetch(),
-      frequency: {
-        interval: refreshSeconds * 1000,
-        backoff: true,
-        max: 60_000
-      },
-      // A hidden browser tab stops asking until it is shown again.
-      standby: 'when-hidden',
-      name: 'jupyter-dist:experiments'
-    });
+    this._poll = every(refreshSeconds, 'jupyter-dist:experiments', () =>
+      this._fetch()
+    );
   }
 
   /** Newest first. */

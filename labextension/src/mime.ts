@@ -14,9 +14,10 @@ import { fetchExperiment } from './detail';
 import { ExperimentDisplay, joinLogs } from './display';
 import { h } from './dom';
 import { Curves, formatDuration, IExperimentBundle } from './model';
+import { every } from './poll';
 
 export const MIME_TYPE = 'application/vnd.jupyter-dist.experiment+json';
-const LIVE_REFRESH_MS = 1000;
+const LIVE_REFRESH_S = 1;
 
 export class ExperimentRenderer
   extends Widget
@@ -116,8 +117,10 @@ export class ExperimentRenderer
       return;
     }
     this._ensureDisplay(id, true);
-    this._poll = new Poll({
-      factory: async () => {
+    this._poll = every(
+      LIVE_REFRESH_S,
+      `jupyter-dist:cell:${id}`,
+      async () => {
         const { detail, curves, changed } = await fetchExperiment(
           id,
           this._curves
@@ -129,10 +132,8 @@ export class ExperimentRenderer
         }
         display.draw(detail, curves, changed);
       },
-      frequency: { interval: LIVE_REFRESH_MS, backoff: true, max: 10_000 },
-      standby: 'when-hidden',
-      name: `jupyter-dist:cell:${id}`
-    });
+      10
+    );
   }
 
   private async _requestStop(id: string): Promise<void> {
