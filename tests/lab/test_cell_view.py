@@ -134,7 +134,7 @@ def test_the_quickstart_sends_little_over_the_kernel_and_survives_a_saved_notebo
     page.reload()
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
     reopened = _cell_view(page)
-    expect(reopened.locator(".jd-chart canvas")).to_have_count(1, timeout=20_000)
+    expect(reopened.locator(".jd-chart canvas")).to_have_count(2, timeout=20_000)  # curves, objective
     expect(reopened.locator(".jd-table tbody tr")).to_have_count(12)
     expect(reopened.locator(".jd-best")).to_contain_text("best val_acc=")
     expect(page.get_by_text("model not found")).to_have_count(0)
