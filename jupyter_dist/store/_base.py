@@ -17,7 +17,20 @@ from typing import Any
 
 from ..protocol import ErrorKind, ExperimentState, LogLine, Objective, Outcome, ReportBatch, TrialState
 
-__all__ = ["ExperimentDefinition", "ExperimentRecord", "TrialRecord", "new_experiment_id"]
+__all__ = ["ExperimentDefinition", "ExperimentRecord", "TrialRecord", "new_experiment_id", "result_repr"]
+
+RESULT_REPR_CHARS = 2000
+
+
+def result_repr(result: Any) -> str | None:
+    """A returned value as text for a view: its repr, cut at RESULT_REPR_CHARS (None for no value)."""
+    if result is None:
+        return None
+    try:
+        text = repr(result)
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not fail the run
+        text = f"<{type(result).__name__}: repr failed: {exc}>"
+    return text if len(text) <= RESULT_REPR_CHARS else text[:RESULT_REPR_CHARS] + "…"
 
 
 def new_experiment_id() -> str:
@@ -69,9 +82,11 @@ class TrialRecord:
     # Pruning: when the kernel decided to stop it, and when report() raised TrialPruned on the worker.
     prune_decided_at: float | None = None
     stopped_at: float | None = None
-    # A data-parallel trial's return values, whole: rank 0's, and every rank's in rank order.
+    # A data-parallel trial's return values, whole: rank 0's, and every rank's in rank order; and rank 0's as
+    # text (its repr, cut at RESULT_REPR_CHARS), which the store's JSON and the lab extension can show.
     result: Any = None
     rank_results: list | None = None
+    result_repr: str | None = None
 
     @property
     def logs(self) -> str:

@@ -126,6 +126,7 @@ def trial_summary(rec: TrialRecord) -> dict[str, Any]:
         "attempts": rec.attempts,
         "last": dict(rec.last),
         "error": rec.error,
+        "result": rec.result_repr,
     }
 
 

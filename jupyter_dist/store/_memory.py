@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import ExperimentState, LogLine, Outcome, ReportBatch, TrialState
-from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord
+from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
 
 if TYPE_CHECKING:
     from ._journal import Journal
@@ -103,6 +103,7 @@ class InMemoryRecord(ExperimentRecord):
             rec.error, rec.error_kind = outcome.error, outcome.error_kind
             rec.stopped_at = outcome.stopped_at
             rec.result, rec.rank_results = outcome.result, outcome.rank_results
+            rec.result_repr = result_repr(outcome.result)
             # Nothing to optimise (a data-parallel run): the curve's last value, for the table.
             rec.value = outcome.value if self.definition.objective.metric else rec.last.get(self.curve_metric)
             rec.state = outcome.state

@@ -37,6 +37,7 @@ export class ExperimentDisplay {
   private _objective = new ObjectiveChart();
   private _objectiveTitle = h('h3', {}, 'Objective by trial');
   private _ablation = h('div', { class: 'jd-ablation' });
+  private _result = h('div', { class: 'jd-result' });
   private _table = h('div', { class: 'jd-trials' });
   private _sort: { column: string; ascending: boolean } | null = null; // null: best first
   private _output = h('pre', { class: 'jd-output' });
@@ -47,6 +48,7 @@ export class ExperimentDisplay {
     this.node.append(
       this._header,
       this._best,
+      this._result,
       this._ablation,
       this._chart.node,
       this._objectiveTitle,
@@ -83,6 +85,13 @@ export class ExperimentDisplay {
     );
     this._drawBest(detail, trials);
     this._drawAblation(detail);
+    // A data-parallel run returns a value (rank 0's): shown as the kernel's repr of it.
+    const returned = detail.kind === 'ddp' ? detail.trials[0]?.result : null;
+    replaceChildren(
+      this._result,
+      returned ? h('h3', {}, 'Returned (rank 0)') : null,
+      returned ? h('pre', { class: 'jd-output' }, returned) : null
+    );
     const objective = detail.kind === 'hpo' && detail.metric && detail.mode;
     this._objectiveTitle.hidden = this._objective.node.hidden = !objective;
     if (objective) {

@@ -37,6 +37,7 @@ export interface ITrial {
   attempts: number;
   last: Record<string, number | null>;
   error: string | null;
+  result?: string | null; // a data-parallel trial's returned value (rank 0's), as its repr
 }
 
 /** GET /jupyter-dist/api/experiments/<id>. */

@@ -122,6 +122,20 @@ def test_an_ablation_study_shows_each_components_impact_as_bars(lab, page, run_a
     assert not page.errors
 
 
+def fit(n=3):
+    jd.report(step=0, loss=1.0 / n)
+    return {"weights": [jd.rank()] * n}
+
+
+def test_a_data_parallel_run_shows_rank_0s_result(lab, page, run_ddp):
+    run = run_ddp(fit, workers=2, n=3)
+    lab.open(page)
+    lab.open_panel(page)
+    page.locator(f".jd-item[data-id='{run.id}']").click()
+    expect(page.locator(".jd-detail .jd-result")).to_contain_text("{'weights': [0, 0, 0]}")
+    assert not page.errors
+
+
 def test_palette_commands_and_the_dark_theme(lab, page, run_hpo):
     run_hpo(train, SPACE, trials=1, metric="acc")
     lab.open(page)

@@ -88,6 +88,8 @@ def test_ablation_and_data_parallel_runs_load_back_with_their_summary_and_result
     back = jd.load(run.name, store=store)
     assert back.result == run.result == {"weights": [0, 0, 0]}
     assert back.rank_results == [{"weights": [0, 0, 0]}, {"weights": [1, 1, 1]}]
+    # and as text, for views that cannot unpickle (the lab extension, through the REST API)
+    assert back.trial_records()[0].result_repr == "{'weights': [0, 0, 0]}"
 
 
 def test_odd_metric_names_and_values_are_kept_exactly(run_hpo, store):
