@@ -8,6 +8,7 @@ import { Clipboard } from '@jupyterlab/apputils';
 
 import { CurveChart, ObjectiveChart } from './chart';
 import { h, replaceChildren } from './dom';
+import { ParallelChart } from './parallel';
 import {
   ablationRows,
   bestTrial,
@@ -36,6 +37,8 @@ export class ExperimentDisplay {
   private _chart = new CurveChart();
   private _objective = new ObjectiveChart();
   private _objectiveTitle = h('h3', {}, 'Objective by trial');
+  private _parallel = new ParallelChart();
+  private _parallelTitle = h('h3', {}, 'Parameters of the completed trials');
   private _ablation = h('div', { class: 'jd-ablation' });
   private _result = h('div', { class: 'jd-result' });
   private _table = h('div', { class: 'jd-trials' });
@@ -53,6 +56,8 @@ export class ExperimentDisplay {
       this._chart.node,
       this._objectiveTitle,
       this._objective.node,
+      this._parallelTitle,
+      this._parallel.node,
       h('h3', {}, 'Trials'),
       this._table
     );
@@ -93,12 +98,23 @@ export class ExperimentDisplay {
       returned ? h('pre', { class: 'jd-output' }, returned) : null
     );
     const objective = detail.kind === 'hpo' && detail.metric && detail.mode;
-    this._objectiveTitle.hidden = this._objective.node.hidden = !objective;
+    for (const node of [
+      this._objectiveTitle,
+      this._objective.node,
+      this._parallelTitle,
+      this._parallel.node
+    ]) {
+      node.hidden = !objective;
+    }
     if (objective) {
-      this._objective.draw(
+      const metric = detail.metric as string;
+      const mode = detail.mode as Mode;
+      this._objective.draw(detail.trials, metric, mode);
+      this._parallel.draw(
         detail.trials,
-        detail.metric as string,
-        detail.mode as Mode
+        detail.definition.space ?? {},
+        metric,
+        mode
       );
     }
     if (curvesChanged) {

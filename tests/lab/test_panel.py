@@ -86,6 +86,11 @@ def test_opening_an_experiment_shows_best_trial_first_curves_and_output(lab, pag
         ["trial", "state", "acc", "lr", "width", "steps", "duration"]
     )
     expect(detail.locator(".jd-chart canvas")).to_have_count(2)  # learning curves, objective by trial
+    # Parallel coordinates: the searched parameters in the space's order, then the objective; a line per trial
+    parallel = detail.locator(".jd-parallel svg")
+    expect(parallel.locator(".jd-parallel-title")).to_have_text(["lr", "width", "acc"])
+    expect(parallel.locator("path")).to_have_count(int((exp.trials.state == "completed").sum()))
+    expect(parallel.locator(".jd-parallel-best")).to_have_attribute("data-trial", str(best.trial_id))
     # A column header sorts by it (ascending, then descending, then best first again).
     detail.locator(".jd-table thead th", has_text="lr").click()
     lrs = [float(v) for v in detail.locator(".jd-table tbody tr td:nth-child(4)").all_inner_texts()]

@@ -1,0 +1,102 @@
+/**
+ * Parallel coordinates of the completed trials, drawn as SVG (uPlot has none): one vertical axis per searched
+ * parameter and one for the objective; each trial a line across them, the best drawn last, boldest and most
+ * opaque. Colours are JupyterLab's CSS variables, so both themes work.
+ */
+
+import { IParallelAxis, ITrial, Mode, parallelCoordinates } from './model';
+
+const SVG = 'http://www.w3.org/2000/svg';
+const HEIGHT = 240;
+const PAD = { top: 28, bottom: 24, side: 48 };
+
+function el(tag: string, attrs: Record<string, string | number>): SVGElement {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    node.setAttribute(k, String(v));
+  }
+  return node;
+}
+
+export class ParallelChart {
+  readonly node: HTMLElement;
+
+  constructor() {
+    this.node = document.createElement('div');
+    this.node.className = 'jd-chart jd-parallel';
+  }
+
+  draw(
+    trials: ITrial[],
+    space: Record<string, any>,
+    metric: string,
+    mode: Mode
+  ): void {
+    const { axes, lines } = parallelCoordinates(trials, space, metric, mode);
+    this.node.textContent = '';
+    if (!lines.length || axes.length < 2) {
+      this.node.textContent = lines.length
+        ? 'Nothing was searched: no parameters to compare.'
+        : 'No trial has completed yet.';
+      return;
+    }
+    const width = Math.max(300, this.node.clientWidth || 600);
+    const x = (i: number) =>
+      PAD.side + (i * (width - 2 * PAD.side)) / (axes.length - 1);
+    const y = (p: number) =>
+      PAD.top + (1 - p) * (HEIGHT - PAD.top - PAD.bottom);
+    const svg = el('svg', {
+      width,
+      height: HEIGHT,
+      viewBox: `0 0 ${width} ${HEIGHT}`
+    });
+    // Worst first, so the best lines end on top.
+    lines
+      .slice()
+      .reverse()
+      .forEach(line => {
+        const rank = lines.indexOf(line) / Math.max(1, lines.length - 1); // 0 best .. 1 worst
+        const path = line.points
+          .map((p, i) => `${i ? 'L' : 'M'}${x(i)},${y(p)}`)
+          .join(' ');
+        svg.append(
+          el('path', {
+            d: path,
+            fill: 'none',
+            class: rank === 0 ? 'jd-parallel-best' : 'jd-parallel-line',
+            'stroke-opacity': (0.9 - 0.7 * rank).toFixed(2),
+            'data-trial': line.trialId
+          })
+        );
+      });
+    axes.forEach((axis: IParallelAxis, i: number) => {
+      svg.append(
+        el('line', {
+          x1: x(i),
+          x2: x(i),
+          y1: y(0),
+          y2: y(1),
+          class: 'jd-parallel-axis'
+        })
+      );
+      const title = el('text', {
+        x: x(i),
+        y: 14,
+        'text-anchor': 'middle',
+        class: 'jd-parallel-title'
+      });
+      title.textContent = axis.name;
+      svg.append(title);
+      for (const tick of axis.ticks) {
+        const label = el('text', {
+          x: x(i) + 4,
+          y: y(tick.at) + 4,
+          class: 'jd-parallel-tick'
+        });
+        label.textContent = tick.label;
+        svg.append(label);
+      }
+    });
+    this.node.append(svg);
+  }
+}
