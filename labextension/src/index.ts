@@ -18,6 +18,7 @@ import {
 } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import { ISignal } from '@lumino/signaling';
 
 import { ExperimentView } from './detail';
 import { DEFAULT_REFRESH_S, ExperimentsModel } from './experiments';
@@ -54,9 +55,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     labShell: ILabShell | null
   ) => {
-    if (labShell) {
-      flagKernels(labShell);
-    }
+    // JupyterLab says when its layout changes; Notebook 7's shell when its current widget does.
+    const shellChanged =
+      labShell?.layoutModified ??
+      (app.shell as { currentChanged?: ISignal<any, any> }).currentChanged ??
+      null;
+    const scan = flagKernels(app.shell, shellChanged);
+    void app.restored.then(scan);
     let refreshSeconds = DEFAULT_REFRESH_S;
     const model = new ExperimentsModel(refreshSeconds);
     const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({

@@ -1,13 +1,14 @@
 /**
- * Tell each Python kernel of a notebook (or console) that JupyterLab with this extension shows its output, so that
- * ``%%distribute`` (and ``hpo()``...) draw their live view as one small MIME bundle this extension renders,
- * instead of the ipywidgets view other frontends get. The flag is an environment variable set by a silent
+ * Tell each Python kernel of a notebook (or console) that JupyterLab or Notebook 7 with this extension shows
+ * its output, so that ``%%distribute`` (and ``hpo()``...) draw their live view as one small MIME bundle this
+ * extension renders, instead of the ipywidgets view other frontends get. The flag is an environment variable set by a silent
  * execute when the kernel is ready and again after every restart (a restart starts a new process).
  */
 
-import { ILabShell } from '@jupyterlab/application';
+import { JupyterFrontEnd } from '@jupyterlab/application';
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel } from '@jupyterlab/services';
+import { ISignal } from '@lumino/signaling';
 
 export const FLAG_CODE =
   'import os as _jd_os; _jd_os.environ["JUPYTER_DIST_FRONTEND"] = "jupyterlab"; del _jd_os';
@@ -66,9 +67,14 @@ function watch(context: ISessionContext, node: HTMLElement): void {
 
 /**
  * Watch every main-area widget that has a kernel session (notebooks, consoles): found by their
- * ``sessionContext``, which spares this extension a dependency on the notebook package.
+ * ``sessionContext``, which spares this extension a dependency on the notebook package. ``changed`` is a
+ * signal the shell emits when widgets come and go (JupyterLab's layoutModified, Notebook 7's currentChanged).
+ * Returns the scan, to run again when the shell has restored its layout.
  */
-export function flagKernels(shell: ILabShell): void {
+export function flagKernels(
+  shell: JupyterFrontEnd.IShell,
+  changed: ISignal<any, any> | null
+): () => void {
   const seen = new WeakSet<ISessionContext>();
   const scan = () => {
     for (const widget of shell.widgets('main')) {
@@ -80,6 +86,7 @@ export function flagKernels(shell: ILabShell): void {
       }
     }
   };
-  shell.layoutModified.connect(scan);
+  changed?.connect(scan);
   scan();
+  return scan;
 }

@@ -155,3 +155,22 @@ def test_stop_in_the_cell_ends_the_run_in_a_final_state(lab, page):
     expect(stop).to_have_count(0)  # not "Stopping…" forever: the final view has no button
     expect(view.locator(".jd-detail-meta")).not_to_contain_text("20/20")
     assert not page.errors
+
+
+def test_in_notebook_7_the_extension_draws_the_cell_too(lab, page):
+    """The same server serves Notebook 7 (/notebooks/...): the kernel is flagged there too and the cell view
+    is the extension's."""
+    _write_notebook(
+        lab.root / "nb7.ipynb", LIVE.replace("--trials 12", "--trials 4").replace("range(30)", "range(5)")
+    )
+    page.goto(lab.url("notebooks/nb7.ipynb"))
+    page.wait_for_selector(".jp-NotebookPanel[data-jupyter-dist='flagged']", timeout=60_000)
+    cells = page.locator(".jp-Notebook .jp-CodeCell")
+    for i in (0, 1):
+        cells.nth(i).locator(".jp-InputPrompt").click()
+        page.keyboard.press("Shift+Enter")
+    view = cells.nth(1).locator(".jd-cell-view")
+    expect(view.locator(".jd-state")).to_have_text("completed", timeout=120_000)
+    expect(view.locator(".jd-table tbody tr")).to_have_count(4)
+    # Notebook 7.6 itself throws this one on every page load, with jupyter_dist's extension disabled as well.
+    assert [e for e in page.errors if "reading 'schema'" not in e] == []
