@@ -25,11 +25,14 @@ export class ExperimentRenderer
 {
   private _display: ExperimentDisplay | null = null;
   private _phase = h('div', { class: 'jd-phase' });
+  private _phaseText = '';
+  private _phaseStarted: number | null = null;
   private _curves: Curves | null = null;
   private _poll: Poll | null = null;
   private _ticker: number | null = null;
   private _stop: HTMLButtonElement | null = null;
   private _stopping = false;
+  private _ended = false;
 
   constructor(options: IRenderMime.IRendererOptions) {
     super();
@@ -70,9 +73,14 @@ export class ExperimentRenderer
     if (!this._phase.isConnected) {
       this.node.replaceChildren(this._phase);
     }
+    // The ticker reads the latest phase: a new one replaces the text, not a second ticker.
+    this._phaseText = phase;
+    this._phaseStarted = started ?? null;
     const draw = () => {
-      const elapsed = started ? Date.now() / 1000 - started : null;
-      this._phase.textContent = `${phase}${elapsed !== null ? ` ${formatDuration(elapsed)}` : ''}`;
+      const since = this._phaseStarted;
+      const elapsed =
+        since !== null ? ` ${formatDuration(Date.now() / 1000 - since)}` : '';
+      this._phase.textContent = `${this._phaseText}${elapsed}`;
     };
     draw();
     if (this._ticker === null) {
@@ -113,8 +121,8 @@ export class ExperimentRenderer
   }
 
   private _follow(id: string): void {
-    if (this._poll) {
-      return;
+    if (this._poll || this._ended) {
+      return; // already following; or the run has ended and only the kernel's final snapshot is to come
     }
     this._ensureDisplay(id, true);
     this._poll = every(
@@ -126,11 +134,18 @@ export class ExperimentRenderer
           this._curves
         );
         this._curves = curves;
-        const display = this._ensureDisplay(id, detail.state === 'running');
+        const running = detail.state === 'running';
+        const display = this._ensureDisplay(id, running);
         if (this._stopping && this._stop) {
           this._stop.textContent = 'Stopping…';
         }
         display.draw(detail, curves, changed);
+        if (!running) {
+          // Ended (the kernel's final snapshot follows; a kernel that died leaves "interrupted"): no more
+          // polling, and no Stop.
+          this._ended = true;
+          this._finish();
+        }
       },
       10
     );
