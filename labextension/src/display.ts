@@ -43,6 +43,7 @@ export class ExperimentDisplay {
   private _result = h('div', { class: 'jd-result' });
   private _table = h('div', { class: 'jd-trials' });
   private _sort: { column: string; ascending: boolean } | null = null; // null: best first
+  private _endedKey = '';
   private _output = h('pre', { class: 'jd-output' });
   private _detail: IExperimentDetail | null = null;
   private _selected: number | null = null;
@@ -106,7 +107,10 @@ export class ExperimentDisplay {
     ]) {
       node.hidden = !objective;
     }
-    if (objective) {
+    // Redrawn when a trial has ended, not at every poll (they only change then).
+    const ended = `${detail.trials.length}:${detail.trials_done}:${detail.state}`;
+    if (objective && ended !== this._endedKey) {
+      this._endedKey = ended;
       const metric = detail.metric as string;
       const mode = detail.mode as Mode;
       this._objective.draw(detail.trials, metric, mode);

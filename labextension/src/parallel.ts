@@ -8,6 +8,8 @@ import { IParallelAxis, ITrial, Mode, parallelCoordinates } from './model';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const HEIGHT = 240;
+// Beyond this many lines the chart is a blur (and slow to draw): the best ones are drawn.
+export const MAX_LINES = 300;
 const PAD = { top: 28, bottom: 24, side: 48 };
 
 function el(tag: string, attrs: Record<string, string | number>): SVGElement {
@@ -32,7 +34,13 @@ export class ParallelChart {
     metric: string,
     mode: Mode
   ): void {
-    const { axes, lines } = parallelCoordinates(trials, space, metric, mode);
+    const { axes, lines: all } = parallelCoordinates(
+      trials,
+      space,
+      metric,
+      mode
+    );
+    const lines = all.slice(0, MAX_LINES);
     this.node.textContent = '';
     if (!lines.length || axes.length < 2) {
       this.node.textContent = lines.length
