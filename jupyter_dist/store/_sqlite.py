@@ -71,19 +71,18 @@ CREATE TABLE logs (
     text TEXT NOT NULL
 );
 CREATE INDEX logs_by_trial ON logs (experiment_id, trial_id, seq);
-CREATE TABLE stop_requests (
-    experiment_id TEXT PRIMARY KEY REFERENCES experiments(id) ON DELETE CASCADE,
-    requested REAL NOT NULL        -- a Stop button (JupyterLab's, through the server) asked: the run's writer acts
-);
 """
 
+# Schema 2: a Stop button (JupyterLab's, through the server) asks here, and the run's writer acts on it.
+STOP_REQUESTS = """
+CREATE TABLE stop_requests (
+    experiment_id TEXT PRIMARY KEY REFERENCES experiments(id) ON DELETE CASCADE,
+    requested REAL NOT NULL
+)"""
+SCHEMA += STOP_REQUESTS + ";"
+
 # What brings a store of schema version N up to N + 1 (a store is migrated when opened, in one transaction).
-MIGRATIONS = {
-    1: [
-        "CREATE TABLE stop_requests (experiment_id TEXT PRIMARY KEY REFERENCES experiments(id) ON DELETE "
-        "CASCADE, requested REAL NOT NULL)"
-    ],
-}
+MIGRATIONS = {1: [STOP_REQUESTS]}
 
 
 def owner() -> dict[str, Any]:

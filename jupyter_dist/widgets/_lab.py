@@ -56,6 +56,17 @@ class Preamble:
         self.handle.update({"text/plain": ""}, raw=True)
 
 
+def show(bundle: dict[str, Any], preamble: Preamble | None):
+    """Show a view's first ``bundle`` in the preamble's output (so it replaces "starting…"), or in a new one;
+    the display handle the view updates from then on."""
+    if preamble is not None:
+        preamble.handle.update(bundle, raw=True)
+        return preamble.handle
+    from IPython.display import display
+
+    return display(bundle, raw=True, display_id=True)
+
+
 def experiment_snapshot(exp: Experiment) -> dict[str, Any]:
     """The experiment as the REST API's detail shows it (what the extension draws), from the kernel's record."""
     record: ExperimentRecord = exp.record
@@ -116,14 +127,8 @@ class LabView(ExperimentView):
         }
 
     def start(self) -> None:
-        from IPython.display import display
-
         bundle = self._bundle({"id": self.exp.id})
-        if self._preamble is not None:
-            self._handle = self._preamble.handle
-            self._handle.update(bundle, raw=True)
-        else:
-            self._handle = display(bundle, raw=True, display_id=True)
+        self._handle = show(bundle, self._preamble)
         self._line = bundle["text/plain"]
 
     def draw(self) -> None:

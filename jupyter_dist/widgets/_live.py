@@ -12,6 +12,7 @@ from ..experiment import Experiment, best_first, curve_style
 from ..protocol import ExperimentState, TrialState
 from ..store import TrialRecord
 from ._base import ExperimentView, format_duration
+from ._lab import show
 from ._side_thread import route_to, side_thread
 
 MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
@@ -84,7 +85,6 @@ class LiveView(ExperimentView):
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
-        from IPython.display import display
 
         subshell, why_not = side_thread()
         if subshell is None:
@@ -98,11 +98,7 @@ class LiveView(ExperimentView):
         bundle["text/plain"] = (
             f"jupyter_dist live view of {self.exp.kind} {self.exp.name!r} (needs a widget frontend)"
         )
-        if self._preamble is not None:
-            self._display = self._preamble.handle
-            self._display.update(bundle, raw=True)
-        else:
-            self._display = display(bundle, raw=True, display_id=True)
+        self._display = show(bundle, self._preamble)
         super().start()
 
     def finish(self) -> None:
