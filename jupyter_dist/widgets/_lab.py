@@ -82,7 +82,7 @@ def experiment_snapshot(exp: Experiment) -> dict[str, Any]:
             "trials_done": exp.done,
             "trials_total": definition.total,
             "metric": definition.objective.metric,
-            "mode": definition.objective.direction.value if definition.objective.metric else None,
+            "mode": definition.objective.direction.value,  # as the store lists it, for every run
             "started": record.started,
             "duration": ended - record.started,
             "error": record.error,

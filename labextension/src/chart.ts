@@ -22,6 +22,9 @@ const PALETTE = [
 ];
 // Beyond this many curves a chart is a blur: the best ones (and the running ones) are drawn.
 export const MAX_CURVES = 40;
+const WHOLE_INCREMENTS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6
+];
 
 function cssVar(name: string, fallback: string): string {
   const value = getComputedStyle(document.body).getPropertyValue(name).trim();
@@ -93,7 +96,8 @@ abstract class Chart {
         legend: { show: legend },
         scales: { x: { time: false } },
         axes: [
-          { ...axis, label: xLabel },
+          // steps and trial ids are whole numbers: no ticks between them
+          { ...axis, label: xLabel, incrs: WHOLE_INCREMENTS },
           {
             ...axis,
             label: yLabel,

@@ -73,7 +73,10 @@ export class ExperimentDisplay {
     return this._actions;
   }
 
-  draw(detail: IExperimentDetail, curves: Curves, curvesChanged = true): void {
+  draw(given: IExperimentDetail, curves: Curves, curvesChanged = true): void {
+    // Nothing optimised (a data-parallel run): no direction, so no "best" and trials in id order. The store
+    // keeps a direction for every run, so this is decided here, once, for every part of the view.
+    const detail = given.metric ? given : { ...given, mode: null };
     this._detail = detail;
     const trials = sortTrials(detail.trials, detail.mode);
     replaceChildren(

@@ -137,7 +137,14 @@ def test_a_data_parallel_run_shows_rank_0s_result(lab, page, run_ddp):
     lab.open(page)
     lab.open_panel(page)
     page.locator(f".jd-item[data-id='{run.id}']").click()
-    expect(page.locator(".jd-detail .jd-result")).to_contain_text("{'weights': [0, 0, 0]}")
+    detail = page.locator(".jd-detail")
+    expect(detail.locator(".jd-result")).to_contain_text("{'weights': [0, 0, 0]}")
+    expect(detail.locator(".jd-best")).to_be_empty()  # nothing was optimised: no "best" to show
+    # the dashboard link reads as a link: the theme's link colour, underlined
+    link = detail.locator("a.jd-dashboard")
+    style = link.evaluate("el => [getComputedStyle(el).color, getComputedStyle(el).textDecorationLine]")
+    text = detail.locator(".jd-detail-name").evaluate("el => getComputedStyle(el).color")
+    assert style[0] != text and style[1] == "underline", (style, text)
     assert not page.errors
 
 
