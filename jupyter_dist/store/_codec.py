@@ -27,6 +27,10 @@ def dumps(value: Any) -> str:
 
 def _plain(value: Any) -> Any:
     """``value`` if JSON holds it as it is, else its repr."""
+    # What nearly every parameter is: returned as it is, without a round trip through JSON text (the REST API
+    # summarises every trial of an experiment per request).
+    if value is None or type(value) in (str, int, float, bool):
+        return value
     try:
         return json.loads(json.dumps(value))
     except (TypeError, ValueError):
