@@ -13,6 +13,7 @@ from ..protocol import ExperimentState, TrialState
 from ..store import TrialRecord
 from ._base import ExperimentView, format_duration
 from ._lab import show
+from ._scroll import ScrollPane
 from ._side_thread import route_to, side_thread
 
 MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
@@ -66,10 +67,10 @@ class LiveView(ExperimentView):
                 showlegend=False,
             )
         )
-        self.table = w.HTML()
+        self.table = ScrollPane(max_height="320px")
         self.log_picker = w.Dropdown(description="trial", options=[], layout=w.Layout(width="260px"))
         self.log_picker.observe(self._on_pick, names="value")
-        self.log_text = w.HTML()
+        self.log_text = ScrollPane(follow=True)
         tabs = w.Tab(
             children=[self.figure, self.table, w.VBox([self.log_picker, self.log_text])],
             titles=["Learning curves", "Trials", "Output"],
@@ -234,10 +235,7 @@ class LiveView(ExperimentView):
                 else (" style='color:#d62728'" if r.state is TrialState.FAILED else "")
             )
             rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-        self.table.value = (
-            f"<div style='max-height:320px;overflow:auto'><table class='jupyter-dist-trials'>"
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-        )
+        self.table.html = f"<table class='jupyter-dist-trials'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
     def _draw_log_picker(self, records: list[TrialRecord]) -> None:
         options = [(f"trial {r.trial_id} · {r.state}", r.trial_id) for r in records]
@@ -265,12 +263,9 @@ class LiveView(ExperimentView):
         text = self.exp.logs(trial_id) if trial_id is not None else ""
         if len(text) > MAX_LOG_CHARS:
             text = "…" + text[-MAX_LOG_CHARS:]
-        value = (
-            f"<pre style='max-height:300px;overflow:auto;font-size:12px'>{html.escape(text or self._nothing(trial_id))}"
-            "</pre>"
-        )
-        if value != self.log_text.value:
-            self.log_text.value = value
+        value = f"<pre style='font-size:12px;margin:0'>{html.escape(text or self._nothing(trial_id))}</pre>"
+        if value != self.log_text.html:
+            self.log_text.html = value
 
 
 def _fmt(value) -> str:

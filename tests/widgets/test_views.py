@@ -49,15 +49,15 @@ def test_the_live_view_shows_progress_best_curves_table_and_output(client):
     assert all(len(t.y) == 4 for t in view.figure.data)
     failed_traces = [t for t in view.figure.data if t.opacity < 0.5]
     assert len(failed_traces) == 3  # failed trials are dimmed
-    assert view.table.value.count("<tr") == 7  # header + 6 trials
+    assert view.table.html.count("<tr") == 7  # header + 6 trials
     # the output tab follows the latest failure: its print and its traceback
-    assert "trained with lr=" in view.log_text.value and "ValueError: diverged" in view.log_text.value
+    assert "trained with lr=" in view.log_text.html and "ValueError: diverged" in view.log_text.html
     assert view.stop_button.disabled and view.stop_button.description == "Completed"  # says how it ended
     assert "pruned" not in view.counts.value and "running" not in view.counts.value  # no "0 pruned"
     # The trials table: the best first, parameters in the space's order (lr before fail), as the summary
-    rows = view.table.value.split("<tr")[2:]
+    rows = view.table.html.split("<tr")[2:]
     assert f"<td>{exp.best.trial_id}</td>" in rows[0]
-    assert view.table.value.index("<th>lr</th>") < view.table.value.index("<th>fail</th>")
+    assert view.table.html.index("<th>lr</th>") < view.table.html.index("<th>fail</th>")
 
 
 def improving(q=0.5):
@@ -145,9 +145,9 @@ def test_an_ablation_study_shows_its_variants_and_ends_with_its_summary(client):
     views, out = [], io.StringIO()
     exp = jd.ablation(left_out, features=["a", "b"], metric="score", cluster=client, progress=_live(views))
     view = views[0]
-    header = view.table.value.split("</thead>")[0]
+    header = view.table.html.split("</thead>")[0]
     assert "<th>ablated</th><th>kind</th><th>repeat</th><th>state</th><th>score</th>" in header
-    assert "<td>baseline</td>" in view.table.value and "<td>a, b</td>" in view.table.value
+    assert "<td>baseline</td>" in view.table.html and "<td>a, b</td>" in view.table.html
     assert f"baseline score={exp.summary()['mean'][0]:.4g} (1 run)" in view.stats.value
     assert len(view.figure.data) == 3
 
