@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import threading
+import time
 
 from playwright.sync_api import expect
 
@@ -174,4 +175,34 @@ def test_palette_commands_and_the_dark_theme(lab, page, run_hpo):
             break
         page.wait_for_timeout(100)
     assert panel_luminance() < 0.3
+    assert not page.errors
+
+
+def test_the_refresh_interval_setting_changes_how_often_the_panel_asks(lab, page):
+    asked: list[float] = []
+    page.on(
+        "request",
+        lambda request: (
+            asked.append(time.monotonic())
+            if request.url.split("?")[0].endswith("/jupyter-dist/api/experiments")
+            else None
+        ),
+    )
+
+    def requests_in(seconds: float) -> int:
+        start = time.monotonic()
+        page.wait_for_timeout(seconds * 1000)
+        return sum(start <= t for t in asked)
+
+    lab.open(page)
+    lab.open_panel(page)
+    at_default = requests_in(6)  # every 2 s
+    # As a user would: the Settings Editor's form, which saves as it is edited.
+    page.evaluate("window.jupyterapp.commands.execute('settingeditor:open', {query: 'Experiments'})")
+    field = page.locator("input[id*='refreshInterval']")  # the form's field (its label is not tied to it)
+    field.fill("0.5")
+    field.press("Tab")
+    page.wait_for_timeout(2000)  # the editor's save, then the poll's next tick
+    at_half_second = requests_in(6)
+    assert at_default <= 4 and at_half_second >= 8, (at_default, at_half_second)
     assert not page.errors
