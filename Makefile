@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup quickstart test lint lab labextension browser bench clean
+.PHONY: setup quickstart test lint lab labextension browser hub bench clean
 
 # Installing the project builds its JupyterLab extension (labextension/, with npm) into jupyter_dist/labextension.
 $(STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
@@ -27,12 +27,16 @@ labextension: setup
 browser:
 	scripts/install_system_packages.sh browser
 
+## JupyterHub's proxy (configurable-http-proxy, from npm), for the hub tests.
+hub: setup
+	scripts/install_system_packages.sh hub
+
 ## The main job: the quickstart notebook, executed headless on the embedded Dask cluster.
 quickstart: setup
 	$(BIN)/python scripts/run_notebook.py notebooks/01_quickstart_hpo.ipynb --out build/quickstart
 
 ## All the tests (and the linters): the extension's TypeScript unit tests, then pytest (browser tests included).
-test: setup browser lint
+test: setup browser hub lint
 	cd labextension && npm test
 	$(BIN)/python -m pytest
 

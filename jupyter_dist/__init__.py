@@ -6,10 +6,10 @@ training on Dask, live in Jupyter.
 
 from __future__ import annotations
 
-from . import space
+from . import _config, space  # noqa: F401 - _config: dask config defaults, loaded first
 from ._report import Reporter, report
 from .ablation import AblationExperiment, ablate
-from .api import ablation, data_parallel, experiments, hpo, load, use_cluster
+from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, use_cluster
 from .ddp import DataParallelExperiment, is_main, prepare, rank, unwrap, world_size
 from .errors import (
     AblationError,
@@ -58,6 +58,7 @@ __all__ = [
     "TrialState",
     "ablate",
     "ablation",
+    "cluster_info",
     "close_local_cluster",
     "data_parallel",
     "experiments",

@@ -14,7 +14,15 @@ from typing import Any
 from .errors import ClusterLost, ExperimentFailed, MetricError
 from .experiment import Experiment
 from .protocol import ExperimentState, TrialState
-from .runtime import DaskLauncher, StopSignal, TrialLoop, TrialSource, get_client, interrupts_stop
+from .runtime import (
+    DaskLauncher,
+    StopSignal,
+    TrialLoop,
+    TrialSource,
+    dashboard_link,
+    get_client,
+    interrupts_stop,
+)
 from .store import ExperimentDefinition, InMemoryRecord, Journal
 
 
@@ -46,7 +54,7 @@ def run_experiment(
         if preamble:
             preamble.phase("connecting to the Dask cluster…")
         client = get_client(cluster)
-        definition = dataclasses.replace(definition, dashboard_link=_dashboard_link(client))
+        definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
         # Too few workers for one data-parallel trial: say so before anything starts.
         fits = launcher.capacity()
@@ -166,10 +174,3 @@ def _about(fn: Callable, client, parallel: int) -> dict[str, Any]:
         "cluster": getattr(client.scheduler, "address", None),
         "parallel": parallel,
     }
-
-
-def _dashboard_link(client) -> str | None:
-    try:
-        return client.dashboard_link
-    except Exception:  # a scheduler without a dashboard (no bokeh) has no link to show
-        return None

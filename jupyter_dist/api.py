@@ -19,11 +19,11 @@ from ._validate import check_callable, check_metric, check_positive, check_progr
 from .errors import ArgumentError
 from .experiment import Experiment
 from .protocol import Direction, Objective
-from .runtime import use_cluster
+from .runtime import cluster_info, use_cluster
 from .space import searched, validate_space
 from .store import ExperimentDefinition, InMemoryRecord, store_path
 
-__all__ = ["ablation", "data_parallel", "experiments", "hpo", "load", "use_cluster"]
+__all__ = ["ablation", "cluster_info", "data_parallel", "experiments", "hpo", "load", "use_cluster"]
 
 
 def hpo(

@@ -3,12 +3,19 @@
 # the package) and, for the browser tests, Debian's chromium (Playwright drives it; no browser is downloaded).
 #   scripts/install_system_packages.sh build      # node + npm
 #   scripts/install_system_packages.sh browser    # chromium
+#   scripts/install_system_packages.sh hub        # configurable-http-proxy (npm), JupyterHub's proxy, for tests/hub
 set -euo pipefail
+
+if [ "${1:-}" = hub ]; then
+  command -v configurable-http-proxy >/dev/null 2>&1 && exit 0
+  npm install -g --no-fund --no-audit configurable-http-proxy@5
+  exit 0
+fi
 
 case "${1:-}" in
   build) wanted=(node:nodejs npm:npm) ;;
   browser) wanted=(chromium:chromium) ;;
-  *) echo "usage: $0 build|browser" >&2; exit 2 ;;
+  *) echo "usage: $0 build|browser|hub" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -26,6 +26,14 @@ def fresh_store(tmp_path, monkeypatch):
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_dashboard_proxy_left_behind():
+    """A jupyter server a test starts in this process with jupyter-server-proxy enabled tells its kernels
+    (through the environment) to link dashboards through it; the next test's runs are not under that server."""
+    yield
+    os.environ.pop("JUPYTER_DIST_PROXY_PREFIX", None)
+
+
 @pytest.fixture(scope="session")
 def client():
     import jupyter_dist

@@ -253,15 +253,31 @@ class DistributeMagics(Magics):
 
     @magic_arguments()
     @argument(
-        "target", nargs="?", default=None, help="'local' or a scheduler address; none: show the cluster"
+        "target",
+        nargs="?",
+        default=None,
+        help="'local', 'gateway' or a scheduler address (tcp://, tls://); none: show the cluster",
     )
-    @argument("--workers", type=int, default=None, help="worker processes of the local cluster")
+    @argument(
+        "--workers", type=int, default=None, help="worker processes of the local cluster; gateway workers"
+    )
+    @argument(
+        "--adapt",
+        default=None,
+        metavar="MIN,MAX",
+        help="a gateway cluster adapts between MIN and MAX workers",
+    )
     @line_magic
     def distribute_cluster(self, line: str):
         """Show the cluster experiments run on, or choose it for the following cells.
 
+        ``%distribute_cluster`` shows it (kind, name, workers, threads, memory, GPUs, dashboard);
         ``%distribute_cluster local --workers 4`` (re)starts the embedded cluster;
+        ``%distribute_cluster gateway --workers 8`` or ``--adapt 0,20`` uses (and sizes) a Dask Gateway cluster;
         ``%distribute_cluster tcp://host:8786`` connects to a running Dask scheduler.
         """
         args = parse_argstring(self.distribute_cluster, line)
-        return jupyter_dist.use_cluster(args.target, workers=args.workers)
+        adapt = args.adapt.split(",") if args.adapt else None
+        if args.target is not None or args.workers is not None or adapt is not None:
+            jupyter_dist.use_cluster(args.target, workers=args.workers, adapt=adapt)
+        return jupyter_dist.cluster_info()

@@ -4,13 +4,15 @@ Nothing here knows about IPython or widgets. The trial loop (_loop.py) knows not
 launcher (_launcher.py) is where trials meet the cluster.
 """
 
-from ._cluster import close_local_cluster, get_client, use_cluster
+from ._cluster import ClusterInfo, close_local_cluster, cluster_info, get_client, use_cluster
+from ._dashboard import dashboard_link
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
 from ._loop import RunningTrial, TrialLauncher, TrialLoop, TrialSink, TrialSource, TrialSpec
 from ._trial_context import Reporter, TrialContext, current_trial
 
 __all__ = [
+    "ClusterInfo",
     "DaskLauncher",
     "Reporter",
     "RunningTrial",
@@ -22,7 +24,9 @@ __all__ = [
     "TrialSource",
     "TrialSpec",
     "close_local_cluster",
+    "cluster_info",
     "current_trial",
+    "dashboard_link",
     "get_client",
     "interrupts_stop",
     "use_cluster",

@@ -1,4 +1,5 @@
-"""Which Dask cluster trials run on: the embedded LocalCluster, a scheduler address, or a given client/cluster.
+"""Which Dask cluster trials run on: the embedded LocalCluster, a Dask Gateway cluster, a scheduler address, or a
+given client/cluster.
 
 Resolution order for ``cluster=None``: the cluster chosen with ``use_cluster()`` (``%distribute_cluster``), the
 ``JUPYTER_DIST_CLUSTER`` environment variable (a JupyterHub admin sets it for every user), dask config
@@ -16,37 +17,59 @@ import dask
 
 from .._validate import check_positive
 from ..errors import ArgumentError, ClusterError
+from ._cluster_info import ClusterInfo, describe
+from ._dashboard import dashboard_link
+from ._gateway import check_sizing, gateway_adapt, gateway_client, gateway_cluster
 
-__all__ = ["close_local_cluster", "get_client", "use_cluster"]
+__all__ = ["ClusterInfo", "close_local_cluster", "cluster_info", "get_client", "use_cluster"]
 
 LOCAL = "local"
+GATEWAY = "gateway"
 CONNECT_TIMEOUT = "5s"
 
 
 _lock = threading.Lock()
 _local: dict[str, Any] = {}  # "cluster" and "client" of the embedded LocalCluster, made once per process
 _remote: dict[str, Any] = {}  # address -> Client, so later cells reuse the connection
+_given: dict[int, tuple[Any, Any]] = {}  # id(cluster object) -> (the object, its Client)
 
 
 _chosen: list[Any] = []  # set by use_cluster()
 
 
-def use_cluster(cluster: Any = None, *, workers: int | None = None):
+def use_cluster(cluster: Any = None, *, workers: int | None = None, adapt: Any = None):
     """Choose the cluster that later experiments naming none run on, and return its ``distributed.Client``.
 
-    ``cluster``: "local" (the embedded LocalCluster; ``workers=N`` restarts it with N worker processes), a
-    scheduler address ("tcp://host:8786"), a ``distributed.Client`` or a Dask cluster object. With no
-    argument, nothing changes: the client of the cluster experiments would use now. ``%distribute_cluster``
-    calls this.
+    ``cluster``: "local" (the embedded LocalCluster; ``workers=N`` restarts it with N worker processes),
+    "gateway" (a Dask Gateway cluster of the user's own; ``workers=N`` scales it, ``adapt=(min, max)`` makes it
+    adaptive), a scheduler address ("tcp://host:8786", "tls://..."), a ``distributed.Client`` or a Dask
+    cluster object (``adapt=`` calls its ``adapt``). With no argument, nothing changes: the client of the
+    cluster experiments would use now. ``%distribute_cluster`` calls this.
     """
-    check_positive("workers", workers)
-    if workers is not None and cluster != LOCAL:
-        raise ArgumentError("workers= sizes the embedded cluster: use it with cluster='local'")
-    if cluster is None:
-        return get_client()
-    if workers is not None:
-        close_local_cluster()
-    client = get_client(cluster, n_workers=workers) if cluster == LOCAL else get_client(cluster)
+    if cluster is None and (workers is not None or adapt is not None):
+        cluster = _default_target()
+    if cluster == GATEWAY:
+        client = gateway_client(workers=workers, adapt=adapt)
+    else:
+        check_positive("workers", workers)
+        if workers is not None and cluster != LOCAL:
+            raise ArgumentError(
+                "workers= sizes the embedded cluster or a gateway cluster: use it with cluster='local' or "
+                "'gateway'"
+            )
+        if adapt is not None and not hasattr(cluster, "adapt"):
+            raise ArgumentError(
+                "adapt= makes a gateway cluster (or a Dask cluster object) adaptive: use it with "
+                "cluster='gateway'"
+            )
+        if cluster is None:
+            return get_client()
+        if workers is not None:
+            close_local_cluster()
+        client = get_client(cluster, n_workers=workers) if cluster == LOCAL else get_client(cluster)
+        if adapt is not None:
+            low, high = check_sizing(None, adapt)
+            cluster.adapt(minimum=low, maximum=high)
     _chosen[:] = [cluster]
     return client
 
@@ -61,7 +84,8 @@ def _default_target() -> Any:
 
 
 def get_client(cluster: Any = None, **local_options: Any):
-    """A ``distributed.Client`` for ``cluster``: None, "local", "tcp://host:port", a Client, or a cluster object.
+    """A ``distributed.Client`` for ``cluster``: None, "local", "gateway", "tcp://host:port", a Client, or a
+    cluster object.
 
     ``local_options`` (n_workers, threads_per_worker, ...) apply only when the embedded cluster is first made.
     """
@@ -72,13 +96,58 @@ def get_client(cluster: Any = None, **local_options: Any):
     if isinstance(cluster, Client):
         return cluster
     if isinstance(cluster, str):
-        return local_client(**local_options) if cluster == LOCAL else _connect(cluster)
-    if hasattr(cluster, "scheduler_address"):  # LocalCluster, GatewayCluster, KubeCluster, SLURMCluster, ...
-        return _connect(cluster.scheduler_address)
+        if cluster == LOCAL:
+            return local_client(**local_options)
+        if cluster == GATEWAY:
+            return gateway_client()
+        return _connect(cluster)
+    if isinstance(getattr(cluster, "scheduler_address", None), str):  # LocalCluster, GatewayCluster, ...
+        return _from_cluster_object(cluster)
     raise ClusterError(
-        f"cluster= takes 'local', a scheduler address like 'tcp://host:8786', a distributed.Client or a Dask "
-        f"cluster object; got {type(cluster).__name__} {cluster!r:.60}"
+        f"cluster= takes 'local', 'gateway', a scheduler address like 'tcp://host:8786', a distributed.Client "
+        f"or a Dask cluster object; got {type(cluster).__name__} {cluster!r:.60}"
     )
+
+
+def cluster_info(cluster: Any = None) -> ClusterInfo:
+    """Where experiments naming ``cluster`` (None: none) run: its kind, name, workers, threads, memory, GPUs and
+    dashboard, as ``%distribute_cluster`` shows it. Connects (or starts the cluster) as a run would."""
+    target = _default_target() if cluster is None else cluster
+    client = get_client(target)
+    address = getattr(client.scheduler, "address", None) or "?"
+    adaptive = None
+    if target == LOCAL:
+        kind, name = "embedded LocalCluster", address
+    elif target == GATEWAY:
+        kind, name = "Dask Gateway cluster", gateway_cluster().name
+        span = gateway_adapt()
+        adaptive = f"adapting between {span[0]} and {span[1]} workers" if span else None
+    elif isinstance(target, str):
+        kind, name = "Dask scheduler", target
+    else:
+        held = getattr(client, "cluster", None) or target
+        kind, name = type(held).__name__, str(getattr(held, "name", None) or address)
+    return describe(kind, name, client, dashboard_link(client), adaptive)
+
+
+def _from_cluster_object(cluster):
+    """A client of a cluster object, made from the object itself: Client(cluster) uses the cluster's own
+    security (a GatewayCluster's TLS context, a KubeCluster's certificates), which its bare
+    ``scheduler_address`` would not carry."""
+    from distributed import Client
+
+    with _lock:
+        held = _given.get(id(cluster))
+        if held is not None and held[0] is cluster and held[1].status == "running":
+            return held[1]
+        try:
+            client = Client(cluster, set_as_default=False)
+        except (OSError, TimeoutError, RuntimeError) as exc:
+            raise ClusterError(
+                f"could not connect to {type(cluster).__name__} {cluster!r:.80}: {exc}"
+            ) from None
+        _given[id(cluster)] = (cluster, client)  # the object is held, so its id is not reused while cached
+        return client
 
 
 def _connect(address: str):
@@ -190,8 +259,8 @@ def close_local_cluster() -> None:
     with _lock:
         client, cluster = _local.pop("client", None), _local.pop("cluster", None)
         # a client made from the cluster object (cluster=LocalCluster) would outlive its scheduler
-        by_address = _remote.pop(cluster.scheduler_address, None) if cluster is not None else None
-    for c in (by_address, client):
+        given = _given.pop(id(cluster), (None, None))[1] if cluster is not None else None
+    for c in (given, client):
         if c is not None:
             c.close()
     if cluster is not None:

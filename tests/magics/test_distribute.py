@@ -119,10 +119,17 @@ def test_distribute_cluster_shows_and_chooses_the_cluster(ip, client, monkeypatc
     from jupyter_dist.runtime import _cluster
 
     monkeypatch.setattr(_cluster, "_chosen", [])
-    assert ip.run_line_magic("distribute_cluster", "") is client
+    shown = ip.run_line_magic("distribute_cluster", "")
+    assert shown.client is client
+    assert (shown.kind, shown.name) == ("embedded LocalCluster", client.scheduler.address)
+    assert (shown.workers, shown.threads, shown.gpus) == (2, 2, 0)
+    assert shown.memory > 0 and shown.dashboard.startswith("http://127.0.0.1:")
+    assert "embedded LocalCluster tcp://127.0.0.1:" in repr(shown) and "2 workers, 2 threads" in repr(shown)
     monkeypatch.setenv("JUPYTER_DIST_CLUSTER", "tcp://127.0.0.1:9")  # chosen in the notebook beats the env
-    assert ip.run_line_magic("distribute_cluster", "local") is client
+    assert ip.run_line_magic("distribute_cluster", "local").client is client
     assert jd.get_client() is client
+    with pytest.raises(jd.ArgumentError, match="adapt= makes a gateway cluster"):
+        ip.run_line_magic("distribute_cluster", "tcp://127.0.0.1:9 --adapt 0,4")
 
 
 def test_pruning_and_timeout_options_reach_the_experiment(ip):

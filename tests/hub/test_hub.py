@@ -1,0 +1,162 @@
+"""JupyterHub + Dask Gateway for real: a hub user's `%%distribute` cell runs on their own Gateway cluster (the
+admin's configuration decides; the cell is the laptop's), the experiment is listed by the user's server, the
+dashboard link works through the user's server, and another user can see or stop none of it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import nbformat
+import pytest
+from _kernel import execute, text
+from hubtools import request
+
+pytestmark = pytest.mark.timeout(600)
+
+# What the extension runs silently in every kernel JupyterLab shows (labextension/src/kernelflag.ts).
+LAB_FLAG = 'import os as _jd_os; _jd_os.environ["JUPYTER_DIST_FRONTEND"] = "jupyterlab"; del _jd_os'
+
+CELLS = [
+    "%load_ext jupyter_dist",
+    """%%distribute hpo --trials 6 --metric y --sampler random --pruner none
+import time
+from jupyter_dist import report, space
+sp = {"x": space.uniform(0, 1)}
+def train(x=0.0):
+    for step in range(3):
+        time.sleep(0.05)
+        report(step=step, y=x * step)
+""",
+    """import json
+import jupyter_dist
+info = jupyter_dist.cluster_info()
+print(json.dumps({"kind": info.kind, "name": info.name, "workers": info.workers, "id": exp.id,
+                  "state": str(exp.state), "trials": len(exp.trials), "dashboard": exp.dashboard_link}))
+""",
+]
+
+
+@pytest.fixture(scope="module")
+def alice_run(hub):
+    """alice logs in, starts her server and runs the notebook in a kernel there; what the last cell printed."""
+    token = hub.login("alice")
+    server = hub.start_server("alice")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    home = hub.root / "home" / "alice"
+    nbformat.write(notebook, home / "hub.ipynb")
+    status, session = request(
+        f"{server}/api/sessions",
+        token,
+        method="POST",
+        body={"path": "hub.ipynb", "type": "notebook", "name": "hub.ipynb", "kernel": {"name": "python3"}},
+    )
+    assert status == 201, (status, session)
+    kernel = session["kernel"]["id"]
+    execute(server, token, kernel, LAB_FLAG)
+    last = None
+    for cell in nbformat.read(home / "hub.ipynb", as_version=4).cells:
+        outputs = execute(server, token, kernel, cell.source)
+        assert not [o for o in outputs if o["type"] == "error"], text(outputs) + hub.log()[-3000:]
+        last = outputs
+    return {"token": token, "server": server, "kernel": kernel, **json.loads(text(last))}
+
+
+def test_the_users_server_has_both_extensions(hub, alice_run):
+    server, token = alice_run["server"], alice_run["token"]
+    status, body = request(f"{server}/jupyter-dist/api/experiments", token)
+    assert status == 200 and "experiments" in body  # the server extension answers
+    status, page = request(f"{server}/lab", token)
+    assert status == 200
+    config = json.loads(page.split('id="jupyter-config-data"', 1)[1].split(">", 1)[1].split("</script>")[0])
+    federated = {e["name"] for e in config["federated_extensions"]}
+    assert "jupyter-dist" in federated and "jupyter-dist" not in config.get("disabled_labextensions", {})
+
+
+def test_the_cell_ran_on_the_users_own_gateway_cluster(hub, alice_run):
+    assert alice_run["kind"] == "Dask Gateway cluster"
+    assert alice_run["workers"] == 2  # the admin's size (jupyter_dist.gateway.workers)
+    assert alice_run["state"] == "completed" and alice_run["trials"] == 6
+    status, clusters = request(
+        f"{hub.gateway}/api/v1/clusters/", alice_run["token"], auth_scheme="jupyterhub"
+    )
+    assert status == 200, clusters
+    assert alice_run["name"] in clusters
+    # The gateway says whose cluster it is.
+    assert clusters[alice_run["name"]]["options"] is not None
+    status, report = request(
+        f"{hub.gateway}/api/v1/clusters/{alice_run['name']}", alice_run["token"], auth_scheme="jupyterhub"
+    )
+    assert status == 200 and report["name"] == alice_run["name"]
+    # ... and the user's Experiments endpoint lists the run, as it ended.
+    status, listing = request(f"{alice_run['server']}/jupyter-dist/api/experiments", alice_run["token"])
+    assert status == 200
+    mine = [e for e in listing["experiments"] if e["id"] == alice_run["id"]]
+    assert mine and mine[0]["state"] == "completed" and mine[0]["trials_done"] == 6
+
+
+def test_the_dashboard_link_goes_through_the_users_server(hub, alice_run):
+    link = alice_run["dashboard"]
+    assert link.startswith("/user/alice/proxy/"), link  # never a 127.0.0.1 link
+    assert alice_run["name"] in link
+    status, page = request(f"{hub.url}{link}", alice_run["token"])
+    assert status == 200, (link, status, str(page)[:500])
+    status, _ = request(f"{hub.url}{link}")  # without the user's token: to the login page, not the dashboard
+    assert status in (302, 403)
+
+
+def test_another_user_can_neither_see_nor_stop_it(hub, alice_run):
+    bob = hub.login("bob")
+    name, server, exp_id = alice_run["name"], alice_run["server"], alice_run["id"]
+    status, clusters = request(f"{hub.gateway}/api/v1/clusters/", bob, auth_scheme="jupyterhub")
+    assert status == 200 and name not in clusters
+    status, _ = request(f"{hub.gateway}/api/v1/clusters/{name}", bob, auth_scheme="jupyterhub")
+    assert status in (403, 404)
+    status, _ = request(
+        f"{hub.gateway}/api/v1/clusters/{name}", bob, method="DELETE", auth_scheme="jupyterhub"
+    )
+    assert status in (403, 404)
+    status, _ = request(f"{hub.gateway}/api/v1/clusters/{name}", alice_run["token"], auth_scheme="jupyterhub")
+    assert status == 200  # still there
+    status, _ = request(f"{server}/jupyter-dist/api/experiments", bob)
+    assert status == 403
+    status, _ = request(f"{server}/jupyter-dist/api/experiments/{exp_id}/stop", bob, method="POST")
+    assert status == 403
+    status, _ = request(f"{server}{alice_run['dashboard'].removeprefix('/user/alice')}", bob)
+    assert status == 403
+
+
+GATEWAY_CLUSTER_OBJECT = """
+import jupyter_dist
+from dask_gateway import Gateway
+from jupyter_dist import space
+cluster = Gateway().new_cluster()
+cluster.scale(1)
+try:
+    run = jupyter_dist.hpo(lambda x=0.0: x, {"x": space.uniform(0, 1)}, trials=2, metric="x", sampler="random",
+                           cluster=cluster, progress=False)
+    print(run.state, len(run.trials), cluster.name in jupyter_dist.cluster_info(cluster).name)
+finally:
+    cluster.shutdown()
+"""
+
+
+def test_a_gateway_cluster_object_is_used_with_its_own_security(hub, alice_run):
+    """cluster=GatewayCluster: the client is made from the object, with its TLS credentials (0.3.1 connected to
+    the bare scheduler_address and failed: 'Gateway expects a ssl_context argument')."""
+    outputs = execute(alice_run["server"], alice_run["token"], alice_run["kernel"], GATEWAY_CLUSTER_OBJECT)
+    assert text(outputs).split() == ["completed", "2", "True"], text(outputs)
+
+
+def test_the_gateway_cluster_goes_with_the_kernel(hub, alice_run):
+    server, token = alice_run["server"], alice_run["token"]
+    status, _ = request(f"{server}/api/kernels/{alice_run['kernel']}", token, method="DELETE")
+    assert status == 204
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status, clusters = request(f"{hub.gateway}/api/v1/clusters/", token, auth_scheme="jupyterhub")
+        if alice_run["name"] not in clusters:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the cluster outlived the kernel: {clusters}")
