@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml labextension/package.json labextension/package-lock.jso
 	scripts/install_system_packages.sh build
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install "$(TORCH)"
+	@# After `make labextension`, the installed extension is a link to jupyter_dist/labextension, so a reinstall
+	@# writes install.json through it, into the build output, where the next build then finds it twice.
+	rm -f jupyter_dist/labextension/install.json
 	$(BIN)/pip install -e '.[test]'
 	touch $(STAMP)
 

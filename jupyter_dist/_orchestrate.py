@@ -58,7 +58,10 @@ def run_experiment(
         launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
         # Too few workers for one data-parallel trial: say so before anything starts.
         fits = launcher.capacity()
-        parallel = min(parallel or fits, fits) if ranks else (parallel or fits)
+        # Single-task trials with no number given follow the cluster as it grows or shrinks (an adaptive one is
+        # filled to its maximum: the queued trials are what makes it grow).
+        follow = launcher.capacity_to_fill if not ranks and parallel is None else None
+        parallel = min(parallel or fits, fits) if ranks else (parallel or launcher.capacity_to_fill())
         if preamble:
             preamble.phase("checking the function on a worker…")
         launcher.check_function()
@@ -84,6 +87,7 @@ def run_experiment(
         record,
         definition.objective,
         parallel=parallel,
+        follow=follow,
         stop=stop,
         timeout=definition.timeout,
     )

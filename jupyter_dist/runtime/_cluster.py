@@ -9,6 +9,7 @@ Resolution order for ``cluster=None``: the cluster chosen with ``use_cluster()``
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 from typing import Any
@@ -128,6 +129,18 @@ def cluster_info(cluster: Any = None) -> ClusterInfo:
         held = getattr(client, "cluster", None) or target
         kind, name = type(held).__name__, str(getattr(held, "name", None) or address)
     return describe(kind, name, client, dashboard_link(client), adaptive)
+
+
+def adaptive_maximum(client) -> int | None:
+    """The most workers ``client``'s cluster may grow to by itself: a gateway cluster made adaptive here, or a
+    Dask cluster object whose ``adapt()`` was called. None when its size is fixed, unbounded or unknown (a bare
+    scheduler address does not say)."""
+    span = gateway_adapt(client)
+    if span is not None:
+        return span[1]
+    adaptive = getattr(getattr(client, "cluster", None), "_adaptive", None)  # distributed's Cluster.adapt()
+    maximum = getattr(adaptive, "maximum", None)
+    return int(maximum) if isinstance(maximum, (int, float)) and math.isfinite(maximum) else None
 
 
 def _from_cluster_object(cluster):

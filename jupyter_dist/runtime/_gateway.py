@@ -110,8 +110,11 @@ def gateway_cluster():
     return _made.get("cluster")
 
 
-def gateway_adapt() -> tuple[int, int] | None:
-    """The (minimum, maximum) workers this kernel's gateway cluster adapts between, None when it does not."""
+def gateway_adapt(client=None) -> tuple[int, int] | None:
+    """The (minimum, maximum) workers this kernel's gateway cluster adapts between, None when it does not (or
+    when ``client`` is given and is not that cluster's)."""
+    if client is not None and client is not _made.get("client"):
+        return None
     return _made.get("adapt")
 
 

@@ -19,6 +19,7 @@ import cloudpickle
 from ..errors import TrialFunctionError
 from ..protocol import LogLine, Outcome, RankInfo, ReportBatch
 from ._channel import EventChannel, stop_on_workers
+from ._cluster import adaptive_maximum
 from ._gang import GangTrial, check_placement, eligible_workers, rendezvous
 from ._loop import RunningTrial, TrialSpec
 from ._runner import probe_function, run_trial
@@ -82,6 +83,18 @@ class DaskLauncher:
             return check_placement(self.client, self.ranks, self.resources)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         return max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+
+    def capacity_to_fill(self) -> int:
+        """How many single-task trials to keep in flight when the user fixed no number: the cluster's threads
+        now, and for an adaptive cluster its threads at full size, so that the queued trials are what makes it
+        grow. Re-read as the run goes, so a cluster that grows (or is scaled up) is used as it grows."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        threads = sum(w.get("nthreads", 1) for w in workers.values())
+        maximum = adaptive_maximum(self.client)
+        if maximum is not None:
+            per_worker = max((w.get("nthreads", 1) for w in workers.values()), default=1)
+            threads = max(threads, maximum * per_worker)
+        return max(1, threads)
 
     def check_function(self, timeout: float = 60.0) -> None:
         """Load the training function on a worker once, so an unimportable module fails fast and clearly.

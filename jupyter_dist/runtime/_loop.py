@@ -27,6 +27,8 @@ __all__ = ["RunningTrial", "TrialLauncher", "TrialLoop", "TrialSink", "TrialSour
 # 10 ms): for them three extra trials per slot are queued ahead so no worker waits for its next task. Longer trials
 # get none, so the sampler always decides with the most recent results.
 SHORT_TRIAL = 0.05
+# How often a run whose parallelism follows the cluster asks it what it can run (a scheduler round trip).
+FOLLOW_INTERVAL = 1.0
 
 
 @dataclass
@@ -124,6 +126,7 @@ class TrialLoop:
         objective: Objective,
         *,
         parallel: int,
+        follow: Callable[[], int] | None = None,
         stop: StopSignal | None = None,
         timeout: float | None = None,
         poll_interval: float = 0.1,
@@ -135,6 +138,9 @@ class TrialLoop:
         self.sink = sink
         self.objective = objective
         self.parallel = parallel
+        # When the user fixed no number: what the cluster can run now, re-read at most every FOLLOW_INTERVAL.
+        self.follow = follow
+        self.followed_at = time.monotonic()
         self.stop = stop or StopSignal()
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.poll_interval = poll_interval
@@ -209,6 +215,9 @@ class TrialLoop:
         return True
 
     def _fill(self) -> None:
+        if self.follow is not None and time.monotonic() - self.followed_at >= FOLLOW_INTERVAL:
+            self.parallel = max(1, self.follow())
+            self.followed_at = time.monotonic()
         # parallel=1 stays strictly sequential: one trial at a time, each decided with every result before it.
         short = (
             self.parallel > 1

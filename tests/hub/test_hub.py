@@ -149,6 +149,53 @@ def test_a_gateway_cluster_object_is_used_with_its_own_security(hub, alice_run):
     assert text(outputs).split() == ["completed", "2", "True"], text(outputs)
 
 
+ADAPTIVE = """
+import json, threading, time
+import jupyter_dist
+from jupyter_dist import space
+
+jupyter_dist.use_cluster("gateway", adapt=(1, 3))
+client = jupyter_dist.get_client()
+retired = []
+
+def retire_a_busy_worker():  # mid-experiment, once the cluster has grown: one of the workers running a trial
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not retired:
+        busy = [w for w, keys in client.processing().items() if keys]
+        if len(client.scheduler_info(n_workers=-1)["workers"]) >= 2 and busy:
+            retired.append(busy[0])
+            client.retire_workers([busy[0]])
+        time.sleep(0.2)
+
+def slow(x=0.0):
+    from distributed import get_worker
+    print(get_worker().address)
+    time.sleep(2.0)
+    return x
+
+threading.Thread(target=retire_a_busy_worker, daemon=True).start()
+run = jupyter_dist.hpo(slow, {"x": space.uniform(0, 1)}, trials=24, metric="x", sampler="random", progress=False)
+records = run.trial_records()
+print(json.dumps({
+    "states": sorted({r.state.value for r in records}), "trials": len(records),
+    "workers": sorted({"".join(r.stdout).split()[0] for r in records if r.stdout}),
+    "retired": retired, "attempts": max(r.attempts for r in records),
+    "shown": repr(jupyter_dist.cluster_info()),
+}))
+"""
+
+
+def test_an_adaptive_gateway_cluster_grows_into_the_run_and_a_retired_worker_loses_nothing(hub, alice_run):
+    outputs = execute(alice_run["server"], alice_run["token"], alice_run["kernel"], ADAPTIVE, timeout=400)
+    result = json.loads(text(outputs).strip().splitlines()[-1])
+    assert result["trials"] == 24 and result["states"] == ["completed"], result  # nothing lost
+    assert len({w.strip() for w in result["workers"]}) > 1, (
+        result
+    )  # it grew, and trials ran on the new workers
+    assert result["retired"], result  # a worker was retired while running a trial...
+    assert "adapting between 1 and 3 workers" in result["shown"]
+
+
 def test_the_gateway_cluster_goes_with_the_kernel(hub, alice_run):
     server, token = alice_run["server"], alice_run["token"]
     status, _ = request(f"{server}/api/kernels/{alice_run['kernel']}", token, method="DELETE")

@@ -267,3 +267,47 @@ def test_a_scheduler_that_goes_away_ends_the_run_within_seconds_as_interrupted()
         for proc in (worker, scheduler):  # only the processes this test started, by their PID
             proc.kill()
             proc.wait(timeout=30)
+
+
+def _most_at_once(exp) -> int:
+    """The most trials that were running at the same moment."""
+    edges = sorted(
+        (t, step)
+        for r in exp.trial_records()
+        for t, step in ((r.started, 1), (r.started + (r.duration or 0), -1))
+    )
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def test_an_adaptive_cluster_is_filled_to_its_maximum_and_used_as_it_grows():
+    """No parallel= given: an adaptive cluster of 1 worker (at most 2) gets 2 trials in flight, the queued one
+    makes it grow, and the second worker then runs trials alongside the first."""
+    from distributed import LocalCluster
+
+    def slow(x=0.0):
+        time.sleep(0.6)
+        return x
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        cluster.adapt(minimum=1, maximum=2, target_duration="1s", interval="200ms")
+        client = jd.get_client(cluster)
+        assert _cluster.adaptive_maximum(client) == 2
+        exp = jd.hpo(
+            slow,
+            {"x": space.uniform(0, 1)},
+            trials=12,
+            metric="x",
+            sampler="random",
+            cluster=cluster,
+            progress=False,
+        )
+        assert exp.state == "completed" and len(exp.trials) == 12
+        assert _most_at_once(exp) == 2  # the cluster grew into the run
+        _cluster._given.pop(id(cluster))
+        client.close()
