@@ -84,7 +84,7 @@ def _open(dask_gateway, settings: dict[str, Any]):
     try:
         gateway = dask_gateway.Gateway()
         if keep:  # the cluster a previous kernel of this user left running
-            running = [c for c in gateway.list_clusters() if str(c.status).lower().endswith("running")]
+            running = gateway.list_clusters(status="running")
             if running:
                 return gateway.connect(running[0].name, shutdown_on_close=False)
         options = gateway.cluster_options()

@@ -37,6 +37,18 @@ print(json.dumps({"kind": info.kind, "name": info.name, "workers": info.workers,
 ]
 
 
+def _new_kernel(server: str, token: str, path: str) -> str:
+    """A kernel for the notebook at ``path`` of that server, as opening it in JupyterLab starts one."""
+    status, session = request(
+        f"{server}/api/sessions",
+        token,
+        method="POST",
+        body={"path": path, "type": "notebook", "name": path, "kernel": {"name": "python3"}},
+    )
+    assert status == 201, (status, session)
+    return session["kernel"]["id"]
+
+
 @pytest.fixture(scope="module")
 def alice_run(hub):
     """alice logs in, starts her server and runs the notebook in a kernel there; what the last cell printed."""
@@ -46,14 +58,7 @@ def alice_run(hub):
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
     home = hub.root / "home" / "alice"
     nbformat.write(notebook, home / "hub.ipynb")
-    status, session = request(
-        f"{server}/api/sessions",
-        token,
-        method="POST",
-        body={"path": "hub.ipynb", "type": "notebook", "name": "hub.ipynb", "kernel": {"name": "python3"}},
-    )
-    assert status == 201, (status, session)
-    kernel = session["kernel"]["id"]
+    kernel = _new_kernel(server, token, "hub.ipynb")
     execute(server, token, kernel, LAB_FLAG)
     last = None
     for cell in nbformat.read(home / "hub.ipynb", as_version=4).cells:
@@ -207,3 +212,28 @@ def test_the_gateway_cluster_goes_with_the_kernel(hub, alice_run):
             return
         time.sleep(1)
     raise AssertionError(f"the cluster outlived the kernel: {clusters}")
+
+
+KEPT = """
+import dask, jupyter_dist
+dask.config.set({"jupyter_dist.gateway.shutdown-on-close": False})
+print(jupyter_dist.cluster_info().name)
+"""
+
+
+def test_a_cluster_kept_past_its_kernel_is_used_again_by_the_next_one(hub):
+    """jupyter_dist.gateway.shutdown-on-close: false (here set by the user; an admin sets it in the image)."""
+    token = hub.tokens.get("bob") or hub.login("bob")
+    server = hub.start_server("bob")
+    first = _new_kernel(server, token, "kept-1.ipynb")
+    name = text(execute(server, token, first, KEPT)).strip()
+    assert request(f"{server}/api/kernels/{first}", token, method="DELETE")[0] == 204
+    time.sleep(3)  # the kernel is gone; a cluster shut down with it would be stopping by now
+    status, clusters = request(f"{hub.gateway}/api/v1/clusters/", token, auth_scheme="jupyterhub")
+    assert name in clusters, clusters
+    second = _new_kernel(server, token, "kept-2.ipynb")
+    assert text(execute(server, token, second, KEPT)).strip() == name  # the same cluster, not a new one
+    status, _ = request(
+        f"{hub.gateway}/api/v1/clusters/{name}", token, method="DELETE", auth_scheme="jupyterhub"
+    )
+    assert status == 204

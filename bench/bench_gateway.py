@@ -1,0 +1,242 @@
+"""Dask Gateway: time to the first trial, and dispatch and streaming through the gateway's proxy.
+
+1. From the start of a fresh kernel's first experiment (a fresh Python process importing jupyter_dist and calling
+   ``hpo()``) to its first trial running on a worker (the trial returns its own ``time.time()``; same host, same
+   clock): on the embedded cluster (``cluster="local"``), on a Gateway cluster made for it (``"gateway"``, a new
+   cluster), and on the Gateway cluster a previous kernel left running (``shutdown-on-close: false``, reused).
+2. In one process, the same run, interleaved: dispatch (no-op trials per second through ``hpo()``,
+   bench_dispatch's function) and streaming (two trials reporting at 2 x 2,500/s, bench_streaming's measurement:
+   delivered reports/s and report->kernel latency) on a Gateway cluster (TLS, through the gateway's proxy) vs a
+   direct ``dask scheduler`` (tcp) with the same workers (2 x 1 thread).
+
+The gateway is a real dask-gateway-server on 127.0.0.1 (its local backend, simple auth), started and stopped here.
+
+Run: ``.venv/bin/python bench/bench_gateway.py`` (writes bench/results/gateway.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_dispatch  # noqa: E402
+import bench_streaming  # noqa: E402
+import cloudpickle  # noqa: E402
+from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+
+ROUNDS = 3
+DISPATCH_TRIALS = 300
+STREAM_SECONDS = 3.0
+STREAM_RATE = 2500.0
+WORKERS = 2
+DASK = str(Path(sys.executable).with_name("dask"))
+GATEWAY_SERVER = str(Path(sys.executable).with_name("dask-gateway-server"))
+
+GATEWAY_CONFIG = """
+c.DaskGateway.address = "127.0.0.1:{api}"
+c.Proxy.address = "127.0.0.1:{proxy}"
+c.DaskGateway.backend_class = "dask_gateway_server.backends.local.UnsafeLocalBackend"
+c.DaskGateway.authenticator_class = "dask_gateway_server.auth.SimpleAuthenticator"
+c.LocalBackend.clusters_directory = "{root}/clusters"
+c.ClusterConfig.scheduler_cmd = ["{dask}", "scheduler"]
+c.ClusterConfig.worker_cmd = ["{dask}", "worker"]
+c.ClusterConfig.worker_cores = 1
+"""
+
+# A fresh kernel's first experiment: one trial that says when it started.
+FIRST_TRIAL = """
+import json, time
+t0 = time.time()
+import jupyter_dist
+from jupyter_dist import space
+
+def first(x=0.0):
+    return time.time()
+
+exp = jupyter_dist.hpo(first, {"x": space.uniform(0, 1)}, trials=1, metric="value", mode="max",
+                       sampler="random", progress=False, store=False)
+print(json.dumps({"first_trial_running_s": exp.trial_records()[0].value - t0}))
+"""
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gateway_env(proxy: int, keep: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DASK_", "JUPYTER_DIST"))}
+    env.update(
+        {
+            "DASK_GATEWAY__ADDRESS": f"http://127.0.0.1:{proxy}",
+            "DASK_GATEWAY__PROXY_ADDRESS": f"gateway://127.0.0.1:{proxy}",
+            "DASK_GATEWAY__AUTH__TYPE": "basic",
+            "DASK_GATEWAY__AUTH__KWARGS__USERNAME": "bench",
+            "DASK_GATEWAY__AUTH__KWARGS__PASSWORD": "",
+            "DASK_JUPYTER_DIST__GATEWAY__WORKERS": str(WORKERS),
+            "DASK_JUPYTER_DIST__GATEWAY__SHUTDOWN_ON_CLOSE": "False" if keep else "True",
+        }
+    )
+    return env
+
+
+def first_trial(cluster: str, env: dict[str, str]) -> float:
+    env = dict(env, JUPYTER_DIST_CLUSTER=cluster)
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_TRIAL], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])["first_trial_running_s"]
+
+
+def stop_all_clusters(env: dict[str, str]) -> None:
+    code = (
+        "from dask_gateway import Gateway\ng = Gateway()\nfor c in g.list_clusters(): g.stop_cluster(c.name)"
+    )
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+
+
+def start(args: list[str], log: Path, env=None) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def wait_http(url: str, timeout: float = 60) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def channel_figures(client) -> dict:
+    seconds, _ = bench_dispatch.run_ours(client, DISPATCH_TRIALS)
+    stream = bench_streaming.run_ours(client, STREAM_SECONDS, STREAM_RATE)
+    return {
+        "dispatch_trials_per_s": DISPATCH_TRIALS / seconds,
+        "stream_delivered_per_s": stream["delivered_per_s"],
+        "stream_p50_s": stream["latency_s"]["p50"],
+        "stream_p99_s": stream["latency_s"]["p99"],
+        "stream_lost": stream["lost"],
+    }
+
+
+def main() -> dict:
+    import tempfile
+
+    from distributed import Client
+
+    # The benchmark modules' functions run on the workers, which cannot import them by name.
+    cloudpickle.register_pickle_by_value(bench_dispatch)
+    cloudpickle.register_pickle_by_value(bench_streaming)
+    root = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    api, proxy, scheduler_port = free_port(), free_port(), free_port()
+    (root / "config.py").write_text(GATEWAY_CONFIG.format(api=api, proxy=proxy, root=root, dask=DASK))
+    processes = [start([GATEWAY_SERVER, "-f", str(root / "config.py")], root / "gateway.log")]
+    direct = f"tcp://127.0.0.1:{scheduler_port}"
+    processes.append(
+        start([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(scheduler_port)], root / "sched.log")
+    )
+    processes.append(
+        start([DASK, "worker", direct, "--nworkers", str(WORKERS), "--nthreads", "1"], root / "w.log")
+    )
+    cpu = CpuMonitor()
+    wall0 = time.perf_counter()
+    try:
+        wait_http(f"http://127.0.0.1:{proxy}/api/health")
+        keep, close = gateway_env(proxy, keep=True), gateway_env(proxy, keep=False)
+        local_env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_DIST")}
+        startup: dict[str, list[float]] = {"embedded": [], "gateway_new": [], "gateway_reused": []}
+        for _ in range(ROUNDS):
+            startup["embedded"].append(first_trial("local", local_env))
+            startup["gateway_new"].append(first_trial("gateway", keep))  # made, and left running
+            startup["gateway_reused"].append(first_trial("gateway", keep))  # the one left running
+            stop_all_clusters(close)
+
+        os.environ.update(close)
+        import dask.config
+
+        dask.config.refresh()  # dask read the environment when it was imported, before these were set
+        import jupyter_dist
+
+        gateway_client = jupyter_dist.get_client("gateway")
+        gateway_client.wait_for_workers(WORKERS, timeout=120)
+        direct_client = Client(direct, set_as_default=False)
+        direct_client.wait_for_workers(WORKERS, timeout=60)
+        channel_figures(direct_client), channel_figures(gateway_client)  # warm-up
+        runs: dict[str, list[dict]] = {"direct": [], "gateway": []}
+        for _ in range(2):  # interleaved
+            runs["direct"].append(channel_figures(direct_client))
+            runs["gateway"].append(channel_figures(gateway_client))
+        direct_client.close()
+        jupyter_dist.runtime._gateway.close_gateway_cluster()
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            process.wait(30)
+    contention = cpu.stop()
+
+    channel = {side: {key: median([r[key] for r in rs]) for key in rs[0]} for side, rs in runs.items()}
+    first = {side: median(values) for side, values in startup.items()}
+    result = header(
+        "gateway",
+        {
+            "rounds": ROUNDS,
+            "workers": f"{WORKERS} x 1 thread (gateway: worker_cores=1; direct: dask worker --nthreads 1)",
+            "dispatch_trials": DISPATCH_TRIALS,
+            "stream": f"2 trials x {STREAM_RATE:g} reports/s for {STREAM_SECONDS:g} s",
+            "gateway": "dask-gateway-server, local backend, simple auth, on 127.0.0.1; TLS to the scheduler",
+        },
+    )
+    result.update(
+        {
+            "first_trial_running_s": {"median": first, "all": startup},
+            "channel": {"median": channel, "all": runs},
+            "ratios": {
+                "gateway_new_vs_embedded": first["gateway_new"] / first["embedded"],
+                "gateway_reused_vs_embedded": first["gateway_reused"] / first["embedded"],
+                "dispatch_gateway_vs_direct": channel["gateway"]["dispatch_trials_per_s"]
+                / channel["direct"]["dispatch_trials_per_s"],
+                "stream_p50_gateway_vs_direct": channel["gateway"]["stream_p50_s"]
+                / channel["direct"]["stream_p50_s"],
+            },
+            "wall_s": time.perf_counter() - wall0,
+            "cpu_contention": contention,
+            "note": contention_note(contention),
+        }
+    )
+    return result
+
+
+def summary(result: dict) -> str:
+    first, channel = result["first_trial_running_s"]["median"], result["channel"]["median"]
+    return (
+        f"first trial running: embedded {first['embedded']:.2f} s, gateway new {first['gateway_new']:.2f} s, "
+        f"gateway reused {first['gateway_reused']:.2f} s; dispatch {channel['gateway']['dispatch_trials_per_s']:.0f}"
+        f" vs {channel['direct']['dispatch_trials_per_s']:.0f} trials/s (gateway vs direct); streaming p50 "
+        f"{channel['gateway']['stream_p50_s'] * 1000:.1f} vs {channel['direct']['stream_p50_s'] * 1000:.1f} ms, "
+        f"p99 {channel['gateway']['stream_p99_s'] * 1000:.0f} vs {channel['direct']['stream_p99_s'] * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    outcome = main()
+    print(write_result("gateway", outcome))
+    print(summary(outcome))
