@@ -277,7 +277,6 @@ class DistributeMagics(Magics):
         ``%distribute_cluster tcp://host:8786`` connects to a running Dask scheduler.
         """
         args = parse_argstring(self.distribute_cluster, line)
-        adapt = args.adapt.split(",") if args.adapt else None
-        if args.target is not None or args.workers is not None or adapt is not None:
-            jupyter_dist.use_cluster(args.target, workers=args.workers, adapt=adapt)
+        if args.target is not None or args.workers is not None or args.adapt is not None:
+            jupyter_dist.use_cluster(args.target, workers=args.workers, adapt=args.adapt)
         return jupyter_dist.cluster_info()

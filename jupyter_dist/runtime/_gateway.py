@@ -38,10 +38,13 @@ def check_sizing(workers: Any, adapt: Any) -> tuple[int, int] | None:
         raise ArgumentError(f"workers= must be a whole number >= 0; got {workers!r}")
     if adapt is None:
         return None
+    pair = adapt
     if isinstance(adapt, dict):
-        adapt = (adapt.get("minimum", 0), adapt.get("maximum"))
+        pair = (adapt.get("minimum", 0), adapt.get("maximum"))
+    elif isinstance(adapt, str):
+        pair = adapt.split(",")
     try:
-        low, high = (int(v) for v in adapt)
+        low, high = (int(v) for v in pair)
     except (TypeError, ValueError):
         raise ArgumentError(
             f"adapt= takes (minimum, maximum) workers, like (0, 20) or '0,20'; got {adapt!r}"

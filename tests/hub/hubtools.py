@@ -38,6 +38,10 @@ c.ClusterConfig.worker_cmd = ["{dask}", "worker"]
 c.ClusterConfig.worker_cores = 1
 c.ClusterConfig.worker_memory = 1.0
 c.ClusterConfig.cluster_max_workers = 3
+from dask_gateway_server.options import Integer, Options
+c.Backend.cluster_options = Options(
+    Integer("worker_cores", 1, min=1, max=2), handler=lambda options: {{"worker_cores": options.worker_cores}}
+)
 """
 
 HUB_CONFIG = """
@@ -65,6 +69,7 @@ c.Spawner.environment = {{
     "DASK_GATEWAY__PROXY_ADDRESS": "gateway://127.0.0.1:{proxy_port}",
     "DASK_GATEWAY__AUTH__TYPE": "jupyterhub",
     "DASK_JUPYTER_DIST__GATEWAY__WORKERS": "2",
+    "DASK_JUPYTER_DIST__GATEWAY__OPTIONS": "{{'worker_cores': 1}}",
 }}
 c.JupyterHub.services = [
     {{"name": "dask-gateway", "api_token": "{gateway_token}", "url": "http://127.0.0.1:{proxy_port}"}},

@@ -88,8 +88,7 @@ def test_the_cell_ran_on_the_users_own_gateway_cluster(hub, alice_run):
     )
     assert status == 200, clusters
     assert alice_run["name"] in clusters
-    # The gateway says whose cluster it is.
-    assert clusters[alice_run["name"]]["options"] is not None
+    assert clusters[alice_run["name"]]["options"] == {"worker_cores": 1}  # the admin's options
     status, report = request(
         f"{hub.gateway}/api/v1/clusters/{alice_run['name']}", alice_run["token"], auth_scheme="jupyterhub"
     )
@@ -237,3 +236,23 @@ def test_a_cluster_kept_past_its_kernel_is_used_again_by_the_next_one(hub):
         f"{hub.gateway}/api/v1/clusters/{name}", token, method="DELETE", auth_scheme="jupyterhub"
     )
     assert status == 204
+
+
+BAD_OPTION = """
+import dask, jupyter_dist
+dask.config.set({"jupyter_dist.gateway.options": {"gpus": 2}})
+try:
+    jupyter_dist.get_client("gateway")
+except jupyter_dist.ClusterError as problem:
+    print(problem)
+"""
+
+
+def test_an_option_the_gateway_does_not_offer_is_refused_by_name(hub):
+    token = hub.tokens.get("bob") or hub.login("bob")
+    server = hub.start_server("bob")
+    kernel = _new_kernel(server, token, "bad-option.ipynb")
+    said = text(execute(server, token, kernel, BAD_OPTION)).strip()
+    assert said == (
+        "jupyter_dist.gateway.options names 'gpus', which this gateway does not offer (it offers: worker_cores)"
+    )
