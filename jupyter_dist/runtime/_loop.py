@@ -9,6 +9,7 @@ and a Stop button can be heard; the launcher's IO thread only records and queues
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import time
 from abc import ABC, abstractmethod
@@ -216,8 +217,9 @@ class TrialLoop:
 
     def _fill(self) -> None:
         if self.follow is not None and time.monotonic() - self.followed_at >= FOLLOW_INTERVAL:
-            self.parallel = max(1, self.follow())
             self.followed_at = time.monotonic()
+            with contextlib.suppress(OSError, TimeoutError):  # no answer now: keep the last figure (a cluster
+                self.parallel = max(1, self.follow())  # that is gone is the launcher's lost() to report)
         # parallel=1 stays strictly sequential: one trial at a time, each decided with every result before it.
         short = (
             self.parallel > 1

@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_dist import ClusterLost, MetricError
 from jupyter_dist.protocol import Direction, ErrorKind, Objective, Outcome, TrialState
-from jupyter_dist.runtime import RunningTrial, StopSignal, TrialLoop, TrialSpec
+from jupyter_dist.runtime import RunningTrial, StopSignal, TrialLoop, TrialSpec, _loop
 from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
 
 RUNS_UNTIL_STOPPED = "until stopped"
@@ -277,3 +277,23 @@ def test_a_lost_cluster_ends_the_run_and_records_the_running_trials_as_interrupt
     assert states == {0: TrialState.COMPLETED, 1: TrialState.INTERRUPTED, 2: TrialState.INTERRUPTED}
     assert record.trial(1).error == "lost the scheduler"
     assert launcher.started == [0, 1, 2]
+
+
+def test_with_no_number_fixed_parallel_follows_what_the_cluster_can_run(monkeypatch):
+    """A cluster that grows mid-run (follow() answers 1, then 3) gets more trials in flight as it grows."""
+    monkeypatch.setattr(_loop, "FOLLOW_INTERVAL", 0.0)
+    can_run = [1]
+    in_flight: list[int] = []  # as each trial starts, how many run (itself included)
+
+    def ends_after_30_ms(spec):
+        in_flight.append(len(launcher.in_flight))
+        if spec.trial_id == 4:
+            can_run[0] = 3  # the cluster has grown
+        threading.Timer(0.03, lambda: launcher.on_outcome(completed(spec))).start()
+
+    loop, launcher, record = make_loop(ends_after_30_ms, ListSource(16), parallel=1)
+    loop.follow = lambda: can_run[0]
+    loop.run()
+    assert in_flight[:5] == [1, 1, 1, 1, 1]  # one at a time while the cluster ran one
+    assert max(in_flight) == 3
+    assert len(record.trial_records()) == 16
