@@ -88,7 +88,8 @@ class DaskLauncher:
         """How many single-task trials to keep in flight when the user fixed no number: the cluster's threads
         now, and for an adaptive cluster its threads at full size, so that the queued trials are what makes it
         grow. Re-read as the run goes, so a cluster that grows (or is scaled up) is used as it grows."""
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        # A client that lost its scheduler answers {}: 1 then, and the launcher's lost() says what happened.
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         threads = sum(w.get("nthreads", 1) for w in workers.values())
         maximum = adaptive_maximum(self.client)
         if maximum is not None:

@@ -102,6 +102,12 @@ def test_the_view_shows_at_once_draws_live_and_the_kernel_reads_busy(lab, page):
     busy = [s["kernel"] == "busy" for s in running]
     assert sum(busy) >= 0.9 * len(busy), running  # the status bar says Busy while the cell runs
     expect(_cell_view(page).locator(".jd-state")).to_have_text("completed")
+    # The Dask dashboard link goes through this Jupyter server (jupyter-server-proxy), not to 127.0.0.1:<port>.
+    href = _cell_view(page).locator("a.jd-dashboard").get_attribute("href")
+    assert href.startswith("/proxy/") and href.endswith("/status"), href
+    request = urllib.request.Request(f"{lab.base}{href}", headers={"Authorization": f"token {lab.token}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200 and b"Dask" in answer.read()
     assert not page.errors
 
 
