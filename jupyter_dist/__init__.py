@@ -10,7 +10,7 @@ from . import _config, space  # noqa: F401 - _config: dask config defaults, load
 from ._report import Reporter, report
 from .ablation import AblationExperiment, ablate
 from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, use_cluster
-from .ddp import DataParallelExperiment, is_main, prepare, rank, unwrap, world_size
+from .ddp import DataParallelExperiment, devices, is_main, prepare, rank, unwrap, world_size
 from .errors import (
     AblationError,
     ArgumentError,
@@ -61,6 +61,7 @@ __all__ = [
     "cluster_info",
     "close_local_cluster",
     "data_parallel",
+    "devices",
     "experiments",
     "get_client",
     "hpo",

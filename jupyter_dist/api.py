@@ -44,6 +44,7 @@ def hpo(
     workers_per_trial: int = 1,
     store: Any = None,
     resume: bool = False,
+    gpus_per_trial: int | None = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -94,6 +95,10 @@ def hpo(
         Continue the stored experiment ``name`` (after a kernel restart, a crash, a stop, or to run more trials):
         its finished trials are kept and told to the sampler and the pruner, the trials it left unfinished run
         again, and it stops when ``trials`` trials in all have finished.
+    gpus_per_trial
+        Each trial runs only on a worker that declares that many free ``GPU`` resources (``dask worker
+        --resources GPU=2``) and holds that many of its devices while it runs (``jupyter_dist.devices()``), so
+        two trials never share one; ``parallel`` defaults to how many trials the workers' GPUs allow.
     """
     from .search import OptunaSearch
 
@@ -101,6 +106,12 @@ def hpo(
     check_positive("max_steps", max_steps)
     check_positive("timeout", timeout, integer=False)
     check_positive("workers_per_trial", workers_per_trial, optional=False)
+    check_positive("gpus_per_trial", gpus_per_trial)
+    if gpus_per_trial and workers_per_trial > 1:
+        raise ArgumentError(
+            "gpus_per_trial= places single-process trials; it is not combined with workers_per_trial > 1 "
+            "(GPUs for each rank of an HPO trial): use one or the other"
+        )
     validate_space(fn, search_space)
     store_file = store_path(store)
     prior = prior_run(store_file, name, "hpo", metric, objective.direction.value) if resume else None
@@ -143,6 +154,7 @@ def hpo(
         parallel=parallel,
         progress=progress,
         ranks=workers_per_trial if workers_per_trial > 1 else None,
+        resources={"GPU": gpus_per_trial} if gpus_per_trial else None,
         store=store_file,
         name_given=name is not None,
         resume=prior,
@@ -254,6 +266,7 @@ def ablation(
     progress: Any = "auto",
     store: Any = None,
     resume: bool = False,
+    gpus_per_trial: int | None = None,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.
@@ -277,13 +290,14 @@ def ablation(
         comparison with the baseline is paired; the summary then has a mean and a std per component.
     params
         Fixed arguments for every trial (e.g. the best hyperparameters an HPO experiment found).
-    cluster, name, parallel, timeout, progress
+    cluster, name, parallel, timeout, progress, gpus_per_trial
         As for ``hpo()``.
     """
     from .ablation import AblationExperiment, AblationSource, AblationTrial, plan_study
 
     objective = _check_common("ablation", fn, metric, mode, parallel, progress)
     check_positive("timeout", timeout, integer=False)
+    check_positive("gpus_per_trial", gpus_per_trial)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ArgumentError(f"seed={seed!r}: give an int")
     plan = plan_study(
@@ -328,6 +342,7 @@ def ablation(
         parallel=parallel,
         progress=progress,
         make_experiment=lambda record, stop: AblationExperiment(record, stop, plan=plan),
+        resources={"GPU": gpus_per_trial} if gpus_per_trial else None,
         store=store_file,
         name_given=name is not None,
         resume=prior,

@@ -1,6 +1,6 @@
 """Data-parallel PyTorch training on Dask workers: prepare(), the rank's trial, and the run's results."""
 
-from ._context import is_main, rank, world_size
+from ._context import devices, is_main, rank, world_size
 from ._experiment import DataParallelExperiment
 from ._prepare import prepare, unwrap
 from ._source import BACKENDS, SingleRun, check_data_parallel
@@ -12,6 +12,7 @@ __all__ = [
     "DataParallelTrial",
     "SingleRun",
     "check_data_parallel",
+    "devices",
     "is_main",
     "prepare",
     "rank",

@@ -1,4 +1,4 @@
-"""Where the calling code runs: its rank, the world size, and (inside a data-parallel run) its device.
+"""Where the calling code runs: its rank, the world size, and its devices.
 
 ``rank()``, ``world_size()`` and ``is_main()`` work everywhere: in a data-parallel trial they come from the trial,
 under another launcher (torchrun) from torch.distributed, and alone they are 0, 1 and True.
@@ -48,3 +48,20 @@ def world_size() -> int:
 def is_main() -> bool:
     """True on rank 0, and whenever there is no data-parallel job: where to print, save and evaluate."""
     return rank() == 0
+
+
+def devices() -> list:
+    """The GPUs this trial may use, as ``torch.device`` objects in the worker's CUDA numbering.
+
+    An HPO or ablation trial run with ``gpus_per_trial=n`` holds n of its worker's declared GPUs (no other
+    trial is given them while it runs); a data-parallel rank on a GPU has its own. Empty on CPU, and outside a
+    trial. Put the model on the first: ``model.to(jupyter_dist.devices()[0])``.
+    """
+    ctx = current_trial()
+    if ctx is not None and ctx.devices:
+        import torch
+
+        return [torch.device("cuda", i) for i in ctx.devices]
+    if run.device is not None and run.device.type == "cuda":
+        return [run.device]
+    return []

@@ -105,7 +105,7 @@ DDP_ONLY = ("workers", "gpus_per_worker", "backend")
 FOREIGN = {
     "hpo": ABLATION_ONLY + DDP_ONLY,
     "ablation": HPO_ONLY + DDP_ONLY,
-    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed", "resume"),
+    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed", "resume", "gpus_per_trial"),
 }
 
 
@@ -158,6 +158,12 @@ class DistributeMagics(Magics):
     @argument("--group", action="append", default=None, help="ablation: NAME=a,b leaves a and b out together")
     @argument("--repeats", type=int, default=None, help="ablation: runs per variant (default 1)")
     @argument("--workers", type=int, default=None, help="ddp: ranks, one per Dask worker (default 2)")
+    @argument(
+        "--gpus-per-trial",
+        type=int,
+        default=None,
+        help="hpo, ablation: GPUs each trial holds, on workers declaring GPU resources",
+    )
     @argument("--gpus-per-worker", type=float, default=None, help="ddp: GPUs per rank (default 0: CPU)")
     @argument("--backend", default=None, help="ddp: gloo or nccl (default: nccl with GPUs, else gloo)")
     @cell_magic
@@ -220,6 +226,7 @@ class DistributeMagics(Magics):
             "cluster",
             "store",
             "resume",
+            "gpus_per_trial",
         )
         if args.trials is not None or args.timeout is not None:
             options["trials"] = args.trials  # --timeout without --trials: as many trials as fit in the time
@@ -239,7 +246,17 @@ class DistributeMagics(Magics):
         needs = dict.fromkeys((["features"] if features else []) + (flags or []))
         fn = _pick_function(args, namespace, new, needs)
         options = _given(
-            args, "metric", "repeats", "cluster", "name", "seed", "parallel", "timeout", "store", "resume"
+            args,
+            "metric",
+            "repeats",
+            "cluster",
+            "name",
+            "seed",
+            "parallel",
+            "timeout",
+            "store",
+            "resume",
+            "gpus_per_trial",
         )
         return jupyter_dist.ablation(
             fn,

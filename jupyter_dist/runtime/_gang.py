@@ -56,6 +56,25 @@ def check_placement(client, ranks: int, resources: dict[str, float] | None) -> i
     return len(found) // ranks
 
 
+def trials_that_fit(workers: dict[str, dict], resources: dict[str, float]) -> int:
+    """How many single-task trials each needing ``resources`` the workers can run at once (each worker: its
+    threads, at most as many as its declared resources cover); a PlacementError when none can."""
+    fits = sum(
+        min(
+            info.get("nthreads", 1),
+            *(int(info.get("resources", {}).get(k, 0) // v) for k, v in resources.items()),
+        )
+        for info in workers.values()
+    )
+    if fits == 0:
+        need = " and ".join(f"{amount:g} {name}" for name, amount in resources.items())
+        raise PlacementError(
+            f"a trial needs {need}; none of the cluster's {len(workers)} workers declares that much. Start "
+            f"workers that do (dask worker --resources GPU=N, or the cluster's worker resources) or ask for fewer."
+        )
+    return fits
+
+
 def rendezvous(client, workers: list[str], trial_id: int) -> list[RankInfo]:
     """Each rank's view of the job: its rank, the world size, rank 0's host and a free port there."""
     from distributed.comm import get_address_host

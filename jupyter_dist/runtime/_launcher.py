@@ -20,7 +20,7 @@ from ..errors import TrialFunctionError
 from ..protocol import LogLine, Outcome, RankInfo, ReportBatch
 from ._channel import EventChannel, stop_on_workers
 from ._cluster import adaptive_maximum
-from ._gang import GangTrial, check_placement, eligible_workers, rendezvous
+from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, trials_that_fit
 from ._loop import RunningTrial, TrialSpec
 from ._runner import probe_function, run_trial
 from ._task_trial import TaskTrial
@@ -78,16 +78,21 @@ class DaskLauncher:
     # --- before the run ----------------------------------------------------------------------------------
     def capacity(self) -> int:
         """How many trials the cluster can run at once: its worker threads, or (for trials of several ranks)
-        how many jobs fit (a PlacementError saying what is needed when none does)."""
+        how many jobs fit, or (for trials that need resources, gpus_per_trial=) how many the workers' declared
+        resources allow; a PlacementError saying what is needed when none fits."""
         if self.ranks:
             return check_placement(self.client, self.ranks, self.resources)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        if self.resources:
+            return trials_that_fit(workers, self.resources)
         return max(1, sum(w.get("nthreads", 1) for w in workers.values()))
 
     def capacity_to_fill(self) -> int:
         """How many single-task trials to keep in flight when the user fixed no number: the cluster's threads
         now, and for an adaptive cluster its threads at full size, so that the queued trials are what makes it
         grow. Re-read as the run goes, so a cluster that grows (or is scaled up) is used as it grows."""
+        if self.resources:  # what the declared resources allow (Dask holds back the rest anyway)
+            return self.capacity()
         # A client that lost its scheduler answers {}: 1 then, and the launcher's lost() says what happened.
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         threads = sum(w.get("nthreads", 1) for w in workers.values())
@@ -154,6 +159,8 @@ class DaskLauncher:
     def start(self, spec: TrialSpec, placement: list[str], notify) -> RunningTrial:
         if not self.ranks:
             hint = {"workers": placement, "allow_other_workers": True} if placement else {}
+            if self.resources:
+                hint["resources"] = self.resources
             future = self._submit(spec, f"trial-{spec.trial_id}", None, **hint)
             trial: RunningTrial = TaskTrial(spec.trial_id, future)
             if placement:
@@ -188,6 +195,7 @@ class DaskLauncher:
             spec.trial_id,
             self.topic,
             rank,
+            0 if rank is not None else (self.resources or {}).get("GPU", 0),
             key=f"jupyter_dist-{self.exp_id}-{key}",
             pure=False,
             **placement,

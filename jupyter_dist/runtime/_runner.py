@@ -21,6 +21,7 @@ from ..errors import JupyterDistError, TrialPruned
 from ..protocol import ErrorKind, Outcome, RankInfo, TrialState, encode_outcome
 from ._allocator import tensor_friendly_allocator
 from ._capture import TrialOutput
+from ._devices import holding_gpus
 from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by experiment id: the function travels as bytes with every task (cheap), but is
@@ -75,12 +76,14 @@ def run_trial(
     trial_id: int,
     topic: str,
     rank: RankInfo | None = None,
+    gpus: float = 0,
 ) -> Outcome:
     """Run one trial attempt on this worker and say how it went.
 
     Every attempt gets a fresh id: when a worker dies Dask re-runs the task elsewhere, and the kernel must tell
     the second attempt's reports from the first's. ``rank`` makes this one rank of a data-parallel trial: its
     whole return value then comes back too, as ``result`` of the task's Outcome (never on the event stream).
+    ``gpus``: how many of the worker's declared GPUs the trial holds while it runs (``jupyter_dist.devices()``).
     """
     from distributed import get_worker
 
@@ -99,7 +102,8 @@ def run_trial(
         try:
             if ctx.should_stop:  # queued before the stop, started after it
                 raise TrialPruned
-            with tensor_friendly_allocator():
+            declared = worker.state.total_resources.get("GPU", 0)
+            with holding_gpus(int(gpus), declared) as ctx.devices, tensor_friendly_allocator():
                 returned = fn(**kwargs)
             if ctx.should_stop:
                 state = TrialState.PRUNED  # it returned by itself, but after it was told to stop

@@ -68,6 +68,7 @@ class TrialContext:
         self.rank_info = rank  # a data-parallel trial runs one task per rank
         self.rank = rank.rank if rank else 0
         self.world_size = rank.world if rank else 1
+        self.devices: list[int] = []  # the worker's GPU indices this trial holds (gpus_per_trial=)
         self._emit = emit  # worker.log_event, bound once: get_worker() per report would cost more
         self.steps = 0
         self.last: dict[str, float] = {}

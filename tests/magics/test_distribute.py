@@ -79,6 +79,7 @@ def test_fn_and_space_can_be_named(ip):
         ("hpo --metric acc --workers 2", BODY, "--workers: not an option of %%distribute hpo"),
         ("ablation --metric acc --trials 3 --sampler grid", BODY, "--trials, --sampler: not an option of"),
         ("hpo --metric acc --repeats 2", BODY, "--repeats: not an option of %%distribute hpo"),
+        ("ddp --gpus-per-trial 1", BODY, "--gpus-per-trial: not an option of %%distribute ddp"),
         ("ablation --features a --group x", BODY, "needs --metric"),
         ("ablation --metric acc --group oops", ABLATION_BODY, "--group oops: write it as NAME=component"),
         (

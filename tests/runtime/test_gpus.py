@@ -1,0 +1,152 @@
+"""GPUs as per-trial resources, on CPU: workers declare GPU resources (`dask worker --resources GPU=2`), trials
+ask for gpus_per_trial=n. Tested for real with `dask scheduler` / `dask worker` processes: where trials run, the
+devices each holds (jupyter_dist.devices()), and that two trials running at once never share one."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import cloudpickle
+import pytest
+
+import jupyter_dist as jd
+from jupyter_dist import space
+from jupyter_dist.runtime import _cluster
+
+DASK = os.path.join(os.path.dirname(sys.executable), "dask")
+# The trial functions below travel by value: the `dask worker` processes cannot import this test module.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster():
+    """A scheduler, a worker declaring 2 GPUs ("gpu-host") and one declaring none ("cpu-host"), 2 threads each."""
+    from test_cluster import _free_port
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port)], **quiet)]
+    for name, extra in (("gpu-host", ["--resources", "GPU=2"]), ("cpu-host", [])):
+        worker = [DASK, "worker", address, "--nthreads", "2", "--name", name, "--no-dashboard", *extra]
+        procs.append(subprocess.Popen(worker, **quiet))
+    try:
+        client = jd.get_client(address)
+        client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        client = _cluster._remote.pop(address, None)
+        if client is not None:
+            client.close()
+        for proc in reversed(procs):  # only the processes this test started, by their PID
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def on_gpus(x=0.0):
+    import json
+    import time
+
+    from distributed import get_worker
+
+    import jupyter_dist
+
+    started = time.time()
+    held = [device.index for device in jupyter_dist.devices()]
+    time.sleep(0.4)
+    print(json.dumps({"worker": get_worker().name, "devices": held, "start": started, "end": time.time()}))
+    return x
+
+
+def _runs(exp) -> list[dict]:
+    return [json.loads(exp.logs(t).strip().splitlines()[-1]) for t in exp.trials["trial_id"]]
+
+
+def _most_at_once(runs: list[dict]) -> int:
+    edges = sorted([(r["start"], 1) for r in runs] + [(r["end"], -1) for r in runs])
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def _overlapping(a: dict, b: dict) -> bool:
+    return a["start"] < b["end"] and b["start"] < a["end"]
+
+
+def test_each_trial_holds_its_own_gpus_on_a_worker_that_declares_them(gpu_cluster):
+    exp = jd.hpo(
+        on_gpus,
+        {"x": space.uniform(0, 1)},
+        trials=8,
+        metric="x",
+        sampler="random",
+        cluster=gpu_cluster,
+        progress=False,
+        gpus_per_trial=1,
+    )
+    assert exp.state == "completed" and len(exp.trials) == 8
+    runs = _runs(exp)
+    assert {r["worker"] for r in runs} == {"gpu-host"}  # never on the worker without GPUs
+    assert all(len(r["devices"]) == 1 and r["devices"][0] in (0, 1) for r in runs)
+    pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :] if _overlapping(a, b)]
+    assert pairs  # two trials ran at once (the worker's 2 GPUs allow 2) ...
+    assert all(a["devices"] != b["devices"] for a, b in pairs)  # ... and never on the same device
+    assert _most_at_once(runs) == 2  # never more than the GPUs allow
+
+
+def test_a_trial_that_needs_both_gpus_runs_alone(gpu_cluster):
+    exp = jd.hpo(
+        on_gpus,
+        {"x": space.uniform(0, 1)},
+        trials=3,
+        metric="x",
+        sampler="random",
+        cluster=gpu_cluster,
+        progress=False,
+        gpus_per_trial=2,
+    )
+    runs = _runs(exp)
+    assert all(r["devices"] == [0, 1] for r in runs)
+    assert _most_at_once(runs) == 1
+
+
+def test_an_ablation_studys_trials_are_placed_the_same_way(gpu_cluster):
+    def train(features=(), seed=0):
+        on_gpus()
+        return {"acc": float(len(features))}
+
+    exp = jd.ablation(
+        train, features=["a", "b"], metric="acc", cluster=gpu_cluster, progress=False, gpus_per_trial=1
+    )
+    assert exp.state == "completed"
+    assert {r["worker"] for r in _runs(exp)} == {"gpu-host"}
+
+
+def test_more_gpus_than_any_worker_declares_is_refused_before_anything_runs(gpu_cluster):
+    started = time.monotonic()
+    with pytest.raises(
+        jd.PlacementError, match="a trial needs 3 GPU; none of the cluster's 2 workers declares"
+    ):
+        jd.hpo(on_gpus, {"x": space.uniform(0, 1)}, metric="x", cluster=gpu_cluster, gpus_per_trial=3)
+    assert time.monotonic() - started < 10
+
+
+def test_outside_a_trial_or_without_gpus_there_are_no_devices():
+    assert jd.devices() == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"gpus_per_trial": 0}, r"gpus_per_trial=0: give a positive whole number, or None"),
+        ({"gpus_per_trial": 1.5}, r"gpus_per_trial=1.5: give a positive whole number"),
+        ({"gpus_per_trial": 1, "workers_per_trial": 2}, "gpus_per_trial= places single-process trials"),
+    ],
+)
+def test_a_gpu_count_that_cannot_work_is_refused_by_name(options, message):
+    with pytest.raises(jd.ArgumentError, match=message):
+        jd.hpo(on_gpus, {"x": space.uniform(0, 1)}, metric="x", **options)
