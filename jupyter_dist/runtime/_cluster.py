@@ -177,6 +177,14 @@ def _connect(address: str):
                 f"could not reach the Dask scheduler at {address!r} within {CONNECT_TIMEOUT}: {exc}. "
                 "Is the scheduler running, and is the address right?"
             ) from None
+        except TypeError:  # distributed's words for "no TLS context": no certificate configured
+            if not address.startswith("tls://"):
+                raise
+            raise ClusterError(
+                f"{address!r} is a TLS scheduler and this kernel has no TLS certificate for it: set Dask's "
+                "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and .client.key, or pass "
+                "cluster= a Client made with distributed.Security(...)"
+            ) from None
         _remote[address] = client
         return client
 
