@@ -68,8 +68,9 @@ def hpo(
         ``optuna.pruners.BasePruner`` instance, or None (every trial runs to its end). Decided in the kernel from the streamed reports of ``metric``; the trial's next
         ``report()`` raises ``TrialPruned``.
     cluster
-        None (``JUPYTER_DIST_CLUSTER``, else the embedded LocalCluster), "local", a scheduler address
-        ("tcp://host:8786"), a ``distributed.Client``, or a Dask cluster object.
+        None (``%distribute_cluster``'s choice, ``JUPYTER_DIST_CLUSTER``, dask config ``jupyter_dist.cluster``,
+        else the embedded LocalCluster), "local", "gateway" (a Dask Gateway cluster of the user's own), a
+        scheduler address ("tcp://host:8786", "tls://..."), a ``distributed.Client``, or a Dask cluster object.
     parallel
         Trials in flight at once; default: the cluster's worker threads.
     name
