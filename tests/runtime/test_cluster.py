@@ -2,56 +2,23 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 
 import pytest
+from dask_processes import DASK, dask_cluster, free_port, most_at_once
 
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.runtime import _cluster
 
-DASK = os.path.join(os.path.dirname(sys.executable), "dask")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def scheduler_address():
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    procs = [
-        subprocess.Popen(
-            [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
-    procs.append(
-        subprocess.Popen(
-            [DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    )
-    try:
-        client = jd.get_client(address)
-        client.wait_for_workers(1, timeout=60)
+    with dask_cluster([["--nthreads", "1", "--nworkers", "1"]]) as address:
         yield address
-    finally:
-        client = _cluster._remote.pop(address, None)
-        if client is not None:
-            client.close()
-        for proc in reversed(procs):  # only the processes this test started, by their PID
-            proc.terminate()
-            proc.wait(timeout=30)
 
 
 def test_an_existing_scheduler_runs_the_trials(scheduler_address):
@@ -83,7 +50,7 @@ def test_an_address_that_does_not_answer_fails_within_seconds():
     started = time.monotonic()
     with pytest.raises(jd.ClusterError, match=r"could not reach the Dask scheduler at 'tcp://127.0.0.1:\d+'"):
         jd.hpo(
-            lambda x=0: x, {"x": space.uniform(0, 1)}, metric="x", cluster=f"tcp://127.0.0.1:{_free_port()}"
+            lambda x=0: x, {"x": space.uniform(0, 1)}, metric="x", cluster=f"tcp://127.0.0.1:{free_port()}"
         )
     assert time.monotonic() - started < 15
 
@@ -220,7 +187,7 @@ def test_a_scheduler_that_goes_away_ends_the_run_within_seconds_as_interrupted()
             jd.report(step=step, y=x + step)
         return {"y": x + 5}
 
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     scheduler = subprocess.Popen(
         [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
@@ -269,20 +236,6 @@ def test_a_scheduler_that_goes_away_ends_the_run_within_seconds_as_interrupted()
             proc.wait(timeout=30)
 
 
-def _most_at_once(exp) -> int:
-    """The most trials that were running at the same moment."""
-    edges = sorted(
-        (t, step)
-        for r in exp.trial_records()
-        for t, step in ((r.started, 1), (r.started + (r.duration or 0), -1))
-    )
-    running = most = 0
-    for _, step in edges:
-        running += step
-        most = max(most, running)
-    return most
-
-
 def test_an_adaptive_cluster_is_filled_to_its_maximum_and_used_as_it_grows():
     """No parallel= given: an adaptive cluster of 1 worker (at most 2) gets 2 trials in flight, the queued one
     makes it grow, and the second worker then runs trials alongside the first."""
@@ -308,6 +261,7 @@ def test_an_adaptive_cluster_is_filled_to_its_maximum_and_used_as_it_grows():
             progress=False,
         )
         assert exp.state == "completed" and len(exp.trials) == 12
-        assert _most_at_once(exp) == 2  # the cluster grew into the run
+        ran = [(r.started, r.started + r.duration) for r in exp.trial_records()]
+        assert most_at_once(ran) == 2  # the cluster grew into the run
         _cluster._given.pop(id(cluster))
         client.close()

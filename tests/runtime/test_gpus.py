@@ -3,19 +3,16 @@ ask for gpus_per_trial=n. Tested for real with `dask scheduler` / `dask worker` 
 devices each holds (jupyter_dist.devices()), and that two trials running at once never share one."""
 
 import json
-import os
-import subprocess
 import sys
 import time
 
 import cloudpickle
 import pytest
+from dask_processes import dask_cluster, most_at_once
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import _cluster
 
-DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 # The trial functions below travel by value: the `dask worker` processes cannot import this test module.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -23,26 +20,9 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 @pytest.fixture(scope="module")
 def gpu_cluster():
     """A scheduler, a worker declaring 2 GPUs ("gpu-host") and one declaring none ("cpu-host"), 2 threads each."""
-    from test_cluster import _free_port
-
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    procs = [subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port)], **quiet)]
-    for name, extra in (("gpu-host", ["--resources", "GPU=2"]), ("cpu-host", [])):
-        worker = [DASK, "worker", address, "--nthreads", "2", "--name", name, "--no-dashboard", *extra]
-        procs.append(subprocess.Popen(worker, **quiet))
-    try:
-        client = jd.get_client(address)
-        client.wait_for_workers(2, timeout=60)
+    gpu = ["--nthreads", "2", "--name", "gpu-host", "--resources", "GPU=2"]
+    with dask_cluster([gpu, ["--nthreads", "2", "--name", "cpu-host"]]) as address:
         yield address
-    finally:
-        client = _cluster._remote.pop(address, None)
-        if client is not None:
-            client.close()
-        for proc in reversed(procs):  # only the processes this test started, by their PID
-            proc.terminate()
-            proc.wait(timeout=30)
 
 
 def on_gpus(x=0.0):
@@ -62,15 +42,6 @@ def on_gpus(x=0.0):
 
 def _runs(exp) -> list[dict]:
     return [json.loads(exp.logs(t).strip().splitlines()[-1]) for t in exp.trials["trial_id"]]
-
-
-def _most_at_once(runs: list[dict]) -> int:
-    edges = sorted([(r["start"], 1) for r in runs] + [(r["end"], -1) for r in runs])
-    running = most = 0
-    for _, step in edges:
-        running += step
-        most = max(most, running)
-    return most
 
 
 def _overlapping(a: dict, b: dict) -> bool:
@@ -95,7 +66,7 @@ def test_each_trial_holds_its_own_gpus_on_a_worker_that_declares_them(gpu_cluste
     pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :] if _overlapping(a, b)]
     assert pairs  # two trials ran at once (the worker's 2 GPUs allow 2) ...
     assert all(a["devices"] != b["devices"] for a, b in pairs)  # ... and never on the same device
-    assert _most_at_once(runs) == 2  # never more than the GPUs allow
+    assert most_at_once([(r["start"], r["end"]) for r in runs]) == 2  # never more than the GPUs allow
 
 
 def test_a_trial_that_needs_both_gpus_runs_alone(gpu_cluster):
@@ -111,7 +82,7 @@ def test_a_trial_that_needs_both_gpus_runs_alone(gpu_cluster):
     )
     runs = _runs(exp)
     assert all(r["devices"] == [0, 1] for r in runs)
-    assert _most_at_once(runs) == 1
+    assert most_at_once([(r["start"], r["end"]) for r in runs]) == 1
 
 
 def test_an_ablation_studys_trials_are_placed_the_same_way(gpu_cluster):

@@ -3,102 +3,65 @@ reports, logs and stop flags travel over the same TLS connections) and a 2-rank 
 through `distributed.Security` or through Dask's `distributed.comm.tls.*` config; a client without a certificate
 is refused."""
 
-import os
-import subprocess
 import sys
 
 import cloudpickle
 import dask
 import pytest
 import trustme
+from dask_processes import dask_cluster
 
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.runtime import _cluster
 
-DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 # The trial functions below travel by value: the `dask worker` processes cannot import this test module.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
-    """(address, {"ca", "cert", "key"} of a client) of a TLS scheduler with 2 TLS workers, all on 127.0.0.1."""
-    from distributed import Security
-    from test_cluster import _free_port
+    """(address, the client's {"ca", "cert", "key"} files, a client made with them) of a TLS scheduler with 2
+    TLS workers, all on 127.0.0.1."""
+    from distributed import Client, Security
 
     root = tmp_path_factory.mktemp("tls")
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(root / "ca.pem"))
-    files = {"ca": str(root / "ca.pem")}
     for role in ("scheduler", "worker", "client"):
         issued = ca.issue_cert("127.0.0.1", "localhost", common_name=f"jupyter-dist-test-{role}")
         issued.cert_chain_pems[0].write_to_path(str(root / f"{role}.pem"))
         issued.private_key_pem.write_to_path(str(root / f"{role}-key.pem"))
-    port = _free_port()
-    address = f"tls://127.0.0.1:{port}"
 
     def certs(role: str) -> list[str]:
-        return [
-            "--tls-ca-file",
-            files["ca"],
-            "--tls-cert",
-            str(root / f"{role}.pem"),
+        return ["--tls-ca-file", str(root / "ca.pem"), "--tls-cert", str(root / f"{role}.pem")] + [
             "--tls-key",
             str(root / f"{role}-key.pem"),
         ]
 
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    procs = [
-        subprocess.Popen(
-            [
-                DASK,
-                "scheduler",
-                "--protocol",
-                "tls",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                *certs("scheduler"),
-            ],
-            **quiet,
-        )
-    ]
-    procs.append(
-        subprocess.Popen(
-            [
-                DASK,
-                "worker",
-                address,
-                "--nworkers",
-                "2",
-                "--nthreads",
-                "1",
-                "--no-dashboard",
-                *certs("worker"),
-            ],
-            **quiet,
-        )
-    )
-    client_files = {**files, "cert": str(root / "client.pem"), "key": str(root / "client-key.pem")}
+    files = {
+        "ca": str(root / "ca.pem"),
+        "cert": str(root / "client.pem"),
+        "key": str(root / "client-key.pem"),
+    }
     security = Security(
-        tls_ca_file=client_files["ca"],
-        tls_client_cert=client_files["cert"],
-        tls_client_key=client_files["key"],
+        tls_ca_file=files["ca"],
+        tls_client_cert=files["cert"],
+        tls_client_key=files["key"],
         require_encryption=True,
     )
-    from distributed import Client
+    made = {}
 
-    client = Client(address, security=security, timeout="30s", set_as_default=False)
-    try:
-        client.wait_for_workers(2, timeout=60)
-        yield address, client_files, client
-    finally:
-        client.close()
-        for proc in reversed(procs):  # only the processes this test started, by their PID
-            proc.terminate()
-            proc.wait(timeout=30)
+    def connect(address: str):
+        made["client"] = Client(address, security=security, timeout="30s", set_as_default=False)
+        return made["client"]
+
+    workers = [["--nworkers", "2", "--nthreads", "1", *certs("worker")]]
+    with dask_cluster(workers, protocol="tls", scheduler_args=certs("scheduler"), connect=connect) as address:
+        try:
+            yield address, files, made["client"]
+        finally:
+            made["client"].close()
 
 
 def _reporting(x=0.0):
