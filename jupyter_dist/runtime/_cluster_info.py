@@ -16,7 +16,7 @@ class ClusterInfo:
     memory: int  # bytes, summed over the workers' memory limits
     gpus: float  # summed over the workers' declared GPU resources (dask worker --resources GPU=n)
     dashboard: str | None
-    adaptive: str | None = None  # "adapting 1–3 workers" when the cluster scales itself
+    adaptive: str | None = None  # "adapting between 1 and 3 workers" when the cluster scales itself
     client: Any = field(default=None, repr=False, compare=False)
 
     def _facts(self) -> list[str]:
