@@ -9,8 +9,10 @@ only once this rank's process group is freed and its sockets close: see runtime/
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -69,6 +71,7 @@ class DataParallelTrial:
         device = torch.device("cuda", _gpu_index(info.rank)) if use_gpu else torch.device("cpu")
         if device.type == "cuda":
             torch.cuda.set_device(device)
+        _pin_socket_interface()
         store = self._join(info)
         dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.world)
         run.device = device
@@ -109,6 +112,47 @@ class DataParallelTrial:
                 f"{self.rendezvous_timeout:g}s at {info.host}:{info.port}. Dask does not start a job's "
                 f"ranks together: the job needs {info.world} workers free at the same time ({exc})"
             ) from None
+
+
+SOCKET_IFNAME_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+
+
+def _pin_socket_interface() -> None:
+    """Tell gloo and NCCL to use the network interface that carries this worker's own Dask address.
+
+    Left to themselves they advertise the address the machine's hostname resolves to, which is often 127.0.0.1
+    (/etc/hosts): a rank on another host then cannot connect ("Gloo connectFullMesh failed ... remote=[127.0.0.1]").
+    The worker's Dask address is one its peers already reach. A GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME set in
+    the worker's environment wins, as it does for torchrun.
+    """
+    from distributed import get_worker
+    from distributed.comm import get_address_host
+
+    interface = interface_of(get_address_host(get_worker().address))
+    if interface is None:
+        return  # an address no local interface has (behind NAT): leave the choice to gloo and NCCL
+    for variable in SOCKET_IFNAME_VARIABLES:
+        os.environ.setdefault(variable, interface)
+
+
+def interface_of(host: str) -> str | None:
+    """The name of this machine's network interface that has ``host``'s address (None if none has)."""
+    import ipaddress
+    import socket
+
+    import psutil
+
+    try:
+        address = ipaddress.ip_address(socket.getaddrinfo(host, None)[0][4][0])
+    except (OSError, ValueError):
+        return None
+    for name, addresses in psutil.net_if_addrs().items():
+        for entry in addresses:
+            if entry.family in (socket.AF_INET, socket.AF_INET6):
+                with contextlib.suppress(ValueError):
+                    if ipaddress.ip_address(entry.address.split("%")[0]) == address:
+                        return name
+    return None
 
 
 def _gpu_index(rank: int) -> int:

@@ -1,0 +1,79 @@
+"""The same experiments across hosts: a scheduler, two workers and the client each in a network namespace of its
+own (conftest.py). HPO, an ablation study and a 2-rank data-parallel job run there, and the data-parallel result
+equals one process training on the whole batch."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.timeout(600)
+
+# The client's side: runs in the "client" namespace and prints one JSON line.
+CLIENT = r"""
+import json, os, socket
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+import jupyter_dist as jd
+from jupyter_dist import space
+
+CLUSTER = os.environ["JUPYTER_DIST_SCHEDULER"]
+jd.get_client(CLUSTER).wait_for_workers(2, timeout=60)  # the workers on the other two hosts
+
+
+def where(x=0.0, features=()):
+    import time
+    from distributed import get_worker
+    time.sleep(0.2)
+    jd.report(step=0, y=float(x) + len(features))
+    print(get_worker().name)
+    return float(x) + len(features)
+
+
+def regression(per_rank_batch=8, epochs=3):
+    torch.manual_seed(0)
+    data = torch.Generator().manual_seed(1)
+    x, y = torch.randn(96, 5, generator=data), torch.randn(96, 1, generator=data)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(x, y), batch_size=per_rank_batch, shuffle=False)
+    model, optimiser, loader = jd.prepare(model, optimiser, loader)
+    for epoch in range(epochs):
+        for xb, yb in loader:
+            optimiser.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            optimiser.step()
+    import os as _os
+    return {"weights": {k: v.detach().clone() for k, v in jd.unwrap(model).state_dict().items()},
+            "ifname": _os.environ.get("GLOO_SOCKET_IFNAME")}
+
+
+hpo = jd.hpo(where, {"x": space.uniform(0, 1)}, trials=8, metric="y", sampler="random", cluster=CLUSTER,
+             progress=False, store=False)
+ablation = jd.ablation(where, features=["a", "b", "c"], metric="y", cluster=CLUSTER, progress=False, store=False)
+ddp = jd.data_parallel(regression, workers=2, cluster=CLUSTER, progress=False, store=False)
+alone = regression(per_rank_batch=16)
+print(json.dumps({
+    "hpo": [hpo.state.value, sorted({hpo.logs(t).split()[0] for t in hpo.trials["trial_id"]})],
+    "ablation": [ablation.state.value, len(ablation.trials), sorted({ablation.logs(t).split()[0] for t in ablation.trials["trial_id"]})],
+    "ddp": ddp.state.value,
+    "ddp_error": ddp.error,
+    "ifnames": [r["ifname"] for r in ddp.rank_results or []],
+    "equal_to_one_process": all(
+        torch.allclose(ddp.result["weights"][k], v, atol=1e-6) for k, v in alone["weights"].items()
+    ),
+}))
+"""
+
+
+def test_hpo_ablation_and_data_parallel_run_across_hosts(hosts):
+    result = hosts.run_client(CLIENT)
+    assert result["hpo"] == ["completed", ["w1", "w2"]]  # trials ran on both hosts
+    assert result["ablation"][0] == "completed" and result["ablation"][1] == 4
+    assert result["ablation"][2] == ["w1", "w2"]
+    assert result["ddp"] == "completed", result["ddp_error"]
+    # Each rank's gloo used the interface of its worker's own address, not the hostname's 127.0.0.1.
+    assert result["ifnames"] == [hosts.link("w1"), hosts.link("w2")] or result["ifnames"] == [
+        hosts.link("w2"),
+        hosts.link("w1"),
+    ]
+    assert result["equal_to_one_process"]
