@@ -22,6 +22,7 @@ import pytest
 DASK = str(Path(sys.executable).with_name("dask"))
 HOSTS = ("sched", "w1", "w2", "client")
 SCHEDULER_PORT = 8786
+WORKER_TTL = "6s"
 
 
 def ip(*args: str) -> None:
@@ -56,6 +57,10 @@ class Hosts:
                 stderr=subprocess.STDOUT,
                 env=env,
             )
+
+    def set_link(self, host: str, state: str) -> None:
+        """Cut ("down") or mend ("up") the host's network link."""
+        ip("-n", self.namespace(host), "link", "set", self.link(host), state)
 
     def run_client(self, script: str, timeout: float = 300) -> dict:
         """Run ``script`` (Python printing one JSON line last) on the client host; what it printed."""
@@ -106,8 +111,20 @@ def hosts(tmp_path_factory):
         processes.append(
             hosts.popen(
                 "sched",
-                [DASK, "scheduler", "--host", sched, "--port", str(SCHEDULER_PORT), "--dashboard-address", ":0"],
+                [
+                    DASK,
+                    "scheduler",
+                    "--host",
+                    sched,
+                    "--port",
+                    str(SCHEDULER_PORT),
+                    "--dashboard-address",
+                    ":0",
+                ],
                 logs / "scheduler.log",
+                # A host that goes silent (its link cut) is given up after this, not Dask's default 5 minutes:
+                # the setting an admin chooses for how long a lost host may hold trials (README, Several hosts).
+                env={**os.environ, "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": WORKER_TTL},
             )
         )
         for worker in ("w1", "w2"):

@@ -77,3 +77,81 @@ def test_hpo_ablation_and_data_parallel_run_across_hosts(hosts):
         hosts.link("w1"),
     ]
     assert result["equal_to_one_process"]
+
+
+CUT = r"""
+import json, os, sys, time
+import jupyter_dist as jd
+from jupyter_dist import space
+
+CLUSTER = os.environ["JUPYTER_DIST_SCHEDULER"]
+jd.get_client(CLUSTER).wait_for_workers(2, timeout=60)
+
+
+def steady(x=0.0):
+    import time
+    from distributed import get_worker
+    print(get_worker().name)
+    for step in range(10):
+        time.sleep(0.1)
+        jd.report(step=step, y=float(x) * step)
+    return float(x) * 10
+
+
+def cut_when_w2_runs(exp):  # a view that cuts w2's link (through the test, below) once w2 is running a trial
+    class View:
+        cut = False
+        def start(self): pass
+        def finish(self): pass
+        def idle(self):
+            if not self.cut and any(r.stdout and "w2" in "".join(r.stdout) for r in exp.trial_records()
+                                    if r.state.value == "running"):
+                print("CUT", flush=True)
+                sys.stdin.readline()  # the test has cut the link
+                self.cut = True
+    return View()
+
+
+started = time.monotonic()
+run = jd.hpo(steady, {"x": space.uniform(0, 1)}, trials=16, metric="y", sampler="random", pruner=None,
+             cluster=CLUSTER, progress=cut_when_w2_runs, store=False)
+records = run.trial_records()
+print(json.dumps({
+    "state": run.state.value, "took": time.monotonic() - started, "trials": len(records),
+    "states": sorted({r.state.value for r in records}), "rerun": max(r.attempts for r in records),
+    "steps": sorted({r.steps for r in records}),
+}))
+"""
+
+
+def test_a_host_cut_off_mid_trial_loses_nothing_its_trials_run_again_elsewhere(hosts):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    client = subprocess.Popen(
+        ["ip", "netns", "exec", hosts.namespace("client"), sys.executable, "-c", CUT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "JUPYTER_DIST_SCHEDULER": hosts.scheduler},
+    )
+    try:
+        assert client.stdout.readline().strip() == "CUT"
+        hosts.set_link("w2", "down")  # mid-trial: w2 is running one
+        client.stdin.write("\n")
+        client.stdin.flush()
+        out, err = client.communicate(timeout=240)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        hosts.set_link("w2", "up")
+    assert client.returncode == 0, err[-4000:]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["state"] == "completed" and result["trials"] == 16
+    assert result["states"] == ["completed"] and result["steps"] == [10]  # nothing lost, every trial whole
+    assert result["rerun"] >= 2  # the trial cut off on w2 ran again (on w1)
+    assert result["took"] < 120  # bounded: the scheduler gives a silent host up after its worker TTL
