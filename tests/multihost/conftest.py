@@ -14,7 +14,7 @@ import random
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,8 @@ def ip(*args: str) -> None:
 class Hosts:
     prefix: str
     subnet: str  # "10.231.N" (the hosts are .1 .. .4, in HOSTS order)
+    logs: Path
+    workers: dict[str, subprocess.Popen] = field(default_factory=dict)  # host -> its `dask worker` process
 
     def namespace(self, host: str) -> str:
         return f"{self.prefix}-{host}"
@@ -58,6 +60,16 @@ class Hosts:
                 env=env,
             )
 
+    def start_worker(self, host: str) -> subprocess.Popen:
+        command = [DASK, "worker", self.scheduler, "--host", self.address(host), "--name", host]
+        command += ["--nthreads", "1", "--no-dashboard"]
+        return self.popen(host, command, self.logs / f"{host}.log")
+
+    def replace_worker(self, host: str) -> None:
+        """A new worker process on ``host`` (the one cut off was given up by the scheduler and stays out)."""
+        stop(self.workers[host])
+        self.workers[host] = self.start_worker(host)
+
     def set_link(self, host: str, state: str) -> None:
         """Cut ("down") or mend ("up") the host's network link."""
         ip("-n", self.namespace(host), "link", "set", self.link(host), state)
@@ -73,6 +85,16 @@ class Hosts:
         )
         assert done.returncode == 0, done.stderr[-4000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _make_namespaces(hosts: Hosts) -> None:
@@ -103,7 +125,7 @@ def hosts(tmp_path_factory):
     if os.geteuid() != 0 or shutil.which("ip") is None:
         pytest.fail("the multi-host tests make network namespaces: they need root and iproute2 (`ip`)")
     logs = tmp_path_factory.mktemp("hosts")
-    hosts = Hosts(prefix=f"jd{os.getpid() % 100000}", subnet=f"10.231.{random.randrange(1, 254)}")
+    hosts = Hosts(prefix=f"jd{os.getpid() % 100000}", subnet=f"10.231.{random.randrange(1, 254)}", logs=logs)
     _make_namespaces(hosts)
     processes = []
     try:
@@ -127,18 +149,9 @@ def hosts(tmp_path_factory):
                 env={**os.environ, "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": WORKER_TTL},
             )
         )
-        for worker in ("w1", "w2"):
-            command = [DASK, "worker", hosts.scheduler, "--host", hosts.address(worker), "--name", worker]
-            command += ["--nthreads", "1", "--no-dashboard"]
-            processes.append(hosts.popen(worker, command, logs / f"{worker}.log"))
-        hosts.logs = logs
+        hosts.workers = {worker: hosts.start_worker(worker) for worker in ("w1", "w2")}
         yield hosts
     finally:
-        for process in reversed(processes):  # only the processes this test started, by their PID
-            process.terminate()
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        for process in [*hosts.workers.values(), *reversed(processes)]:
+            stop(process)  # only the processes this test started, by their PID
         _remove_namespaces(hosts)

@@ -149,9 +149,106 @@ def test_a_host_cut_off_mid_trial_loses_nothing_its_trials_run_again_elsewhere(h
             client.kill()
             client.wait()
         hosts.set_link("w2", "up")
+        hosts.replace_worker("w2")
     assert client.returncode == 0, err[-4000:]
     result = json.loads(out.strip().splitlines()[-1])
     assert result["state"] == "completed" and result["trials"] == 16
     assert result["states"] == ["completed"] and result["steps"] == [10]  # nothing lost, every trial whole
     assert result["rerun"] >= 2  # the trial cut off on w2 ran again (on w1)
     assert result["took"] < 120  # bounded: the scheduler gives a silent host up after its worker TTL
+
+
+PARTITION = r"""
+import json, os, sys, time
+import torch
+import jupyter_dist as jd
+from jupyter_dist import space
+
+CLUSTER = os.environ["JUPYTER_DIST_SCHEDULER"]
+jd.get_client(CLUSTER).wait_for_workers(2, timeout=60)
+
+
+def long_training(steps=600):
+    import time
+    import torch
+    import jupyter_dist as jd
+
+    model = jd.prepare(torch.nn.Linear(64, 64))
+    for step in range(steps):
+        model(torch.randn(32, 64)).sum().backward()  # an all-reduce every step
+        jd.report(step=step, loss=float(step))
+        time.sleep(0.05)
+
+
+def cut_once_training(exp):  # a view that has the test cut w2's link once the ranks are training
+    class View:
+        cut = False
+        def start(self): pass
+        def finish(self): pass
+        def idle(self):
+            if not self.cut and any(r.steps >= 5 for r in exp.trial_records()):
+                print("CUT", flush=True)
+                sys.stdin.readline()
+                self.cut = True
+    return View()
+
+
+started = time.monotonic()
+try:
+    jd.data_parallel(long_training, workers=2, cluster=CLUSTER, progress=cut_once_training, store=False)
+    ended = "completed"
+except jd.ExperimentFailed as failed:
+    ended = str(failed)
+took = time.monotonic() - started
+print("ENDED", flush=True)
+
+
+def where(x=0.0):
+    from distributed import get_worker
+    print(get_worker().name)
+    return x
+
+
+# Rank 0's worker (w1) was blocked in an all-reduce with a rank it can no longer reach: freed, it runs the next
+# experiment.
+after = jd.hpo(where, {"x": space.uniform(0, 1)}, trials=4, metric="x", cluster=CLUSTER, progress=False,
+               store=False, timeout=60)
+print(json.dumps({"ended": ended, "took": took, "after": [after.state.value, len(after.trials)],
+                  "workers": sorted({after.logs(t).split()[0] for t in after.trials["trial_id"]})}))
+"""
+
+
+def test_a_partitioned_data_parallel_job_ends_and_frees_its_workers(hosts):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    client = subprocess.Popen(
+        ["ip", "netns", "exec", hosts.namespace("client"), sys.executable, "-c", PARTITION],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "JUPYTER_DIST_SCHEDULER": hosts.scheduler},
+    )
+    try:
+        assert client.stdout.readline().strip() == "CUT"
+        hosts.set_link("w2", "down")  # rank 0 and rank 1 can no longer reach each other, nor w2 the scheduler
+        client.stdin.write("\n")
+        client.stdin.flush()
+        out, err = client.communicate(timeout=240)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        hosts.set_link("w2", "up")
+        hosts.replace_worker("w2")
+    assert client.returncode == 0, err[-4000:]
+    lines = out.strip().splitlines()
+    assert "ENDED" in lines  # no hang
+    result = json.loads(lines[-1])
+    assert "rank 1's worker" in result["ended"] and "left the cluster" in result["ended"], result
+    assert hosts.address("w2") in result["ended"]
+    assert result["took"] < 120, result
+    assert result["after"] == ["completed", 4] and result["workers"] == ["w1"]  # w1 was freed
