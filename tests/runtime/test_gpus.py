@@ -121,3 +121,52 @@ def test_outside_a_trial_or_without_gpus_there_are_no_devices():
 def test_a_gpu_count_that_cannot_work_is_refused_by_name(options, message):
     with pytest.raises(jd.ArgumentError, match=message):
         jd.hpo(on_gpus, {"x": space.uniform(0, 1)}, metric="x", **options)
+
+
+@pytest.mark.gpu
+def test_on_real_gpus_each_trial_computes_on_the_device_it_holds():
+    """On a machine with GPUs (skipped in CI): a worker declaring all of them, one thread per GPU; every trial
+    allocates on jupyter_dist.devices()[0], and trials running at once are on different devices."""
+    import torch
+    from distributed import Client, LocalCluster
+
+    gpus = torch.cuda.device_count()
+
+    def on_gpu(x=0.0):
+        import json
+        import time
+
+        import torch
+
+        import jupyter_dist
+
+        device = jupyter_dist.devices()[0]
+        started = time.time()
+        value = float((torch.ones(1024, device=device) * x).sum().item())
+        torch.cuda.synchronize(device)
+        time.sleep(0.3)
+        print(json.dumps({"device": str(device), "start": started, "end": time.time()}))
+        return value
+
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=gpus, resources={"GPU": gpus}, host="127.0.0.1"
+        ) as cluster,
+        Client(cluster) as gpu_client,
+    ):
+        exp = jd.hpo(
+            on_gpu,
+            {"x": space.uniform(0, 1)},
+            trials=4 * gpus,
+            metric="x",
+            cluster=gpu_client,
+            progress=False,
+            gpus_per_trial=1,
+        )
+    assert exp.state == "completed"
+    runs = [json.loads(exp.logs(t).strip().splitlines()[-1]) for t in exp.trials["trial_id"]]
+    assert {r["device"] for r in runs} <= {f"cuda:{i}" for i in range(gpus)}
+    for i, a in enumerate(runs):
+        for b in runs[i + 1 :]:
+            if _overlapping(a, b):
+                assert a["device"] != b["device"]
