@@ -9,6 +9,7 @@ Resolution order for ``cluster=None``: the cluster chosen with ``use_cluster()``
 from __future__ import annotations
 
 import atexit
+import gc
 import math
 import os
 import threading
@@ -170,21 +171,28 @@ def _connect(address: str):
         client = _remote.get(address)
         if client is not None and client.status == "running":
             return client
+        problem = None
         try:
             client = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
-            raise ClusterError(
+            problem = (
                 f"could not reach the Dask scheduler at {address!r} within {CONNECT_TIMEOUT}: {exc}. "
                 "Is the scheduler running, and is the address right?"
-            ) from None
+            )
         except TypeError:  # distributed's words for "no TLS context": no certificate configured
             if not address.startswith("tls://"):
                 raise
-            raise ClusterError(
+            problem = (
                 f"{address!r} is a TLS scheduler and this kernel has no TLS certificate for it: set Dask's "
                 "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and .client.key, or pass "
                 "cluster= a Client made with distributed.Security(...)"
-            ) from None
+            )
+        if problem is not None:
+            # The half-made Client lives on in reference cycles. Collected whenever the garbage collector next
+            # runs, its __del__ closed it from wherever that was and could block on distributed's loop-runner
+            # lock (seen once: a refused TLS client held a test until its 300 s timeout). Collect it here.
+            gc.collect()
+            raise ClusterError(problem)
         _remote[address] = client
         return client
 
