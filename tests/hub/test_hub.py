@@ -98,6 +98,11 @@ def test_the_cell_ran_on_the_users_own_gateway_cluster(hub, alice_run):
     assert status == 200
     mine = [e for e in listing["experiments"] if e["id"] == alice_run["id"]]
     assert mine and mine[0]["state"] == "completed" and mine[0]["trials_done"] == 6
+    # It ran on that cluster: its scheduler's address, through the gateway's proxy, names it.
+    status, detail = request(
+        f"{alice_run['server']}/jupyter-dist/api/experiments/{alice_run['id']}", alice_run["token"]
+    )
+    assert status == 200 and detail["about"]["cluster"].endswith(f"/{alice_run['name']}"), detail["about"]
 
 
 def test_the_dashboard_link_goes_through_the_users_server(hub, alice_run):
