@@ -114,6 +114,8 @@ def test_a_bare_tls_address_uses_dasks_tls_config(tls):
 
 def test_data_parallel_ranks_meet_on_a_tls_cluster(tls):
     _, _, client = tls
+    # Both workers: once (a fresh-clone run) one was missing here, gone or restarting after the tests before.
+    client.wait_for_workers(2, timeout=60)
 
     def train():
         import torch
