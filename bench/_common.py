@@ -73,6 +73,12 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -192,9 +198,7 @@ def contention_note(cpu: dict[str, Any]) -> str:
 def jupyter_server(app: str, root: str, store: str, *args: str):
     """A real ``jupyter server`` (app "jupyter_server") or JupyterLab ("jupyterlab") on 127.0.0.1 reading
     ``store``, started and stopped here; yields (base URL, token) once it answers."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     token = secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_DIST_STORE": store, "JUPYTER_TOKEN": token}
     server = subprocess.Popen(

@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 import bench_dispatch  # noqa: E402
 import bench_streaming  # noqa: E402
 import cloudpickle  # noqa: E402
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, free_port, header, median, write_result  # noqa: E402
 
 ROUNDS = 3
 DISPATCH_TRIALS = 300
@@ -64,14 +64,6 @@ exp = jupyter_dist.hpo(first, {"x": space.uniform(0, 1)}, trials=1, metric="valu
                        sampler="random", progress=False, store=False)
 print(json.dumps({"first_trial_running_s": exp.trial_records()[0].value - t0}))
 """
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def gateway_env(proxy: int, keep: bool) -> dict[str, str]:

@@ -26,7 +26,7 @@ import bench_ddp  # noqa: E402
 import bench_dispatch  # noqa: E402
 import bench_streaming  # noqa: E402
 import cloudpickle  # noqa: E402
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, free_port, header, median, write_result  # noqa: E402
 
 ROUNDS = 2
 DISPATCH_TRIALS = 300
@@ -34,14 +34,6 @@ STREAM_SECONDS = 3.0
 STREAM_RATE = 2500.0
 DDP_STEPS = 10
 DASK = str(Path(sys.executable).with_name("dask"))
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def certificates(root: Path) -> dict[str, list[str]]:

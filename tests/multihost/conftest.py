@@ -74,6 +74,33 @@ class Hosts:
         """Cut ("down") or mend ("up") the host's network link."""
         ip("-n", self.namespace(host), "link", "set", self.link(host), state)
 
+    def run_client_cutting(self, script: str, host: str, timeout: float = 240) -> tuple[str, str]:
+        """Run ``script`` on the client host; when it prints "CUT" and waits for a line on stdin, cut ``host``'s
+        link and let it go on. Its (stdout, stderr) once it ends; the link is mended and the host's worker, which
+        the scheduler gave up on, replaced."""
+        client = subprocess.Popen(
+            ["ip", "netns", "exec", self.namespace("client"), sys.executable, "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "JUPYTER_DIST_SCHEDULER": self.scheduler},
+        )
+        try:
+            assert client.stdout.readline().strip() == "CUT", client.stderr.read()[-4000:]
+            self.set_link(host, "down")
+            client.stdin.write("\n")
+            client.stdin.flush()
+            out, err = client.communicate(timeout=timeout)
+        finally:
+            if client.poll() is None:
+                client.kill()
+                client.wait()
+            self.set_link(host, "up")
+            self.replace_worker(host)
+        assert client.returncode == 0, err[-4000:]
+        return out, err
+
     def run_client(self, script: str, timeout: float = 300) -> dict:
         """Run ``script`` (Python printing one JSON line last) on the client host; what it printed."""
         done = subprocess.run(

@@ -4,6 +4,8 @@ equals one process training on the whole batch."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytestmark = pytest.mark.timeout(600)
@@ -125,32 +127,7 @@ print(json.dumps({
 
 
 def test_a_host_cut_off_mid_trial_loses_nothing_its_trials_run_again_elsewhere(hosts):
-    import json
-    import os
-    import subprocess
-    import sys
-
-    client = subprocess.Popen(
-        ["ip", "netns", "exec", hosts.namespace("client"), sys.executable, "-c", CUT],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "JUPYTER_DIST_SCHEDULER": hosts.scheduler},
-    )
-    try:
-        assert client.stdout.readline().strip() == "CUT"
-        hosts.set_link("w2", "down")  # mid-trial: w2 is running one
-        client.stdin.write("\n")
-        client.stdin.flush()
-        out, err = client.communicate(timeout=240)
-    finally:
-        if client.poll() is None:
-            client.kill()
-            client.wait()
-        hosts.set_link("w2", "up")
-        hosts.replace_worker("w2")
-    assert client.returncode == 0, err[-4000:]
+    out, _ = hosts.run_client_cutting(CUT, "w2")  # mid-trial: w2 is running one
     result = json.loads(out.strip().splitlines()[-1])
     assert result["state"] == "completed" and result["trials"] == 16
     assert result["states"] == ["completed"] and result["steps"] == [10]  # nothing lost, every trial whole
@@ -219,32 +196,8 @@ print(json.dumps({"ended": ended, "took": took, "after": [after.state.value, len
 
 
 def test_a_partitioned_data_parallel_job_ends_and_frees_its_workers(hosts):
-    import json
-    import os
-    import subprocess
-    import sys
-
-    client = subprocess.Popen(
-        ["ip", "netns", "exec", hosts.namespace("client"), sys.executable, "-c", PARTITION],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "JUPYTER_DIST_SCHEDULER": hosts.scheduler},
-    )
-    try:
-        assert client.stdout.readline().strip() == "CUT"
-        hosts.set_link("w2", "down")  # rank 0 and rank 1 can no longer reach each other, nor w2 the scheduler
-        client.stdin.write("\n")
-        client.stdin.flush()
-        out, err = client.communicate(timeout=240)
-    finally:
-        if client.poll() is None:
-            client.kill()
-            client.wait()
-        hosts.set_link("w2", "up")
-        hosts.replace_worker("w2")
-    assert client.returncode == 0, err[-4000:]
+    # Cut while training: rank 0 and rank 1 can no longer reach each other, nor w2 the scheduler.
+    out, _ = hosts.run_client_cutting(PARTITION, "w2")
     lines = out.strip().splitlines()
     assert "ENDED" in lines  # no hang
     result = json.loads(lines[-1])
