@@ -56,12 +56,19 @@ def run_experiment(
         client = get_client(cluster)
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
-        # Too few workers for one data-parallel trial: say so before anything starts.
-        fits = launcher.capacity()
-        # Single-task trials with no number given follow the cluster as it grows or shrinks (an adaptive one is
-        # filled to its maximum: the queued trials are what makes it grow).
-        follow = launcher.capacity_to_fill if not ranks and parallel is None else None
-        parallel = min(parallel or fits, fits) if ranks else (parallel or launcher.capacity_to_fill())
+        follow = None
+        if ranks:
+            fits = (
+                launcher.capacity()
+            )  # too few workers for one data-parallel trial: said before anything starts
+            parallel = min(parallel or fits, fits)
+        else:
+            # One scheduler round trip, also when parallel is given: trials needing resources no worker declares
+            # are refused here. With no number given they follow the cluster as it grows or shrinks (an adaptive
+            # one is filled to its maximum: the queued trials are what makes it grow).
+            fits = launcher.capacity_to_fill()
+            if parallel is None:
+                parallel, follow = fits, launcher.capacity_to_fill
         if preamble:
             preamble.phase("checking the function on a worker…")
         launcher.check_function()
