@@ -18,9 +18,9 @@ from hubtools import (
     USERS,
     Hub,
     free_port,
-    stop,
     wait_for,
 )
+from process_tools import stop
 
 
 @pytest.fixture(scope="module")

@@ -164,13 +164,3 @@ def wait_for(url: str, process: subprocess.Popen, log: Path) -> None:
         except OSError:  # not listening yet, or (the proxy before the hub's routes are in) a 404
             time.sleep(0.3)
     raise RuntimeError(f"{url} did not answer within {START_TIMEOUT_S}s:\n{log.read_text()[-4000:]}")
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

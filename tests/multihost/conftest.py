@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from process_tools import stop
 
 DASK = str(Path(sys.executable).with_name("dask"))
 HOSTS = ("sched", "w1", "w2", "client")
@@ -112,16 +113,6 @@ class Hosts:
         )
         assert done.returncode == 0, done.stderr[-4000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _make_namespaces(hosts: Hosts) -> None:

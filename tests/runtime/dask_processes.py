@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+from process_tools import stop
+
 import jupyter_dist as jd
 from jupyter_dist.runtime import _cluster
 
@@ -49,8 +51,7 @@ def dask_cluster(
         if cached is not None:
             cached.close()
         for proc in reversed(procs):  # only the processes this test started, by their PID
-            proc.terminate()
-            proc.wait(timeout=30)
+            stop(proc)
 
 
 def most_at_once(intervals: list[tuple[float, float]]) -> int:
