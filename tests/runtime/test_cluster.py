@@ -199,9 +199,9 @@ def test_a_scheduler_that_goes_away_ends_the_run_within_seconds_as_interrupted()
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    killer = threading.Timer(4.0, scheduler.kill)
+    killer = threading.Timer(4.0, scheduler.kill)  # mid-run, with trials finished and trials running
     try:
-        jd.get_client(address).wait_for_workers(2, timeout=60)  # mid-run, with trials finished and trials running
+        jd.get_client(address).wait_for_workers(2, timeout=60)
         killer.start()
         started = time.monotonic()
         with pytest.raises(jd.ExperimentFailed, match="lost the Dask scheduler") as failed:
