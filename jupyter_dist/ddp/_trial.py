@@ -107,10 +107,20 @@ class DataParallelTrial:
                 wait_for_workers=True,
             )
         except (RuntimeError, dist.DistError) as exc:
+            where = f"{info.host}:{info.port}"
+            if info.rank and isinstance(exc, dist.DistNetworkError):  # it never got through to rank 0's store
+                raise RendezvousError(
+                    f"rank {info.rank} of {info.world} cannot reach rank 0 at {where} (tried for "
+                    f"{self.rendezvous_timeout:g}s): the workers must reach each other on the address of "
+                    "rank 0's worker. A firewall between the hosts, or a worker whose Dask address is not "
+                    f"routable from the others, blocks it ({exc})"
+                ) from None
             raise RendezvousError(
                 f"rank {info.rank} of {info.world}: not every rank joined within "
-                f"{self.rendezvous_timeout:g}s at {info.host}:{info.port}. Dask does not start a job's "
-                f"ranks together: the job needs {info.world} workers free at the same time ({exc})"
+                f"{self.rendezvous_timeout:g}s at {where}. Either the others never started (Dask does not "
+                f"start a job's ranks together: the job needs {info.world} workers free at the same time), "
+                f"or they cannot reach {where} (a firewall between the hosts, or a worker address the "
+                f"others cannot route to) ({exc})"
             ) from None
 
 

@@ -1,5 +1,4 @@
-"""Several "hosts" on one machine: network namespaces with their own addresses on a bridge (iproute2, veth pairs),
-made and removed by the test; no traffic leaves the machine. A `dask scheduler` runs in one namespace, a
+"""Several "hosts" on one machine (tests/namespaces.py): a `dask scheduler` runs in one network namespace, a
 `dask worker` in each of two others, and the experiment's client (the kernel's side) in a fourth.
 
 Each namespace's hostname still resolves to 127.0.0.1 (/etc/hosts is shared): exactly the situation where gloo,
@@ -10,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from namespaces import Network, can_make_namespaces
 from process_tools import stop
 
 DASK = str(Path(sys.executable).with_name("dask"))
@@ -26,40 +24,15 @@ SCHEDULER_PORT = 8786
 WORKER_TTL = "6s"
 
 
-def ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
-
-
-@dataclass
-class Hosts:
-    prefix: str
-    subnet: str  # "10.231.N" (the hosts are .1 .. .4, in HOSTS order)
+@dataclass(kw_only=True)
+class Hosts(Network):
+    names: tuple[str, ...] = HOSTS
     logs: Path
     workers: dict[str, subprocess.Popen] = field(default_factory=dict)  # host -> its `dask worker` process
-
-    def namespace(self, host: str) -> str:
-        return f"{self.prefix}-{host}"
-
-    def address(self, host: str) -> str:
-        return f"{self.subnet}.{HOSTS.index(host) + 1}"
-
-    def link(self, host: str) -> str:
-        """The host's network interface, inside its namespace."""
-        return f"{self.prefix}p{HOSTS.index(host)}"
 
     @property
     def scheduler(self) -> str:
         return f"tcp://{self.address('sched')}:{SCHEDULER_PORT}"
-
-    def popen(self, host: str, command: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
-        # `ip netns exec` execs the command: the Popen's pid is the command's own, which the test stops.
-        with open(log, "wb") as out:
-            return subprocess.Popen(
-                ["ip", "netns", "exec", self.namespace(host), *command],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
 
     def start_worker(self, host: str) -> subprocess.Popen:
         command = [DASK, "worker", self.scheduler, "--host", self.address(host), "--name", host]
@@ -70,10 +43,6 @@ class Hosts:
         """A new worker process on ``host`` (the one cut off was given up by the scheduler and stays out)."""
         stop(self.workers[host])
         self.workers[host] = self.start_worker(host)
-
-    def set_link(self, host: str, state: str) -> None:
-        """Cut ("down") or mend ("up") the host's network link."""
-        ip("-n", self.namespace(host), "link", "set", self.link(host), state)
 
     def run_client_cutting(self, script: str, host: str, timeout: float = 240) -> tuple[str, str]:
         """Run ``script`` on the client host; when it prints "CUT" and waits for a line on stdin, cut ``host``'s
@@ -115,36 +84,14 @@ class Hosts:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _make_namespaces(hosts: Hosts) -> None:
-    bridge = f"{hosts.prefix}br"
-    ip("link", "add", bridge, "type", "bridge")
-    ip("link", "set", bridge, "up")
-    for i, host in enumerate(HOSTS):
-        ns, outside, inside = hosts.namespace(host), f"{hosts.prefix}v{i}", hosts.link(host)
-        ip("netns", "add", ns)
-        ip("link", "add", outside, "type", "veth", "peer", "name", inside)
-        ip("link", "set", inside, "netns", ns)
-        ip("link", "set", outside, "master", bridge)
-        ip("link", "set", outside, "up")
-        ip("-n", ns, "addr", "add", f"{hosts.address(host)}/24", "dev", inside)
-        ip("-n", ns, "link", "set", inside, "up")
-        ip("-n", ns, "link", "set", "lo", "up")
-
-
-def _remove_namespaces(hosts: Hosts) -> None:
-    for host in HOSTS:  # a namespace takes its end of the veth pair with it, and the pair goes
-        subprocess.run(["ip", "netns", "del", hosts.namespace(host)], capture_output=True)
-    subprocess.run(["ip", "link", "del", f"{hosts.prefix}br"], capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def hosts(tmp_path_factory):
     """Four namespaces on a bridge, a scheduler on "sched" and a one-thread worker on "w1" and on "w2"."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
+    if not can_make_namespaces():
         pytest.fail("the multi-host tests make network namespaces: they need root and iproute2 (`ip`)")
     logs = tmp_path_factory.mktemp("hosts")
-    hosts = Hosts(prefix=f"jd{os.getpid() % 100000}", subnet=f"10.231.{random.randrange(1, 254)}", logs=logs)
-    _make_namespaces(hosts)
+    hosts = Hosts(logs=logs)
+    hosts.make()
     processes = []
     try:
         sched = hosts.address("sched")
@@ -172,4 +119,4 @@ def hosts(tmp_path_factory):
     finally:
         for process in [*hosts.workers.values(), *reversed(processes)]:
             stop(process)  # only the processes this test started, by their PID
-        _remove_namespaces(hosts)
+        hosts.remove()

@@ -5,6 +5,7 @@ equals one process training on the whole batch."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -205,3 +206,36 @@ def test_a_partitioned_data_parallel_job_ends_and_frees_its_workers(hosts):
     assert hosts.address("w2") in result["ended"]
     assert result["took"] < 120, result
     assert result["after"] == ["completed", 4] and result["workers"] == ["w1"]  # w1 was freed
+
+
+UNREACHABLE = r"""
+import json, os
+import torch
+import jupyter_dist as jd
+
+CLUSTER = os.environ["JUPYTER_DIST_SCHEDULER"]
+jd.get_client(CLUSTER).wait_for_workers(2, timeout=60)
+
+
+def training():
+    model = jd.prepare(torch.nn.Linear(4, 1))
+    model(torch.randn(2, 4)).sum().backward()
+
+
+try:
+    jd.data_parallel(training, workers=2, cluster=CLUSTER, progress=False, store=False, rendezvous_timeout=5)
+    ended = "completed"
+except jd.ExperimentFailed as failed:
+    ended = str(failed)
+print(json.dumps({"ended": ended}))
+"""
+
+
+def test_a_rank_that_cannot_reach_rank_0_fails_naming_the_address(hosts):
+    # Both workers still reach the scheduler (and the client), but not each other: the rendezvous cannot happen.
+    with hosts.separated("w1", "w2"):
+        ended = hosts.run_client(UNREACHABLE, timeout=120)["ended"]
+    # Rank 0 gave up waiting, or rank 1 gave up connecting, whichever first: either way the rendezvous address
+    # (rank 0's worker's, host and port) and reachability are named.
+    either = "|".join(re.escape(hosts.address(worker)) for worker in ("w1", "w2"))
+    assert re.search(rf"cannot reach (rank 0 at )?({either}):\d+", ended), ended
