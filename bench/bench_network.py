@@ -1,18 +1,24 @@
-"""TLS on vs off: the same experiments on two clusters of the same shape, one `tls://` (certificates from a test CA),
-one `tcp://`, interleaved in one run.
+"""Across hosts vs loopback, TLS on vs off: the same experiments on four clusters of the same shape, in one run.
 
-Each cluster is a `dask scheduler` and `dask worker --nworkers 2 --nthreads 1` on 127.0.0.1, started and stopped
-here. Measured on each, 2 rounds after a warm-up: dispatch (300 no-op trials, bench_dispatch's), streaming (2
-trials at 2 x 2,500 reports/s for 3 s, bench_streaming's: delivered/s, p50/p99 report->kernel latency) and
-data-parallel training at 2 ranks (bench_ddp's MLP, 10 timed steps: samples/s). The data-parallel gradients
-travel over gloo's own TCP connections, which TLS on the Dask side does not cover (README, Security): the
-difference there is the rendezvous and the reports only.
+Each cluster is a `dask scheduler` and two `dask worker --nthreads 1`, started and stopped here:
+- "loopback": all on 127.0.0.1 (this machine's own namespace);
+- "hosts": the scheduler and each worker in a network namespace of its own, with its own address on a bridge
+  (tests/namespaces.py, as the multi-host tests make them); this process reaches them over the bridge, which
+  has an address of its own (a fourth host). Needs root and iproute2; without them only loopback is measured.
+Each is run `tcp://` and `tls://` (certificates from a test CA, trustme). Measured on each, 2 rounds interleaved
+after a warm-up: dispatch (300 no-op trials, bench_dispatch's), streaming (2 trials at 2 x 2,500 reports/s for 3
+s, bench_streaming's: delivered/s, p50/p99 report->kernel latency) and data-parallel training at 2 ranks
+(bench_ddp's MLP, 10 timed steps: samples/s). The gradients travel over gloo's own TCP connections, which TLS on
+the Dask side does not cover (README, Security): TLS changes the rendezvous and the reports there, not the
+all-reduce.
 
-Run: ``.venv/bin/python bench/bench_tls.py`` (writes bench/results/tls.json).
+Run: ``.venv/bin/python bench/bench_network.py`` (writes bench/results/network.json).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,12 +27,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # the namespaces the multi-host tests use
 
 import bench_ddp  # noqa: E402
 import bench_dispatch  # noqa: E402
 import bench_streaming  # noqa: E402
 import cloudpickle  # noqa: E402
 from _common import CpuMonitor, contention_note, free_port, header, median, write_result  # noqa: E402
+from namespaces import Network, can_make_namespaces  # noqa: E402
 
 ROUNDS = 2
 DISPATCH_TRIALS = 300
@@ -34,17 +42,18 @@ STREAM_SECONDS = 3.0
 STREAM_RATE = 2500.0
 DDP_STEPS = 10
 DASK = str(Path(sys.executable).with_name("dask"))
+QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
 
-def certificates(root: Path) -> dict[str, list[str]]:
-    """A test CA (trustme) and a certificate per role: each role's `--tls-*` arguments."""
+def certificates(root: Path, addresses: list[str]) -> dict[str, list[str]]:
+    """A test CA (trustme) and a certificate per role, valid for ``addresses``: each role's `--tls-*` arguments."""
     import trustme
 
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(root / "ca.pem"))
     args = {}
     for role in ("scheduler", "worker", "client"):
-        issued = ca.issue_cert("127.0.0.1", "localhost")
+        issued = ca.issue_cert("localhost", *addresses)
         issued.cert_chain_pems[0].write_to_path(str(root / f"{role}.pem"))
         issued.private_key_pem.write_to_path(str(root / f"{role}-key.pem"))
         args[role] = ["--tls-ca-file", str(root / "ca.pem"), "--tls-cert", str(root / f"{role}.pem")]
@@ -52,15 +61,43 @@ def certificates(root: Path) -> dict[str, list[str]]:
     return args
 
 
-def start_cluster(protocol: str, tls_args: dict[str, list[str]] | None) -> tuple[str, list[subprocess.Popen]]:
+def loopback_cluster(protocol: str, tls: dict | None, started: list[subprocess.Popen]) -> str:
     port = free_port()
     address = f"{protocol}://127.0.0.1:{port}"
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     scheduler = [DASK, "scheduler", "--protocol", protocol, "--host", "127.0.0.1", "--port", str(port)]
-    scheduler += ["--dashboard-address", ":0", *(tls_args["scheduler"] if tls_args else [])]
+    started.append(
+        subprocess.Popen([*scheduler, "--dashboard-address", ":0", *tls_for(tls, "scheduler")], **QUIET)
+    )
     worker = [DASK, "worker", address, "--nworkers", "2", "--nthreads", "1", "--no-dashboard"]
-    worker += tls_args["worker"] if tls_args else []
-    return address, [subprocess.Popen(scheduler, **quiet), subprocess.Popen(worker, **quiet)]
+    started.append(subprocess.Popen([*worker, *tls_for(tls, "worker")], **QUIET))
+    return address
+
+
+def hosts_cluster(net: Network, protocol: str, tls: dict | None, started: list[subprocess.Popen]) -> str:
+    port = (
+        8786 if protocol == "tcp" else 8787
+    )  # the scheduler host's own namespace: nothing else listens there
+    address = f"{protocol}://{net.address('sched')}:{port}"
+    scheduler = [
+        DASK,
+        "scheduler",
+        "--protocol",
+        protocol,
+        "--host",
+        net.address("sched"),
+        "--port",
+        str(port),
+    ]
+    scheduler += ["--dashboard-address", ":0", *tls_for(tls, "scheduler")]
+    started.append(net.popen("sched", scheduler, None))
+    for host in ("w1", "w2"):
+        worker = [DASK, "worker", address, "--host", net.address(host), "--nthreads", "1", "--no-dashboard"]
+        started.append(net.popen(host, [*worker, *tls_for(tls, "worker")], None, env=dict(os.environ)))
+    return address
+
+
+def tls_for(tls: dict | None, role: str) -> list[str]:
+    return tls[role] if tls else []
 
 
 def figures(client) -> dict:
@@ -92,58 +129,71 @@ def main() -> dict:
 
     for module in (bench_dispatch, bench_streaming, bench_ddp):  # the workers cannot import them by name
         cloudpickle.register_pickle_by_value(module)
-    root = Path(tempfile.mkdtemp(prefix="bench-tls-"))
-    tls_args = certificates(root)
-    tcp_address, processes = start_cluster("tcp", None)
-    tls_address, more = start_cluster("tls", tls_args)
-    processes += more
+    net = Network(names=("sched", "w1", "w2"), outside=True) if can_make_namespaces() else None
+    root = Path(tempfile.mkdtemp(prefix="bench-network-"))
+    tls = certificates(root, ["127.0.0.1", *([net.address(h) for h in net.names] if net else [])])
+    security = Security(
+        tls_ca_file=str(root / "ca.pem"),
+        tls_client_cert=str(root / "client.pem"),
+        tls_client_key=str(root / "client-key.pem"),
+        require_encryption=True,
+    )
+    started: list[subprocess.Popen] = []
+    clients: dict[str, Client] = {}
+    runs: dict[str, list[dict]] = {}
     cpu = CpuMonitor()
     wall0 = time.perf_counter()
-    try:
-        security = Security(
-            tls_ca_file=str(root / "ca.pem"),
-            tls_client_cert=str(root / "client.pem"),
-            tls_client_key=str(root / "client-key.pem"),
-            require_encryption=True,
-        )
-        clients = {
-            "tcp": Client(tcp_address, timeout="30s", set_as_default=False),
-            "tls": Client(tls_address, security=security, timeout="30s", set_as_default=False),
+    with contextlib.ExitStack() as stack:
+        if net:
+            net.make()
+            stack.callback(net.remove)
+        stack.callback(stop_all, started)
+        addresses = {
+            "loopback tcp": loopback_cluster("tcp", None, started),
+            "loopback tls": loopback_cluster("tls", tls, started),
         }
-        for client in clients.values():
-            client.wait_for_workers(2, timeout=60)
-            figures(client)  # warm-up
-        runs: dict[str, list[dict]] = {"tcp": [], "tls": []}
+        if net:
+            addresses["hosts tcp"] = hosts_cluster(net, "tcp", None, started)
+            addresses["hosts tls"] = hosts_cluster(net, "tls", tls, started)
+        for name, address in addresses.items():
+            secure = {"security": security} if name.endswith("tls") else {}
+            clients[name] = Client(address, timeout="30s", set_as_default=False, **secure)
+            stack.callback(clients[name].close)
+            clients[name].wait_for_workers(2, timeout=60)
+            figures(clients[name])  # warm-up
+            runs[name] = []
         for _ in range(ROUNDS):
-            for side, client in clients.items():
-                runs[side].append(figures(client))
-        for client in clients.values():
-            client.close()
-    finally:
-        for process in reversed(processes):  # only the processes started here, by their PID
-            process.terminate()
-            process.wait(30)
+            for name, client in clients.items():
+                runs[name].append(figures(client))
     contention = cpu.stop()
-    medians = {side: {key: median([r[key] for r in rs]) for key in rs[0]} for side, rs in runs.items()}
+    medians = {name: {key: median([r[key] for r in rs]) for key in rs[0]} for name, rs in runs.items()}
     result = header(
-        "tls",
+        "network",
         {
             "rounds": ROUNDS,
-            "cluster": "dask scheduler + dask worker --nworkers 2 --nthreads 1 on 127.0.0.1, tcp:// and tls://",
+            "clusters": {
+                "loopback": "dask scheduler + dask worker --nworkers 2 --nthreads 1 on 127.0.0.1",
+                "hosts": "dask scheduler and 2 x dask worker --nthreads 1, each in a network namespace on a "
+                "bridge; this process over the bridge"
+                + ("" if net else " (not run: needs root and iproute2)"),
+            },
             "dispatch_trials": DISPATCH_TRIALS,
             "stream": f"2 trials x {STREAM_RATE:g} reports/s for {STREAM_SECONDS:g} s",
             "ddp": f"bench_ddp.train, 2 ranks x 1 thread, {DDP_STEPS} timed steps",
         },
     )
-    tls, tcp = medians["tls"], medians["tcp"]
     result.update(
         {
             "median": medians,
             "all": runs,
-            "ratios_tls_vs_tcp": {
-                "dispatch": tls["dispatch_trials_per_s"] / tcp["dispatch_trials_per_s"],
-                "stream_p50": tls["stream_p50_s"] / tcp["stream_p50_s"],
-                "ddp_samples_per_s": tls["ddp_2_ranks_samples_per_s"] / tcp["ddp_2_ranks_samples_per_s"],
+            "ratios": {
+                f"{a} vs {b}": ratios(medians[a], medians[b])
+                for a, b in [
+                    ("loopback tls", "loopback tcp"),
+                    ("hosts tcp", "loopback tcp"),
+                    ("hosts tls", "hosts tcp"),
+                ]
+                if a in medians
             },
             "wall_s": time.perf_counter() - wall0,
             "cpu_contention": contention,
@@ -153,17 +203,32 @@ def main() -> dict:
     return result
 
 
+def ratios(a: dict, b: dict) -> dict:
+    return {
+        "dispatch": a["dispatch_trials_per_s"] / b["dispatch_trials_per_s"],
+        "stream_p50": a["stream_p50_s"] / b["stream_p50_s"],
+        "ddp_samples_per_s": a["ddp_2_ranks_samples_per_s"] / b["ddp_2_ranks_samples_per_s"],
+    }
+
+
+def stop_all(started: list[subprocess.Popen]) -> None:
+    for process in reversed(started):  # only the processes started here, by their PID
+        process.terminate()
+        process.wait(30)
+
+
 def summary(result: dict) -> str:
-    tls, tcp = result["median"]["tls"], result["median"]["tcp"]
-    return (
-        f"TLS vs tcp: dispatch {tls['dispatch_trials_per_s']:.0f} vs {tcp['dispatch_trials_per_s']:.0f} trials/s; "
-        f"streaming p50 {tls['stream_p50_s'] * 1000:.1f} vs {tcp['stream_p50_s'] * 1000:.1f} ms, p99 "
-        f"{tls['stream_p99_s'] * 1000:.0f} vs {tcp['stream_p99_s'] * 1000:.0f} ms; data-parallel "
-        f"{tls['ddp_2_ranks_samples_per_s']:,.0f} vs {tcp['ddp_2_ranks_samples_per_s']:,.0f} samples/s"
-    )
+    lines = []
+    for name, m in result["median"].items():
+        lines.append(
+            f"{name}: dispatch {m['dispatch_trials_per_s']:.0f} trials/s; streaming "
+            f"{m['stream_delivered_per_s']:,.0f}/s p50 {m['stream_p50_s'] * 1000:.1f} ms p99 "
+            f"{m['stream_p99_s'] * 1000:.0f} ms; data-parallel {m['ddp_2_ranks_samples_per_s']:,.0f} samples/s"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
     outcome = main()
-    print(write_result("tls", outcome))
+    print(write_result("network", outcome))
     print(summary(outcome))
