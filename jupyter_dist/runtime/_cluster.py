@@ -199,7 +199,9 @@ def _connect(address: str):
 
 def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **options: Any):
     """The client of the embedded LocalCluster, started on first use and reused by later cells."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from ._local_cluster import EmbeddedLocalCluster
 
     with _lock:
         client = _local.get("client")
@@ -208,7 +210,7 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
         # Non-daemonic worker processes, so a trial can start processes of its own: DataLoader(num_workers>0)
         # fails in a daemonic one ("daemonic processes are not allowed to have children").
         with dask.config.set({"distributed.worker.daemon": False, **embedded_cluster_config()}):
-            cluster = LocalCluster(
+            cluster = EmbeddedLocalCluster(
                 n_workers=n_workers or min(os.cpu_count() or 1, 8),
                 threads_per_worker=threads_per_worker,
                 processes=True,

@@ -1,0 +1,55 @@
+"""The embedded cluster's LocalCluster, less two faults of distributed 2026.8 that only show once a worker is
+restarted (a data-parallel rank stuck in a collective is, runtime/_launcher.py).
+
+A restarted worker came back daemonic: the nanny takes the worker process's daemon flag from the global dask
+config when it starts each process, not from the config it was made with, and the embedded cluster sets
+``distributed.worker.daemon: False`` only while it starts (a daemonic worker cannot run DataLoader(num_workers>0)).
+Its nannies here start every worker process with that setting.
+
+And when a worker leaves the scheduler, SpecCluster checks ``distributed.deploy.lost-worker-timeout`` (15 s) later
+whether a worker of that name is back, and if not, closes its nanny for good. The check does not ask whether the
+worker is on its way back: a worker restarted twice within those 15 s (two data-parallel runs in a row whose
+stuck ranks were restarted, runtime/_launcher.py) is missing at that moment only because its second restart is
+under way, and the first restart's stale check closed its nanny: the cluster stayed a worker short, and the
+next data-parallel run could not be placed. Here a worker whose nanny is still running is not lost: the nanny
+brings its worker process back whenever that process ends (a nanny that gave up has closed itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import dask
+from dask.utils import parse_timedelta
+from distributed import LocalCluster, Nanny
+from distributed.core import Status
+from distributed.deploy.cluster import Cluster
+
+
+class EmbeddedNanny(Nanny):
+    async def instantiate(self):
+        # Set for the moment the process starts; the setting is global, but only nannies read it.
+        with dask.config.set({"distributed.worker.daemon": False}):
+            return await super().instantiate()
+
+
+class EmbeddedLocalCluster(LocalCluster):
+    def __init__(self, **options) -> None:
+        super().__init__(worker_class=EmbeddedNanny, **options)
+
+    def _update_worker_status(self, op, msg):
+        if op != "remove":
+            return super()._update_worker_status(op, msg)
+        name = self.scheduler_info["workers"][msg]["name"]
+
+        def close_if_lost() -> None:
+            nanny = self.workers.get(name)
+            back = any(info["name"] == name for info in self.scheduler_info["workers"].values())
+            if nanny is not None and not back and nanny.status is not Status.running:
+                self._futures.add(asyncio.ensure_future(nanny.close()))
+                del self.workers[name]
+
+        delay = parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout"))
+        asyncio.get_running_loop().call_later(delay, close_if_lost)
+        # What SpecCluster's own version does next (it would also schedule its check, which this replaces).
+        Cluster._update_worker_status(self, op, msg)

@@ -1,0 +1,24 @@
+"""The embedded cluster keeps a worker that is being restarted, and restarts it as it started it
+(runtime/_local_cluster.py)."""
+
+import multiprocessing
+import time
+
+import dask
+
+
+def test_a_worker_whose_restart_outlasts_the_lost_worker_check_stays_in_the_cluster(client):
+    # distributed's SpecCluster gives a worker up (closes its nanny for good) when it is still missing this long
+    # after it left; a restart takes about 2 s here (the process ends, a new one is spawned), so with the check
+    # at 0.2 s every restart meets it mid-way, as a second restart within 15 s of a first one does by default
+    # (two data-parallel runs in a row whose stuck ranks were restarted). Stock LocalCluster loses the worker.
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.2s"}):
+        names = sorted(info["name"] for info in client.scheduler_info()["workers"].values())
+        restarted = next(iter(client.scheduler_info()["workers"]))
+        client.restart_workers([restarted], timeout=60)
+        time.sleep(2)  # past the check
+    client.wait_for_workers(2, timeout=60)
+    assert sorted(info["name"] for info in client.scheduler_info()["workers"].values()) == names
+    assert sorted(client.cluster.workers) == names  # both nannies still there
+    # The restarted worker, too, may start processes (DataLoader(num_workers>0)): it is not daemonic.
+    assert not any(client.run(lambda: multiprocessing.current_process().daemon).values())
