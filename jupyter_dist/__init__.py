@@ -10,7 +10,19 @@ from . import _config, space  # noqa: F401 - _config: dask config defaults, load
 from ._report import Reporter, report
 from .ablation import AblationExperiment, ablate
 from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, use_cluster
-from .ddp import DataParallelExperiment, devices, is_main, prepare, rank, unwrap, world_size
+from .checkpoints import Checkpoint, checkpoint, restore
+from .ddp import (
+    DataParallelExperiment,
+    backward,
+    devices,
+    gather,
+    gather_for_metrics,
+    is_main,
+    prepare,
+    rank,
+    unwrap,
+    world_size,
+)
 from .errors import (
     AblationError,
     ArgumentError,
@@ -38,6 +50,7 @@ __all__ = [
     "AblationExperiment",
     "ArgumentError",
     "Best",
+    "Checkpoint",
     "ClusterError",
     "ClusterLost",
     "DataParallelExperiment",
@@ -58,11 +71,15 @@ __all__ = [
     "TrialState",
     "ablate",
     "ablation",
+    "backward",
+    "checkpoint",
     "cluster_info",
     "close_local_cluster",
     "data_parallel",
     "devices",
     "experiments",
+    "gather",
+    "gather_for_metrics",
     "get_client",
     "hpo",
     "is_main",
@@ -71,6 +88,7 @@ __all__ = [
     "prepare",
     "rank",
     "report",
+    "restore",
     "space",
     "unwrap",
     "use_cluster",

@@ -11,6 +11,7 @@ import platform
 from collections.abc import Callable
 from typing import Any
 
+from .checkpoints import checkpoint_plan
 from .errors import ClusterLost, ExperimentFailed, MetricError
 from .experiment import Experiment
 from .protocol import ExperimentState, TrialState
@@ -55,7 +56,10 @@ def run_experiment(
             preamble.phase("connecting to the Dask cluster…")
         client = get_client(cluster)
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
-        launcher = DaskLauncher(client, fn, definition.id, ranks=ranks, resources=resources)
+        checkpoints = checkpoint_plan(definition.details, definition.id)
+        launcher = DaskLauncher(
+            client, fn, definition.id, ranks=ranks, resources=resources, checkpoints=checkpoints
+        )
         follow = None
         if ranks:
             fits = (
@@ -72,6 +76,8 @@ def run_experiment(
         if preamble:
             preamble.phase("checking the function on a worker…")
         launcher.check_function()
+        if resume is not None:
+            launcher.forget_stops()
     except BaseException:
         if preamble:
             preamble.clear()  # the error is what the cell shows

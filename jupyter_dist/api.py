@@ -16,6 +16,7 @@ from typing import Any
 from ._orchestrate import run_experiment
 from ._stored import experiments, finished_and_rerun, load, prior_run
 from ._validate import check_callable, check_metric, check_positive, check_progress
+from .checkpoints import checkpoint_settings
 from .errors import ArgumentError
 from .experiment import Experiment
 from .protocol import Direction, Objective
@@ -45,6 +46,8 @@ def hpo(
     store: Any = None,
     resume: bool = False,
     gpus_per_trial: int | None = None,
+    checkpoint_dir: Any = None,
+    keep_checkpoints: int = 2,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -100,6 +103,9 @@ def hpo(
         Each trial runs only on a worker that declares that many free ``GPU`` resources (``dask worker
         --resources GPU=2``) and holds that many of its devices while it runs (``jupyter_dist.devices()``), so
         two trials never share one; ``parallel`` defaults to how many trials the workers' GPUs allow.
+    checkpoint_dir, keep_checkpoints
+        Where the trials' ``jupyter_dist.checkpoint()`` calls save (default: ``checkpoints`` beside the store;
+        a shared path or an fsspec URL on several hosts), and how many each trial keeps (the newest).
     """
     from .search import OptunaSearch
 
@@ -139,6 +145,7 @@ def hpo(
             "pruner": repr(pruner),
             "seed": seed,
             "workers_per_trial": workers_per_trial,
+            "checkpoints": checkpoint_settings(checkpoint_dir, keep_checkpoints, store_file),
         },
     )
     if prior is not None:
@@ -176,14 +183,20 @@ def data_parallel(
     rendezvous_timeout: float = 60.0,
     progress: Any = "auto",
     store: Any = None,
+    strategy: str = "ddp",
+    mixed_precision: str | None = None,
+    resume: bool = False,
+    checkpoint_dir: Any = None,
+    keep_checkpoints: int = 2,
     **kwargs_for_train: Any,
 ):
     """Run ``fn(**kwargs_for_train)`` data-parallel: one rank per Dask worker, ``workers`` ranks, joined in a
     torch.distributed process group; return the DataParallelExperiment (``.result`` is rank 0's return value).
 
     Inside ``fn``, ``model, optimizer, loader = jupyter_dist.prepare(model, optimizer, loader)`` moves the model
-    to the rank's device and wraps it in DistributedDataParallel, and shards the DataLoader; ``report()`` from
-    rank 0 streams live (other ranks' reports are dropped: only their stop signal counts).
+    to the rank's device and wraps it in DistributedDataParallel (or shards it with FSDP), and shards the
+    DataLoader; ``report()`` from rank 0 streams live (other ranks' reports are dropped: only their stop signal
+    counts). ``jupyter_dist.gather()`` / ``gather_for_metrics()`` collect the ranks' predictions for evaluation.
 
     Parameters
     ----------
@@ -203,6 +216,18 @@ def data_parallel(
         Seconds for every rank to join; more than that means not enough workers were free at once.
     store
         As for ``hpo()``; rank 0's and every rank's return values are stored when they pickle (up to 64 MiB).
+    strategy
+        What ``prepare(model)`` does in this run unless told otherwise: "ddp" (DistributedDataParallel: every
+        rank holds the whole model) or "fsdp" (FSDP2's ``fully_shard``: each rank holds a shard of every
+        parameter, its gradient and its optimizer state).
+    mixed_precision
+        What ``prepare()`` applies in this run unless told otherwise: "bf16" or "fp16" (the model's forward
+        under ``torch.autocast``; with fp16 a gradient scaler: call ``jupyter_dist.backward(loss)``), or None.
+    resume
+        Run the stored data-parallel run ``name`` again (it failed, was stopped or interrupted) as its next
+        attempt: with ``jupyter_dist.restore()`` in ``fn`` it goes on from its last checkpoint.
+    checkpoint_dir, keep_checkpoints
+        As for ``hpo()``.
     """
     from .ddp import DataParallelExperiment, DataParallelTrial, SingleRun, check_data_parallel
 
@@ -214,9 +239,10 @@ def data_parallel(
     check_positive("rendezvous_timeout", rendezvous_timeout, integer=False, optional=False)
     if metric is not None and (not isinstance(metric, str) or not metric):
         raise ArgumentError(f"metric={metric!r}: give the name of a metric rank 0 reports, or None")
-    check_data_parallel(gpus_per_worker, backend)
+    check_data_parallel(gpus_per_worker, backend, strategy=strategy, mixed_precision=mixed_precision)
     validate_space(fn, kwargs_for_train)
     store_file = store_path(store)
+    prior = prior_run(store_file, name, "ddp", metric, "max") if resume else None
 
     definition = ExperimentDefinition(
         "ddp",
@@ -225,14 +251,27 @@ def data_parallel(
         dict(kwargs_for_train),
         total=1,
         timeout=timeout,
-        details={"workers": workers, "gpus_per_worker": gpus_per_worker, "backend": backend},
+        details={
+            "workers": workers,
+            "gpus_per_worker": gpus_per_worker,
+            "backend": backend,
+            "strategy": strategy,
+            "mixed_precision": mixed_precision,
+            "checkpoints": checkpoint_settings(checkpoint_dir, keep_checkpoints, store_file),
+        },
     )
+    if prior is not None:  # the same id and name, so the same checkpoints; this call's arguments
+        definition = dataclasses.replace(
+            prior.definition, space=definition.space, timeout=timeout, details=definition.details
+        )
     trial_fn = DataParallelTrial(
         fn,
         backend=backend,
         gpus_per_worker=gpus_per_worker,
         threads=threads_per_rank,
         rendezvous_timeout=rendezvous_timeout,
+        strategy=strategy,
+        mixed_precision=mixed_precision,
     )
     return run_experiment(
         definition,
@@ -246,6 +285,7 @@ def data_parallel(
         resources={"GPU": gpus_per_worker} if gpus_per_worker else None,
         store=store_file,
         name_given=name is not None,
+        resume=prior,
     )
 
 
@@ -268,6 +308,8 @@ def ablation(
     store: Any = None,
     resume: bool = False,
     gpus_per_trial: int | None = None,
+    checkpoint_dir: Any = None,
+    keep_checkpoints: int = 2,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.
@@ -291,7 +333,7 @@ def ablation(
         comparison with the baseline is paired; the summary then has a mean and a std per component.
     params
         Fixed arguments for every trial (e.g. the best hyperparameters an HPO experiment found).
-    cluster, name, parallel, timeout, progress, gpus_per_trial
+    cluster, name, parallel, timeout, progress, store, resume, gpus_per_trial, checkpoint_dir, keep_checkpoints
         As for ``hpo()``.
     """
     from .ablation import AblationExperiment, AblationSource, AblationTrial, plan_study
@@ -311,6 +353,7 @@ def ablation(
         params=params,
         seed=seed,
     )
+    store_file = store_path(store)
     definition = ExperimentDefinition(
         "ablation",
         name or fn.__name__,
@@ -322,9 +365,9 @@ def ablation(
             "variants": [dataclasses.asdict(v) for v in plan.variants],
             "repeats": repeats,
             "seed": seed,
+            "checkpoints": checkpoint_settings(checkpoint_dir, keep_checkpoints, store_file),
         },
     )
-    store_file = store_path(store)
     done: set[int] = set()
     prior = prior_run(store_file, name, "ablation", metric, objective.direction.value) if resume else None
     if prior is not None:
@@ -334,7 +377,8 @@ def ablation(
                 f"{name!r} studied other components; resume it with the same features, modules, flags and groups"
             )
         done = {rec.trial_id for rec in finished_and_rerun(prior)[0]}
-        definition = dataclasses.replace(prior.definition, timeout=timeout)
+        details = {**prior.definition.details, "checkpoints": definition.details["checkpoints"]}
+        definition = dataclasses.replace(prior.definition, timeout=timeout, details=details)
     return run_experiment(
         definition,
         AblationTrial(fn, plan.modules, plan.removed_modules()),

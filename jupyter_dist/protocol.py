@@ -5,7 +5,8 @@
 - ``Objective``: the one place that knows which metric counts and which way is better; it picks the values the
   pruner judges and each trial's final value, and says, in one message, when the metric is missing.
 - ``Outcome``: how one trial attempt (or one rank of it) ended, built on the worker, decoded in the kernel.
-- The wire: reports, output and outcomes travel as Dask events, which must be plain msgpack (short keys, lists):
+- ``CheckpointPlan``: where a trial's checkpoints go and how many are kept (kernel → worker, with the trial).
+- The wire: reports, output, checkpoints saved or resumed from, and outcomes travel as Dask events, which must be plain msgpack (short keys, lists):
   ``encode_*`` are the only writers of that format (worker side), ``decode`` its only reader (kernel side).
 """
 
@@ -20,6 +21,8 @@ from typing import Any, Literal, TypedDict
 from .errors import ArgumentError, JupyterDistError
 
 __all__ = [
+    "CheckpointEvent",
+    "CheckpointPlan",
     "Direction",
     "ErrorKind",
     "ExperimentState",
@@ -30,6 +33,7 @@ __all__ = [
     "ReportBatch",
     "TrialState",
     "decode",
+    "encode_checkpoint",
     "encode_log",
     "encode_outcome",
     "encode_reports",
@@ -215,6 +219,15 @@ class WireLog(TypedDict):
     x: str
 
 
+class WireCheckpoint(TypedDict):
+    k: Literal["c"]
+    t: int
+    a: str
+    s: int  # the step saved, or resumed from
+    p: str  # the checkpoint's folder
+    r: bool  # True: the attempt resumed from it; False: it was saved
+
+
 class WireOutcome(TypedDict):
     k: Literal["f"]
     t: int
@@ -237,6 +250,17 @@ class LogLine:
     text: str
 
 
+@dataclass(frozen=True)
+class CheckpointEvent:
+    """A trial attempt saved a checkpoint at ``step``, or (``resumed``) started again from it."""
+
+    trial_id: int
+    attempt: str
+    step: int
+    path: str
+    resumed: bool
+
+
 def encode_reports(trial_id: int, attempt: str, rows: list[ReportRow]) -> WireReports:
     return {"k": "r", "t": trial_id, "a": attempt, "b": rows}
 
@@ -245,16 +269,22 @@ def encode_log(trial_id: int, attempt: str, stream: str, text: str) -> WireLog:
     return {"k": "l", "t": trial_id, "a": attempt, "n": stream, "x": text}
 
 
+def encode_checkpoint(trial_id: int, attempt: str, step: int, path: str, resumed: bool) -> WireCheckpoint:
+    return {"k": "c", "t": trial_id, "a": attempt, "s": step, "p": path, "r": resumed}
+
+
 def encode_outcome(outcome: Outcome) -> WireOutcome:
     return {"k": "f", "t": outcome.trial_id, "a": outcome.attempt or "", "o": outcome.to_wire()}
 
 
-def decode(msg: dict) -> ReportBatch | LogLine | Outcome:
+def decode(msg: dict) -> ReportBatch | LogLine | CheckpointEvent | Outcome:
     kind = msg["k"]
     if kind == "r":
         return ReportBatch(msg["t"], msg["a"], msg["b"])
     if kind == "l":
         return LogLine(msg["t"], msg["a"], msg["n"], msg["x"])
+    if kind == "c":
+        return CheckpointEvent(msg["t"], msg["a"], msg["s"], msg["p"], msg["r"])
     if kind == "f":
         return Outcome.from_wire(msg["o"])
     raise JupyterDistError(f"unknown message kind {kind!r}")
@@ -269,3 +299,15 @@ class RankInfo:
     host: str  # rank 0's host: the rendezvous
     port: int
     attempt: str  # one attempt id for all ranks: their output belongs to one run of the trial
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """Where an experiment's trials keep their checkpoints: ``directory`` (a local path or an fsspec URL every
+    worker can reach) holds ``trial-<n>/step-<step>/``; the newest ``keep`` of each trial's are kept."""
+
+    directory: str
+    keep: int
+
+    def trial_directory(self, trial_id: int) -> str:
+        return f"{self.directory.rstrip('/')}/trial-{trial_id}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import time
 from pathlib import Path
 
@@ -39,6 +40,12 @@ def test_example_notebook_runs_without_error(path, tmp_path):
     if path.name.startswith("04_"):  # two ranks, each half the data, output of both; HPO of 2-rank jobs
         assert "22.0 batches per rank and epoch" in printed and "[rank 0] rank 0 of 2: val_acc=" in printed
         assert "best val_acc=" in printed
+    if path.name.startswith("05_"):  # FSDP + bf16 + accumulation, exact gathered accuracy, a resumed trial
+        assert "over val_seen=397 images" in printed
+        assert "trial 0: completed, 2 attempt(s), resumed from step 3" in printed
+        assert "epochs run per trial, both attempts: {0: 6, 1: 6}" in printed  # 4 + 2, not 4 + 6
+        trained = re.search(r"val_acc=(\d\.\d+) over", printed).group(1)
+        assert f"loaded in the notebook: val_acc={trained}" in printed  # the sharded checkpoint, loaded whole
 
 
 @pytest.fixture(scope="module")

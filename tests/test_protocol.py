@@ -7,6 +7,7 @@ import pytest
 
 import jupyter_dist as jd
 from jupyter_dist.protocol import (
+    CheckpointEvent,
     Direction,
     ErrorKind,
     LogLine,
@@ -15,6 +16,7 @@ from jupyter_dist.protocol import (
     ReportBatch,
     TrialState,
     decode,
+    encode_checkpoint,
     encode_log,
     encode_outcome,
     encode_reports,
@@ -49,10 +51,12 @@ def test_every_message_survives_msgpack_and_decodes_to_its_type():
         rank=1,
     )
     messages = [encode_reports(4, "att", [[0, {"acc": 0.5}, 1.5]]), encode_log(4, "att", "stderr", "x\n")]
+    messages.append(encode_checkpoint(4, "att", 7, "s3://b/exp/trial-4/step-000000007", True))
     messages.append(encode_outcome(outcome))
     # Dask events travel as msgpack: only plain types may be in them
     wired = [msgpack.unpackb(msgpack.packb(m)) for m in messages]
-    batch, line, back = (decode(m) for m in wired)
+    batch, line, saved, back = (decode(m) for m in wired)
+    assert saved == CheckpointEvent(4, "att", 7, "s3://b/exp/trial-4/step-000000007", resumed=True)
     assert batch == ReportBatch(4, "att", [[0, {"acc": 0.5}, 1.5]])
     assert line == LogLine(4, "att", "stderr", "x\n")
     assert back == outcome and back.state is TrialState.FAILED and back.error_kind is ErrorKind.SETUP

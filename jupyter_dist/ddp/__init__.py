@@ -1,7 +1,11 @@
-"""Data-parallel PyTorch training on Dask workers: prepare(), the rank's trial, and the run's results."""
+"""Data-parallel PyTorch training on Dask workers: prepare() (with mixed precision, gradient accumulation and
+FSDP), gather(), the rank's trial, and the run's results."""
 
 from ._context import devices, is_main, rank, world_size
 from ._experiment import DataParallelExperiment
+from ._fsdp import STRATEGIES
+from ._gather import gather, gather_for_metrics
+from ._precision import MIXED_PRECISIONS, backward
 from ._prepare import prepare, unwrap
 from ._source import BACKENDS, SingleRun, check_data_parallel
 from ._trial import DataParallelTrial
@@ -10,9 +14,14 @@ __all__ = [
     "BACKENDS",
     "DataParallelExperiment",
     "DataParallelTrial",
+    "MIXED_PRECISIONS",
+    "STRATEGIES",
     "SingleRun",
+    "backward",
     "check_data_parallel",
     "devices",
+    "gather",
+    "gather_for_metrics",
     "is_main",
     "prepare",
     "rank",

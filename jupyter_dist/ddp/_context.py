@@ -14,6 +14,15 @@ from ..runtime import current_trial
 
 class _Run(threading.local):
     device = None  # the rank's torch.device while a data-parallel trial runs on this thread; None otherwise
+    # prepare()'s defaults inside a data_parallel(strategy=..., mixed_precision=...) run; None: its own defaults.
+    strategy = None
+    mixed_precision = None
+    # The GradScaler of the latest prepare() that took a model or an optimizer (fp16 only): backward() scales
+    # with it. Kept here, not on the model, because the user's loop calls jupyter_dist.backward(loss) alone.
+    scaler = None
+    # The ShardedLoader whose last batch is out (set while the loop body runs on it): gather_for_metrics()
+    # drops the samples its sampler repeated to even out the ranks.
+    final_batch_of = None
 
 
 run = _Run()

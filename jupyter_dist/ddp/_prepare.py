@@ -1,28 +1,99 @@
-"""``prepare(model, optimizer, loader, ...)``: what data-parallel training needs, in one call, a no-op elsewhere.
+"""``prepare(model, optimizer, loader, ...)``: what data-parallel training needs, in one call.
 
 In a data-parallel trial a model moves to the rank's device and, with more than one rank, is wrapped in
-DistributedDataParallel; a DataLoader is re-created with a DistributedSampler (each rank sees its share, the same
-batch_size per rank, so the global batch is batch_size × world size, as in Accelerate) and yields batches on the
-rank's device, calling ``set_epoch`` at each new pass so shuffling differs per epoch. Optimizers pass through:
-moving a model keeps its Parameter objects, so an optimizer made before still holds the right ones.
+DistributedDataParallel, or sharded with FSDP2 (``strategy="fsdp"``, _fsdp.py); a DataLoader is sharded across the
+ranks (_loader.py). Optimizers pass through: moving a model keeps its Parameter objects, so an optimizer made
+before still holds the right ones (FSDP replaces them, and prepare() re-points the optimizer).
+
+``mixed_precision`` and ``accumulate`` apply wherever the function runs, alone in the notebook too, as
+Accelerate's Accelerator does in one process: the model's forward runs under autocast (_precision.py), and the
+optimizer comes back wrapped to accumulate gradients and to step through the fp16 scaler (_accumulate.py).
+Without them, outside a data-parallel trial (alone, in an HPO or ablation trial) the objects come back unchanged.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 from typing import Any
 
-from ..errors import ArgumentError, ClusterError
-from ._context import rank as _rank
+from ..errors import ArgumentError
 from ._context import run, world_size
+from ._fsdp import check_strategy, repoint_optimizer, shard
+from ._loader import ShardedLoader
+from ._precision import autocast_forward, make_scaler, resolve_mixed_precision
 
 
-def prepare(*objects: Any) -> Any:
-    """Return the objects ready for this rank (one object for one argument, a tuple for several)."""
-    if run.device is None:  # alone, in an HPO trial, in an ablation trial: unchanged
+def prepare(
+    *objects: Any,
+    mixed_precision: str | None = None,
+    accumulate: int = 1,
+    strategy: str | None = None,
+) -> Any:
+    """Return the objects ready for this rank (one object for one argument, a tuple for several, in order).
+
+    Parameters
+    ----------
+    objects
+        Models (``torch.nn.Module``), optimizers, LR schedulers and DataLoaders.
+    mixed_precision
+        "bf16" or "fp16": the model's forward runs under ``torch.autocast`` with that dtype and returns float32.
+        With "fp16" an optimizer given in the same call steps through a gradient scaler: call
+        ``jupyter_dist.backward(loss)`` instead of ``loss.backward()``. None: the ``data_parallel`` run's
+        ``mixed_precision`` (full precision elsewhere); "no": full precision.
+    accumulate
+        Micro-batches per optimizer step: the optimizer (exactly one, in the same call) steps and zeroes the
+        gradients on every k-th ``step()`` / ``zero_grad()`` only, dividing the summed gradients by k; the model
+        prepared with it skips the gradient all-reduce on the other backward passes.
+    strategy
+        "ddp" (each rank holds the model) or "fsdp" (each holds a shard of every parameter); None: the
+        ``data_parallel`` run's ``strategy``, else "ddp". Only a data-parallel trial of 2 ranks or more wraps.
+    """
+    from ._accumulate import Accumulation, PreparedOptimizer, check_accumulate
+
+    precision = resolve_mixed_precision(mixed_precision)
+    check_accumulate(accumulate)
+    check_strategy(strategy)
+    strategy = strategy or run.strategy or "ddp"
+    if run.device is None and precision is None and accumulate == 1:  # alone, in an HPO or ablation trial
+        if any(_kind(obj) in ("model", "optimizer") for obj in objects):
+            run.scaler = None  # a scaler from an earlier fp16 call must not scale this model's losses
         return objects[0] if len(objects) == 1 else objects
-    prepared = tuple(_prepare_one(obj, index) for index, obj in enumerate(objects))
-    return prepared[0] if len(prepared) == 1 else prepared
+
+    kinds = [_kind(obj, index) for index, obj in enumerate(objects)]
+    optimizers = kinds.count("optimizer")
+    if accumulate > 1 and optimizers != 1:
+        raise ArgumentError(
+            f"prepare(..., accumulate={accumulate}) got {optimizers} optimizers: give the one optimizer in the "
+            "same call as the model (prepare(model, optimizer, loader, accumulate=k)); its step() calls count "
+            "the micro-batches"
+        )
+    if precision == "fp16" and optimizers > 1:
+        raise ArgumentError(
+            "prepare(..., mixed_precision='fp16') got several optimizers; the gradient scaler is updated once "
+            "per step() of one optimizer: prepare each optimizer with its model in a call of its own"
+        )
+    device = run.device if run.device is not None else _device_of(objects)
+    scaler = make_scaler(device.type) if precision == "fp16" and optimizers else None
+    accumulation = Accumulation(accumulate, scaler)
+
+    prepared = list(objects)
+    replaced: dict[int, Any] = {}  # FSDP replaces the parameters: id of the old one -> the new one
+    for index, obj in enumerate(objects):
+        if kinds[index] == "model":
+            before = dict(obj.named_parameters())
+            prepared[index] = _prepare_model(obj, precision, strategy, device, accumulation)
+            if strategy == "fsdp":  # the same names, new tensors
+                after = dict(prepared[index].named_parameters())
+                replaced.update((id(param), after[name]) for name, param in before.items())
+    for index, obj in enumerate(objects):
+        if kinds[index] == "optimizer":
+            repoint_optimizer(obj, replaced)
+            if accumulate > 1 or scaler is not None:
+                prepared[index] = PreparedOptimizer(obj, accumulation)
+        elif kinds[index] == "loader" and run.device is not None:
+            prepared[index] = ShardedLoader(obj, run.device)
+    if "model" in kinds or optimizers:
+        run.scaler = scaler
+    return prepared[0] if len(prepared) == 1 else tuple(prepared)
 
 
 def unwrap(model):
@@ -32,107 +103,58 @@ def unwrap(model):
     return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
 
 
-def _prepare_one(obj: Any, index: int) -> Any:
-    import torch
+def _kind(obj: Any, index: int | None = None) -> str | None:
+    """What ``obj`` is to prepare(); with ``index``, an object it cannot take is an error naming the argument."""
+    import sys
 
-    if isinstance(obj, torch.nn.Module):
-        model = obj.to(run.device)
-        if world_size() == 1:  # measured: DDP around a single rank only costs time
-            return model
-        ids = [run.device.index] if run.device.type == "cuda" else None
-        return torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
-    if isinstance(obj, torch.utils.data.DataLoader):
-        return ShardedLoader(obj, run.device)
-    if isinstance(obj, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)):
-        return obj
+    torch = sys.modules.get("torch")  # an object of torch's means torch is imported already
+    if torch is not None:
+        if isinstance(obj, torch.nn.Module):
+            return "model"
+        if isinstance(obj, torch.optim.Optimizer):
+            return "optimizer"
+        if isinstance(obj, torch.optim.lr_scheduler.LRScheduler):
+            return "scheduler"
+        if isinstance(obj, torch.utils.data.DataLoader):
+            return "loader"
+    if index is None:
+        return None
     raise ArgumentError(
         f"prepare(): argument {index + 1} is a {type(obj).__name__}; it takes models (torch.nn.Module), "
         "optimizers, LR schedulers and DataLoaders"
     )
 
 
-def _shuffles(loader) -> bool:
-    from torch.utils.data import RandomSampler, SequentialSampler
+def _device_of(objects: tuple) -> Any:
+    """Alone, where the first model's (or optimizer's) parameters are: autocast and the scaler run there."""
+    import torch
 
-    if isinstance(loader.sampler, RandomSampler):
-        return True
-    if isinstance(loader.sampler, SequentialSampler):
-        return False
-    raise ArgumentError(
-        f"prepare(): the DataLoader has a {type(loader.sampler).__name__}; only DataLoaders made with "
-        "shuffle=True/False can be sharded across ranks. Shard it yourself with jupyter_dist.rank() and "
-        "jupyter_dist.world_size() instead"
-    )
-
-
-class ShardedLoader:
-    """A DataLoader re-made with a DistributedSampler; iterating it starts a new epoch and moves batches to
-    the rank's device."""
-
-    def __init__(self, loader, device) -> None:
-        from torch.utils.data import DataLoader, IterableDataset
-        from torch.utils.data.distributed import DistributedSampler
-
-        if isinstance(loader.dataset, IterableDataset):
-            raise ArgumentError(
-                "prepare(): an IterableDataset cannot be sharded by a sampler; read your share of it with "
-                "jupyter_dist.rank() and jupyter_dist.world_size()"
-            )
-        if loader.batch_size is None:
-            raise ArgumentError(
-                "prepare(): the DataLoader has a custom batch_sampler; give it a batch_size instead"
-            )
-        if loader.num_workers and multiprocessing.current_process().daemon:
-            raise ClusterError(
-                f"DataLoader(num_workers={loader.num_workers}) needs worker processes that may start processes, "
-                "but this Dask worker is daemonic: start the workers with the dask config "
-                "distributed.worker.daemon: False (the embedded cluster does), or use num_workers=0"
-            )
-        self.sampler = DistributedSampler(
-            loader.dataset,
-            num_replicas=world_size(),
-            rank=_rank(),
-            shuffle=_shuffles(loader),
-            drop_last=loader.drop_last,
-        )
-        options = dict(
-            batch_size=loader.batch_size,
-            sampler=self.sampler,
-            num_workers=loader.num_workers,
-            collate_fn=loader.collate_fn,
-            pin_memory=loader.pin_memory,
-            drop_last=loader.drop_last,
-            timeout=loader.timeout,
-            worker_init_fn=loader.worker_init_fn,
-            multiprocessing_context=loader.multiprocessing_context,
-            persistent_workers=loader.persistent_workers,
-        )
-        if loader.num_workers:
-            options["prefetch_factor"] = loader.prefetch_factor
-        self.loader = DataLoader(loader.dataset, **options)
-        self.device = device
-        self.epoch = 0
-        self.dataset = loader.dataset
-        self.batch_size = loader.batch_size
-
-    def __len__(self) -> int:
-        return len(self.loader)
-
-    def __iter__(self):
-        self.sampler.set_epoch(self.epoch)
-        self.epoch += 1
-        if self.device.type == "cpu":
-            yield from self.loader
-            return
-        for batch in self.loader:
-            yield _to_device(batch, self.device)
+    for obj in objects:
+        if isinstance(obj, torch.nn.Module):
+            params = obj.parameters()
+        elif isinstance(obj, torch.optim.Optimizer):
+            params = (p for group in obj.param_groups for p in group["params"])
+        else:
+            continue
+        first = next(iter(params), None)
+        if first is not None:
+            return first.device
+    return torch.device("cpu")
 
 
-def _to_device(batch: Any, device) -> Any:
-    if hasattr(batch, "to"):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_to_device(b, device) for b in batch)
-    if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
-    return batch
+def _prepare_model(model, precision: str | None, strategy: str, device, accumulation):
+    import torch
+
+    if run.device is not None:
+        model = model.to(run.device)
+    if precision is not None:
+        autocast_forward(model, device.type, precision)
+    if run.device is None or world_size() == 1:  # measured: DDP around a single rank only costs time
+        return model
+    if strategy == "fsdp":
+        wrapped = shard(model, run.device, world_size())
+    else:
+        ids = [run.device.index] if run.device.type == "cuda" else None
+        wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    accumulation.watch(wrapped)
+    return wrapped

@@ -7,6 +7,8 @@ from typing import Any
 
 from ..errors import ArgumentError, ClusterError
 from ..runtime import TrialSpec
+from ._fsdp import check_strategy
+from ._precision import check_mixed_precision
 
 BACKENDS = ("gloo", "nccl")
 
@@ -33,8 +35,12 @@ class SingleRun:
         pass
 
 
-def check_data_parallel(gpus_per_worker: Any, backend: Any) -> None:
-    """Refuse a device or backend that cannot work, before anything starts."""
+def check_data_parallel(
+    gpus_per_worker: Any, backend: Any, strategy: Any = None, mixed_precision: Any = None
+) -> None:
+    """Refuse a device, backend, strategy or precision that cannot work, before anything starts."""
+    check_strategy(strategy)
+    check_mixed_precision(mixed_precision)
     if (
         isinstance(gpus_per_worker, bool)
         or not isinstance(gpus_per_worker, (int, float))

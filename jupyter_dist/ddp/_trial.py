@@ -35,12 +35,16 @@ class DataParallelTrial:
         gpus_per_worker: float,
         threads: int | None,
         rendezvous_timeout: float,
+        strategy: str | None = None,
+        mixed_precision: str | None = None,
     ) -> None:
         self.fn = fn
         self.backend = backend
         self.gpus_per_worker = gpus_per_worker
         self.threads = threads
         self.rendezvous_timeout = rendezvous_timeout
+        self.strategy = strategy  # prepare()'s defaults in this run
+        self.mixed_precision = mixed_precision
         functools.update_wrapper(self, fn)
 
     def __call__(self, **kwargs: Any) -> Any:
@@ -75,6 +79,7 @@ class DataParallelTrial:
         store = self._join(info)
         dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.world)
         run.device = device
+        run.strategy, run.mixed_precision = self.strategy, self.mixed_precision
         try:
             result = self.fn(**kwargs)
         except BaseException as exc:
@@ -89,7 +94,7 @@ class DataParallelTrial:
             _let_gloo_settle()
             raise
         finally:
-            run.device = None
+            run.device = run.strategy = run.mixed_precision = run.scaler = run.final_batch_of = None
         dist.destroy_process_group()
         _let_gloo_settle()
         return result

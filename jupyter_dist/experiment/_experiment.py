@@ -107,6 +107,20 @@ class Experiment:
             raise NoResultError(f"experiment {self.name!r} has no completed trial yet (state: {self.state})")
         return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
 
+    def checkpoint(self, trial_id: int | None = None) -> str | None:
+        """The folder of a trial's newest checkpoint (``jupyter_dist.checkpoint()``), by default the best
+        trial's (a data-parallel run's one trial's); None if it saved none. Load it anywhere with
+        ``jupyter_dist.restore({"model": model}, path=exp.checkpoint())``."""
+        if trial_id is None:
+            best, records = self.record.best(), self.trial_records()
+            if best is None and len(records) != 1:
+                raise NoResultError(f"experiment {self.name!r} has no completed trial yet: give a trial_id")
+            trial_id = best.trial_id if best is not None else records[0].trial_id
+        try:
+            return self.record.trial(trial_id).checkpoint
+        except KeyError:
+            raise ArgumentError(f"experiment {self.name!r} has no trial {trial_id!r}") from None
+
     @property
     def trials(self):
         """One row per trial: trial_id, [labels...], state, value, params_<name>..., duration, steps, error."""

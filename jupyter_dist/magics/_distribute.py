@@ -11,6 +11,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 import jupyter_dist
 
+from ..ddp import MIXED_PRECISIONS, STRATEGIES
 from ..space import Space, accepted_arguments
 
 MODES_AVAILABLE = ("hpo", "ablation", "ddp")
@@ -101,11 +102,11 @@ def _groups(specs: list[str] | None) -> dict[str, list[str]] | None:
 # Options only some modes read; giving one to another mode is a mistake worth naming.
 HPO_ONLY = ("trials", "sampler", "pruner", "max_steps", "space")
 ABLATION_ONLY = ("features", "modules", "flags", "group", "repeats")
-DDP_ONLY = ("workers", "gpus_per_worker", "backend")
+DDP_ONLY = ("workers", "gpus_per_worker", "backend", "strategy", "mixed_precision")
 FOREIGN = {
     "hpo": ABLATION_ONLY + DDP_ONLY,
     "ablation": HPO_ONLY + DDP_ONLY,
-    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed", "resume", "gpus_per_trial"),
+    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed", "gpus_per_trial"),
 }
 
 
@@ -127,8 +128,14 @@ class DistributeMagics(Magics):
         "--resume",
         action="store_true",
         default=None,
-        help="hpo, ablation: continue the stored experiment --name (after a restart, a crash or a stop)",
+        help="continue the stored experiment --name (after a restart, a crash, a stop or a failure)",
     )
+    @argument(
+        "--checkpoint-dir",
+        default=None,
+        help="where jupyter_dist.checkpoint() saves (a path or fsspec URL; default: beside the store)",
+    )
+    @argument("--keep-checkpoints", type=int, default=None, help="checkpoints each trial keeps (default 2)")
     @argument(
         "--store", default=None, help="the experiment store file (default: JUPYTER_DIST_STORE or Jupyter's)"
     )
@@ -166,6 +173,18 @@ class DistributeMagics(Magics):
     )
     @argument("--gpus-per-worker", type=float, default=None, help="ddp: GPUs per rank (default 0: CPU)")
     @argument("--backend", default=None, help="ddp: gloo or nccl (default: nccl with GPUs, else gloo)")
+    @argument(
+        "--strategy",
+        default=None,
+        choices=STRATEGIES,
+        help="ddp: what prepare(model) does: ddp (each rank holds the model, default) or fsdp (a shard each)",
+    )
+    @argument(
+        "--mixed-precision",
+        default=None,
+        choices=MIXED_PRECISIONS,
+        help="ddp: bf16 or fp16: prepare(model)'s forward runs under autocast (default: full precision)",
+    )
     @cell_magic
     def distribute(self, line: str, cell: str):
         """Run the training function the cell defines as an experiment on Dask, live in the notebook.
@@ -227,6 +246,8 @@ class DistributeMagics(Magics):
             "store",
             "resume",
             "gpus_per_trial",
+            "checkpoint_dir",
+            "keep_checkpoints",
         )
         if args.trials is not None or args.timeout is not None:
             options["trials"] = args.trials  # --timeout without --trials: as many trials as fit in the time
@@ -237,7 +258,20 @@ class DistributeMagics(Magics):
     def _ddp(self, args, namespace: dict[str, Any], new: list[str]):
         fn = _pick_function(args, namespace, new, {})
         options = _given(
-            args, "workers", "gpus_per_worker", "backend", "cluster", "timeout", "name", "metric", "store"
+            args,
+            "workers",
+            "gpus_per_worker",
+            "backend",
+            "strategy",
+            "mixed_precision",
+            "cluster",
+            "timeout",
+            "name",
+            "metric",
+            "store",
+            "resume",
+            "checkpoint_dir",
+            "keep_checkpoints",
         )
         return jupyter_dist.data_parallel(fn, progress="auto", **options)
 
@@ -257,6 +291,8 @@ class DistributeMagics(Magics):
             "store",
             "resume",
             "gpus_per_trial",
+            "checkpoint_dir",
+            "keep_checkpoints",
         )
         return jupyter_dist.ablation(
             fn,

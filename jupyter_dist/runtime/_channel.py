@@ -10,15 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..protocol import LogLine, Outcome, ReportBatch, decode
-from ._trial_context import mark_stopped
+from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, decode
+from ._trial_context import forget_experiment, mark_stopped
 
 logger = logging.getLogger(__name__)
 
 
 class EventChannel:
-    """Subscribes to one experiment's topic, decodes each message and hands it to ``on_reports``, ``on_log`` or
-    ``on_outcome``.
+    """Subscribes to one experiment's topic, decodes each message and hands it to ``on_reports``, ``on_log``,
+    ``on_checkpoint`` or ``on_outcome``.
 
     The handlers run on the Dask client's IO-loop thread: they must only record, never draw.
     """
@@ -29,11 +29,17 @@ class EventChannel:
         topic: str,
         on_reports: Callable[[ReportBatch], None],
         on_log: Callable[[LogLine], None],
+        on_checkpoint: Callable[[CheckpointEvent], None],
         on_outcome: Callable[[Outcome], None],
     ) -> None:
         self.client = client
         self.topic = topic
-        self._handlers = {ReportBatch: on_reports, LogLine: on_log, Outcome: on_outcome}
+        self._handlers = {
+            ReportBatch: on_reports,
+            LogLine: on_log,
+            CheckpointEvent: on_checkpoint,
+            Outcome: on_outcome,
+        }
 
     def __enter__(self) -> EventChannel:
         self.client.subscribe_topic(self.topic, self._on_event)
@@ -59,3 +65,13 @@ async def _mark_stopped(exp_id: str, trial_ids: list[int] | None) -> None:
 def stop_on_workers(client, exp_id: str, trial_ids: list[int] | None = None) -> None:
     """Make the next ``report()`` of these trials (default: all of the experiment's) raise ``TrialPruned``."""
     client.run(_mark_stopped, exp_id, trial_ids, wait=False)
+
+
+async def _forget_stops(exp_id: str) -> None:
+    forget_experiment(exp_id)
+
+
+def clear_stops_on_workers(client, exp_id: str) -> None:
+    """Forget the experiment's stop flags in every worker: a stopped run resumed under the same id (on the same
+    workers) must not find its trials stopped before they start."""
+    client.run(_forget_stops, exp_id)

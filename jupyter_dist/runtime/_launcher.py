@@ -17,8 +17,8 @@ from typing import Any
 import cloudpickle
 
 from ..errors import TrialFunctionError
-from ..protocol import LogLine, Outcome, RankInfo, ReportBatch
-from ._channel import EventChannel, stop_on_workers
+from ..protocol import CheckpointEvent, CheckpointPlan, LogLine, Outcome, RankInfo, ReportBatch
+from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
 from ._cluster import adaptive_maximum
 from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, trials_that_fit
 from ._loop import RunningTrial, TrialSpec
@@ -45,6 +45,7 @@ class DaskLauncher:
     """Runs an experiment's trials of ``fn`` on ``client``'s cluster.
 
     ``ranks=k``: every trial is a data-parallel job of k rank tasks on k distinct workers having ``resources``.
+    ``checkpoints``: where the trials' ``jupyter_dist.checkpoint()`` calls save.
     """
 
     def __init__(
@@ -55,13 +56,16 @@ class DaskLauncher:
         *,
         ranks: int | None = None,
         resources: dict[str, float] | None = None,
+        checkpoints: CheckpointPlan | None = None,
     ) -> None:
         self.client = client
+        self.checkpoints = checkpoints
         self.exp_id = exp_id
         self.topic = f"jupyter_dist-{exp_id}"
         self.ranks = ranks
         self.resources = resources
         self._fn_blob = cloudpickle.dumps(fn)
+        self._fn_key = (exp_id, hashlib.sha1(self._fn_blob).hexdigest())  # how workers keep it, unpickled
         # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
         # the task done, so a plain submit could land behind a long trial on a busy worker: name the free one.
         self._freed: list[str] = []
@@ -108,11 +112,11 @@ class DaskLauncher:
         A function already loaded on this cluster (same bytes) is not probed again: re-running a cell costs no
         extra round trip.
         """
-        probe_key = (self.client.scheduler.address, hashlib.sha1(self._fn_blob).hexdigest())
+        probe_key = (self.client.scheduler.address, self._fn_key[1])
         if probe_key in _loadable:
             return
         future = self.client.submit(
-            probe_function, self.exp_id, self._fn_blob, pure=False, key=f"jupyter_dist-probe-{self.exp_id}"
+            probe_function, self._fn_key, self._fn_blob, pure=False, key=f"jupyter_dist-probe-{self.exp_id}"
         )
         try:
             problem = future.result(timeout=timeout)
@@ -134,9 +138,10 @@ class DaskLauncher:
         self,
         on_reports: Callable[[ReportBatch], None],
         on_log: Callable[[LogLine], None],
+        on_checkpoint: Callable[[CheckpointEvent], None],
         on_outcome: Callable[[Outcome], None],
     ) -> AbstractContextManager:
-        return EventChannel(self.client, self.topic, on_reports, on_log, on_outcome)
+        return EventChannel(self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome)
 
     def place(self, trial_id: int) -> list[str] | None:
         """Single-task trials go anywhere (a just-freed worker preferred); a data-parallel trial needs
@@ -188,7 +193,7 @@ class DaskLauncher:
     def _submit(self, spec: TrialSpec, key: str, rank: RankInfo | None, **placement: Any):
         return self.client.submit(
             run_trial,
-            self.exp_id,
+            self._fn_key,
             self._fn_blob,
             spec.params,
             self.exp_id,
@@ -196,10 +201,21 @@ class DaskLauncher:
             self.topic,
             rank,
             0 if rank is not None else (self.resources or {}).get("GPU", 0),
+            self._checkpoint_dir(spec),
+            self.checkpoints and self.checkpoints.keep,
             key=f"jupyter_dist-{self.exp_id}-{key}",
             pure=False,
             **placement,
         )
+
+    def _checkpoint_dir(self, spec: TrialSpec) -> str | None:
+        if self.checkpoints is None:
+            return None
+        return self.checkpoints.trial_directory(spec.trial_id if spec.continues is None else spec.continues)
+
+    def forget_stops(self) -> None:
+        """Before a resumed run: its workers may remember the experiment's last run being stopped."""
+        clear_stops_on_workers(self.client, self.exp_id)
 
     def stop(self, trial_ids: list[int] | None) -> None:
         if self.client.status == "running":  # nothing to tell workers we cannot reach

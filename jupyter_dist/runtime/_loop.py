@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ClusterLost, MetricError
-from ..protocol import ErrorKind, LogLine, Objective, Outcome, ReportBatch, TrialState
+from ..protocol import CheckpointEvent, ErrorKind, LogLine, Objective, Outcome, ReportBatch, TrialState
 from ._interrupts import StopSignal
 
 __all__ = ["RunningTrial", "TrialLauncher", "TrialLoop", "TrialSink", "TrialSource", "TrialSpec"]
@@ -39,6 +39,9 @@ class TrialSpec:
     trial_id: int
     params: dict[str, Any]
     labels: dict[str, Any] = field(default_factory=dict)  # e.g. an ablation trial's left-out component
+    # A resumed run's re-run of a trial its last kernel left running: that trial's id, whose checkpoints it
+    # goes on from (it gets a new id of its own).
+    continues: int | None = None
 
 
 class TrialSource(Protocol):
@@ -52,14 +55,16 @@ class TrialSource(Protocol):
 
 
 class TrialSink(Protocol):
-    """What the loop writes to (the experiment's record): ``reports_arrived``/``log_arrived`` on the launcher's
-    IO thread, the rest on the loop's thread."""
+    """What the loop writes to (the experiment's record): ``reports_arrived``/``log_arrived``/
+    ``checkpoint_arrived`` on the launcher's IO thread, the rest on the loop's thread."""
 
     def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None: ...
 
     def reports_arrived(self, batch: ReportBatch) -> None: ...
 
     def log_arrived(self, line: LogLine) -> None: ...
+
+    def checkpoint_arrived(self, event: CheckpointEvent) -> None: ...
 
     def trial_pruned(self, trial_id: int) -> None: ...
 
@@ -95,6 +100,7 @@ class TrialLauncher(Protocol):
         self,
         on_reports: Callable[[ReportBatch], None],
         on_log: Callable[[LogLine], None],
+        on_checkpoint: Callable[[CheckpointEvent], None],
         on_outcome: Callable[[Outcome], None],
     ) -> AbstractContextManager: ...
 
@@ -159,7 +165,10 @@ class TrialLoop:
     def run(self, idle: Callable[[], None] = lambda: None) -> None:
         """Run until the source has no more trials, a stop is requested or the timeout passes (then the running
         trials are stopped, as with a stop); a callback that raises aborts the run."""
-        with self.launcher.events(self._reports_arrived, self.sink.log_arrived, self._outcome_arrived):
+        sink = self.sink
+        with self.launcher.events(
+            self._reports_arrived, sink.log_arrived, sink.checkpoint_arrived, self._outcome_arrived
+        ):
             try:
                 last_idle = 0.0
                 while self.step():

@@ -24,15 +24,16 @@ from ._capture import TrialOutput
 from ._devices import holding_gpus
 from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
-# Unpickled training functions by experiment id: the function travels as bytes with every task (cheap), but is
-# unpickled once per worker process. The oldest experiments are dropped (with their stop flags) past
-# KEPT_EXPERIMENTS, so a long-lived worker stays bounded without the kernel telling it when experiments end.
+# Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
+# with every task (cheap), but is unpickled once per worker process. The hash, because a resumed run keeps its
+# experiment's id but may bring a changed function. The oldest are dropped (with their experiment's stop flags)
+# past KEPT_EXPERIMENTS, so a long-lived worker stays bounded without the kernel telling it when experiments end.
 KEPT_EXPERIMENTS = 256
-_functions: OrderedDict[str, Callable] = OrderedDict()
+_functions: OrderedDict[tuple[str, str], Callable] = OrderedDict()
 _functions_lock = threading.Lock()
 
 
-def load_function(key: str, blob: bytes) -> Callable:
+def load_function(key: tuple[str, str], blob: bytes) -> Callable:
     fn = _functions.get(key)
     if fn is None:
         with _functions_lock:
@@ -40,12 +41,12 @@ def load_function(key: str, blob: bytes) -> Callable:
             if fn is None:
                 fn = _functions[key] = cloudpickle.loads(blob)
                 while len(_functions) > KEPT_EXPERIMENTS:
-                    oldest, _ = _functions.popitem(last=False)
+                    (oldest, _), _ = _functions.popitem(last=False)
                     forget_experiment(oldest)
     return fn
 
 
-def probe_function(key: str, blob: bytes) -> str | None:
+def probe_function(key: tuple[str, str], blob: bytes) -> str | None:
     """Try to load the training function on a worker: None if it loads, else the reason it cannot."""
     try:
         load_function(key, blob)
@@ -69,7 +70,7 @@ def _wants_reporter(fn: Callable) -> bool:
 
 
 def run_trial(
-    fn_key: str,
+    fn_key: tuple[str, str],
     fn_blob: bytes,
     params: dict[str, Any],
     exp_id: str,
@@ -77,6 +78,8 @@ def run_trial(
     topic: str,
     rank: RankInfo | None = None,
     gpus: float = 0,
+    checkpoint_dir: str | None = None,
+    keep_checkpoints: int | None = None,
 ) -> Outcome:
     """Run one trial attempt on this worker and say how it went.
 
@@ -84,6 +87,7 @@ def run_trial(
     the second attempt's reports from the first's. ``rank`` makes this one rank of a data-parallel trial: its
     whole return value then comes back too, as ``result`` of the task's Outcome (never on the event stream).
     ``gpus``: how many of the worker's declared GPUs the trial holds while it runs (``jupyter_dist.devices()``).
+    ``checkpoint_dir``: where this trial's ``jupyter_dist.checkpoint()`` saves (``keep_checkpoints`` of them).
     """
     from distributed import get_worker
 
@@ -91,6 +95,7 @@ def run_trial(
     worker = get_worker()
     attempt = rank.attempt if rank else uuid.uuid4().hex[:12]
     ctx = TrialContext(exp_id, trial_id, attempt, topic, worker.log_event, rank)
+    ctx.checkpoint_dir, ctx.keep_checkpoints = checkpoint_dir, keep_checkpoints
     kwargs = dict(params)
     if _wants_reporter(fn):
         kwargs["reporter"] = Reporter(ctx)

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ..errors import ArgumentError, TrialPruned
-from ..protocol import RankInfo, encode_log, encode_reports
+from ..protocol import RankInfo, encode_checkpoint, encode_log, encode_reports
 
 __all__ = ["Reporter", "TrialContext", "activate", "current_trial", "forget_experiment", "mark_stopped"]
 
@@ -69,6 +69,8 @@ class TrialContext:
         self.rank = rank.rank if rank else 0
         self.world_size = rank.world if rank else 1
         self.devices: list[int] = []  # the worker's GPU indices this trial holds (gpus_per_trial=)
+        self.checkpoint_dir: str | None = None  # where jupyter_dist.checkpoint() saves; None: it does not
+        self.keep_checkpoints: int | None = None
         self._emit = emit  # worker.log_event, bound once: get_worker() per report would cost more
         self.steps = 0
         self.last: dict[str, float] = {}
@@ -110,6 +112,14 @@ class TrialContext:
         """Send the reports not sent yet."""
         with self._batch_lock:
             self._flush_locked()
+
+    def checkpointed(self, step: int, path: str, resumed: bool) -> None:
+        """Tell the kernel the checkpoint of ``step`` at ``path`` was saved, or (``resumed``) that this attempt
+        goes on from it: then its reports, when they give no step, are numbered on from there."""
+        if resumed:
+            self.steps = step + 1
+        if not self.rank:
+            self.send(encode_checkpoint(self.trial_id, self.attempt, step, path, resumed))
 
     def send_log(self, stream: str, text: str) -> None:
         """Send captured output, after every report made before it."""

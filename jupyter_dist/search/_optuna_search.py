@@ -92,6 +92,9 @@ class OptunaSearch:
         self._last_sampled: dict[int, float] = {}
         self._asked = 0
         self._next_id = 0
+        self._reruns: list[
+            tuple[int, dict[str, Any]]
+        ] = []  # a resumed search's unfinished trials: (id, params)
 
     def resume(self, finished: list, rerun: list, curves: dict[int, dict[int, float]]) -> None:
         """Continue a stored search: tell Optuna the ``finished`` trials (records: completed, pruned, failed),
@@ -121,6 +124,8 @@ class OptunaSearch:
                 )
             for rec in rerun:
                 self.study.enqueue_trial(self._optuna_params(rec.params), skip_if_exists=False)
+        # Optuna asks the enqueued trials first, in order: each goes on from its stored trial's checkpoints.
+        self._reruns = [(rec.trial_id, rec.params) for rec in rerun]
         self._asked = len(finished)
         self._next_id = 1 + max((rec.trial_id for rec in [*finished, *rerun]), default=-1)
 
@@ -151,7 +156,10 @@ class OptunaSearch:
         self._pending[trial_id] = trial
         params = dict(self.constants)
         params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
-        return TrialSpec(trial_id, params)
+        continues = None
+        if self._reruns and self._reruns[0][1] == params:
+            continues = self._reruns.pop(0)[0]
+        return TrialSpec(trial_id, params, continues=continues)
 
     def report(self, trial_id: int, batch: list) -> bool:
         """Give Optuna a trial's new reports of the objective; True when its pruner says stop.

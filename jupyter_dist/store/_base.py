@@ -15,7 +15,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol import ErrorKind, ExperimentState, LogLine, Objective, Outcome, ReportBatch, TrialState
+from ..protocol import (
+    CheckpointEvent,
+    ErrorKind,
+    ExperimentState,
+    LogLine,
+    Objective,
+    Outcome,
+    ReportBatch,
+    TrialState,
+)
 
 __all__ = ["ExperimentDefinition", "ExperimentRecord", "TrialRecord", "new_experiment_id", "result_repr"]
 
@@ -69,6 +78,11 @@ class TrialRecord:
     duration: float | None = None
     steps: int = 0
     attempts: int = 0
+    # Checkpoints (jupyter_dist.checkpoint): the newest one's folder and step, and the step the current attempt
+    # resumed from (an attempt after a lost worker, or in a resumed run, that found one); None: none.
+    checkpoint: str | None = None
+    checkpoint_step: int | None = None
+    resumed_from: int | None = None
     last: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     error_kind: ErrorKind | None = None
@@ -122,6 +136,10 @@ class ExperimentRecord(ABC):
 
     @abstractmethod
     def log_arrived(self, line: LogLine) -> None: ...
+
+    @abstractmethod
+    def checkpoint_arrived(self, event: CheckpointEvent) -> None:
+        """A trial saved a checkpoint, or an attempt resumed from one (Dask IO thread)."""
 
     @abstractmethod
     def trial_pruned(self, trial_id: int) -> None: ...

@@ -128,6 +128,8 @@ def trial_summary(rec: TrialRecord) -> dict[str, Any]:
         "duration": rec.duration,
         "steps": rec.steps,
         "attempts": rec.attempts,
+        "checkpoint_step": rec.checkpoint_step,
+        "resumed_from": rec.resumed_from,
         "last": dict(rec.last),
         "error": rec.error,
         "result": rec.result_repr,

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import ExperimentState, LogLine, Outcome, ReportBatch, TrialState
+from ..protocol import CheckpointEvent, ExperimentState, LogLine, Outcome, ReportBatch, TrialState
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
 
 if TYPE_CHECKING:
@@ -23,6 +23,10 @@ class InMemoryRecord(ExperimentRecord):
         self._journal = journal
         self._trials: dict[int, TrialRecord] = {}
         self._attempts: dict[int, dict[str, int]] = {}  # trial id -> attempt id -> attempt number
+        # A resumed run's trial that an earlier run started: its attempts are numbered on from that run's.
+        self._attempts_before: dict[int, int] = {}
+        # The previous attempt's learning curve, while the current one may still say it resumed from a step of it.
+        self._earlier_curves: dict[int, tuple[list[int], list[float]]] = {}
         self._best: TrialRecord | None = None
         self._lock = threading.Lock()
         # Report batches as they arrived, (trial_id, attempt number, [[step, metrics, sent_at], ...]), kept here
@@ -35,8 +39,12 @@ class InMemoryRecord(ExperimentRecord):
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None:
+        earlier = self._trials.get(trial_id)  # a resumed run running a trial of the run it continues again
         rec = self._trials[trial_id] = TrialRecord(trial_id, dict(params), labels=dict(labels))
         self._attempts[trial_id] = {}
+        if earlier is not None:
+            self._attempts_before[trial_id] = earlier.attempts
+            self._earlier_curves[trial_id] = (earlier.curve_steps, earlier.curve_values)
         if self._journal:
             self._journal.trial_changed(rec)
 
@@ -44,10 +52,13 @@ class InMemoryRecord(ExperimentRecord):
         numbers = self._attempts[rec.trial_id]
         number = numbers.get(attempt)
         if number is None:
-            number = numbers[attempt] = len(numbers)
+            again = bool(numbers)
+            number = numbers[attempt] = self._attempts_before.get(rec.trial_id, 0) + len(numbers)
             rec.attempts = number + 1
-            if number:  # a worker died and Dask re-ran the trial: its curve starts over
+            if again:  # a worker died and Dask re-ran the trial: its curve starts over, unless it resumes
+                self._earlier_curves[rec.trial_id] = (rec.curve_steps, rec.curve_values)
                 rec.curve_steps, rec.curve_values = [], []
+                rec.resumed_from = None
                 for stream in (rec.stdout, rec.stderr):
                     stream.append(f"\n--- attempt {number + 1} (the previous worker was lost) ---\n")
         return number
@@ -85,6 +96,28 @@ class InMemoryRecord(ExperimentRecord):
                 (rec.stdout if line.stream == "stdout" else rec.stderr).append(line.text)
             if self._journal:
                 self._journal.output(line.trial_id, line.stream, line.text)
+
+    def checkpoint_arrived(self, event: CheckpointEvent) -> None:
+        rec = self._trials.get(event.trial_id)
+        if rec is None:
+            return
+        with self._lock:
+            self._attempt_number(rec, event.attempt)
+            if not event.resumed:
+                rec.checkpoint, rec.checkpoint_step = event.path, event.step
+            else:
+                rec.resumed_from = event.step
+                # The curve goes on from the checkpoint: the earlier attempt's points up to it, then this one's.
+                steps, values = self._earlier_curves.pop(rec.trial_id, ([], []))
+                kept = [i for i, step in enumerate(steps) if step <= event.step]
+                rec.curve_steps = [steps[i] for i in kept] + rec.curve_steps
+                rec.curve_values = [values[i] for i in kept] + rec.curve_values
+                note = f"--- resumed from its checkpoint of step {event.step} ---\n"
+                rec.stdout.append(note)
+        if self._journal:
+            self._journal.trial_changed(rec)
+            if event.resumed:
+                self._journal.output(rec.trial_id, "stdout", note)
 
     def trial_pruned(self, trial_id: int) -> None:
         self._trials[trial_id].prune_decided_at = time.time()
@@ -181,7 +214,10 @@ class InMemoryRecord(ExperimentRecord):
                 self._batches.append((trial_id, attempt, [[step, metrics, sent_at]]))
             if metric is None:
                 metric = self.curve_metric = next(iter(metrics), None)
-            if attempt == rec.attempts - 1 and metric in metrics:
+            resumed = (
+                rec.resumed_from is not None and attempt == rec.attempts - 2 and step <= rec.resumed_from
+            )
+            if (attempt == rec.attempts - 1 or resumed) and metric in metrics:
                 rec.curve_steps.append(step)
                 rec.curve_values.append(metrics[metric])
         for trial_id, stream, text in output:

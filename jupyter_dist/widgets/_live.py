@@ -193,7 +193,7 @@ class LiveView(ExperimentView):
                 self._drawn[rec.trial_id] = (len(rec.curve_values), rec.state)
 
     def _draw_table(self, records: list[TrialRecord]) -> None:
-        key = tuple((r.trial_id, r.state, r.steps) for r in records)
+        key = tuple((r.trial_id, r.state, r.steps, r.resumed_from) for r in records)
         if key == self._table_key:
             return
         self._table_key = key
@@ -223,7 +223,7 @@ class LiveView(ExperimentView):
             cells = [
                 r.trial_id,
                 *(_fmt(r.labels.get(n)) for n in labels),
-                r.state,
+                r.state if r.resumed_from is None else f"{r.state} · resumed from step {r.resumed_from}",
                 _fmt(value),
                 *(_fmt(r.params.get(n)) for n in names),
                 r.steps,

@@ -17,6 +17,7 @@ class TextView(ExperimentView):
         super().__init__(exp)
         self.stream = stream or sys.stdout
         self._reported_failures: set[int] = set()
+        self._reported_resumes: set[tuple[int, int]] = set()  # (trial id, attempts)
         self._last_line = ""
 
     def start(self) -> None:
@@ -32,6 +33,11 @@ class TextView(ExperimentView):
                 last_line = (rec.error or "").strip().splitlines()[-1:] or ["(no traceback)"]
                 self._print(
                     f"  trial {rec.trial_id} failed: {last_line[0]}  (exp.logs({rec.trial_id}) has it all)"
+                )
+            if rec.resumed_from is not None and (rec.trial_id, rec.attempts) not in self._reported_resumes:
+                self._reported_resumes.add((rec.trial_id, rec.attempts))
+                self._print(
+                    f"  trial {rec.trial_id} (attempt {rec.attempts}) resumed from step {rec.resumed_from}"
                 )
         line = self.exp.status_line()
         if line != self._last_line:

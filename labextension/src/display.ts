@@ -253,7 +253,13 @@ export class ExperimentDisplay {
         },
         h('td', {}, String(t.trial_id)),
         ...labels.map(l => h('td', {}, formatParam(t.labels[l]))),
-        h('td', { class: `jd-state-${t.state}` }, t.state),
+        h(
+          'td',
+          { class: `jd-state-${t.state}` },
+          t.resumed_from === null || t.resumed_from === undefined
+            ? t.state
+            : `${t.state} · resumed from step ${t.resumed_from}`
+        ),
         h('td', {}, formatValue(value)),
         ...params.map(p =>
           h('td', {}, p in t.params ? formatParam(t.params[p]) : '')

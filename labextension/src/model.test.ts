@@ -195,6 +195,25 @@ describe('Curves', () => {
     );
     expect(curves.curve(0)).toEqual({ attempt: 1, steps: [0], values: [0.15] });
   });
+  it('continues the curve of an attempt that resumed from a checkpoint', () => {
+    const curves = new Curves('acc');
+    curves.add(
+      page(
+        [
+          [0, 0, 0, 1, { acc: 0.1 }],
+          [0, 0, 1, 1, { acc: 0.2 }],
+          [0, 0, 2, 1, { acc: 0.3 }], // after the checkpoint of step 1: lost with the worker
+          [0, 1, 2, 2, { acc: 0.35 }]
+        ],
+        4
+      )
+    );
+    expect(curves.curve(0)).toEqual({
+      attempt: 1,
+      steps: [0, 1, 2],
+      values: [0.1, 0.2, 0.35]
+    });
+  });
   it('draws the first metric reported when the run has no objective', () => {
     const curves = new Curves(null);
     curves.add(

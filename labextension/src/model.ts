@@ -38,6 +38,8 @@ export interface ITrial {
   last: Record<string, number | null>;
   error: string | null;
   result?: string | null; // a data-parallel trial's returned value (rank 0's), as its repr
+  checkpoint_step?: number | null; // its newest checkpoint's step (jupyter_dist.checkpoint)
+  resumed_from?: number | null; // the step its current attempt resumed from
 }
 
 /** GET /jupyter-dist/api/experiments/<id>. */
@@ -225,8 +227,10 @@ export function paramsAsPython(params: Record<string, unknown>): string {
 
 /**
  * Learning curves of one metric, per trial, assembled from metric pages as they are fetched. A trial that was
- * re-run (a lost worker) starts its curve over: only its latest attempt is kept. Without a metric (a
- * data-parallel run optimises none) the first one reported is drawn, as in the kernel's view.
+ * re-run (a lost worker) starts its curve over from the new attempt's first step: the earlier attempt's points
+ * before it are kept, so an attempt that resumed from a checkpoint (its first step N + 1) continues the curve,
+ * and one that starts from 0 replaces it. Without a metric (a data-parallel run optimises none) the first one
+ * reported is drawn, as in the kernel's view.
  */
 export class Curves {
   cursor = 0;
@@ -250,7 +254,13 @@ export class Curves {
       }
       let curve = this._byTrial.get(trialId);
       if (!curve || attempt > curve.attempt) {
-        curve = { attempt, steps: [], values: [] };
+        const kept = curve ? curve.steps.findIndex(s => s >= step) : 0;
+        const upTo = kept === -1 ? curve!.steps.length : kept;
+        curve = {
+          attempt,
+          steps: curve ? curve.steps.slice(0, upTo) : [],
+          values: curve ? curve.values.slice(0, upTo) : []
+        };
         this._byTrial.set(trialId, curve);
       } else if (attempt < curve.attempt) {
         continue;

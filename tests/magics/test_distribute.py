@@ -2,7 +2,7 @@
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import get_ipython
+from IPython.testing import globalipapp
 
 import jupyter_dist as jd
 
@@ -30,7 +30,9 @@ def helper(features):
 
 @pytest.fixture(scope="module")
 def ip(client):
-    shell = get_ipython()
+    # The module's attribute, not a name imported at collection: once another test module has started the shared
+    # shell, the function imported then would return None (only its first call returns the shell).
+    shell = globalipapp.get_ipython()
     shell.run_line_magic("load_ext", "jupyter_dist")
     return shell
 

@@ -49,7 +49,7 @@ class FakeLauncher:
         self.gone_after: int | None = None  # the cluster goes away once this many trials have started
 
     @contextlib.contextmanager
-    def events(self, on_reports, on_log, on_outcome):
+    def events(self, on_reports, on_log, on_checkpoint, on_outcome):
         self.on_outcome = on_outcome
         yield
 

@@ -1,0 +1,89 @@
+"""Where checkpoints are, on any filesystem fsspec knows (a local path, NFS, s3://, gs://, memory://...).
+
+A trial's directory holds one folder per checkpoint, ``step-<step>/``, and a checkpoint counts only once its
+``complete`` marker is there: the marker is written last, so a worker killed while saving leaves a folder
+without one, which is never restored and is removed by the next save.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+
+MARKER = "complete"
+_STEP_FOLDER = re.compile(r"step-(\d+)$")
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One complete checkpoint of a trial."""
+
+    step: int
+    path: str  # its folder, as a URL or path the filesystem understands
+    sharded: bool  # written by every rank with torch.distributed.checkpoint (a sharded model), not one file
+
+
+def filesystem(directory: str):
+    """The fsspec filesystem of ``directory`` and the path on it."""
+    from fsspec.core import url_to_fs
+
+    return url_to_fs(directory)
+
+
+def step_folder(directory: str, step: int) -> str:
+    return f"{directory.rstrip('/')}/step-{step:09d}"
+
+
+def _folders(fs, path: str) -> list[tuple[int, str]]:
+    """The trial's step folders, complete or not, oldest step first."""
+    try:
+        entries = fs.ls(path, detail=False)
+    except FileNotFoundError:
+        return []
+    found = []
+    for entry in entries:
+        match = _STEP_FOLDER.search(entry.rstrip("/"))
+        if match:
+            found.append((int(match.group(1)), entry.rstrip("/")))
+    return sorted(found)
+
+
+def complete(directory: str) -> list[Saved]:
+    """The trial's complete checkpoints, oldest first."""
+    fs, path = filesystem(directory)
+    saved = []
+    for step, folder in _folders(fs, path):
+        try:
+            with fs.open(f"{folder}/{MARKER}", "r") as marker:
+                about = json.load(marker)
+        except (FileNotFoundError, ValueError):
+            continue  # being written, or its writer died
+        saved.append(Saved(step, fs.unstrip_protocol(folder), bool(about.get("sharded"))))
+    return saved
+
+
+def latest(directory: str) -> Saved | None:
+    saved = complete(directory)
+    return saved[-1] if saved else None
+
+
+def mark_complete(folder: str, step: int, sharded: bool) -> None:
+    fs, path = filesystem(folder)
+    with fs.open(f"{path}/{MARKER}", "w") as marker:
+        json.dump({"step": step, "sharded": sharded, "saved": time.time()}, marker)
+
+
+def prune(directory: str, keep: int) -> None:
+    """Remove all but the newest ``keep`` complete checkpoints, and the unfinished folders older than the newest
+    complete one (left by a worker that died while saving)."""
+    fs, path = filesystem(directory)
+    saved = complete(directory)
+    if not saved:
+        return
+    kept = {s.step for s in saved[-keep:]}
+    newest = saved[-1].step
+    for step, folder in _folders(fs, path):
+        if step not in kept and step <= newest:
+            fs.rm(folder, recursive=True)
