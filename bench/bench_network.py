@@ -5,7 +5,7 @@ Each cluster is a `dask scheduler` and two `dask worker --nthreads 1`, started a
 - "hosts": the scheduler and each worker in a network namespace of its own, with its own address on a bridge
   (tests/namespaces.py, as the multi-host tests make them); this process reaches them over the bridge, which
   has an address of its own (a fourth host). Needs root and iproute2; without them only loopback is measured.
-Each is run `tcp://` and `tls://` (certificates from a test CA, trustme). Measured on each, 2 rounds interleaved
+Each is run `tcp://` and `tls://` (certificates from a test CA, trustme). Measured on each, 4 rounds interleaved
 after a warm-up: dispatch (300 no-op trials, bench_dispatch's), streaming (2 trials at 2 x 2,500 reports/s for 3
 s, bench_streaming's: delivered/s, p50/p99 report->kernel latency) and data-parallel training at 2 ranks
 (bench_ddp's MLP, 10 timed steps: samples/s). The gradients travel over gloo's own TCP connections, which TLS on
@@ -36,7 +36,7 @@ import cloudpickle  # noqa: E402
 from _common import CpuMonitor, contention_note, free_port, header, median, write_result  # noqa: E402
 from namespaces import Network, can_make_namespaces  # noqa: E402
 
-ROUNDS = 2
+ROUNDS = 4
 DISPATCH_TRIALS = 300
 STREAM_SECONDS = 3.0
 STREAM_RATE = 2500.0

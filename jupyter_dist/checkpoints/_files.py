@@ -55,13 +55,26 @@ def complete(directory: str) -> list[Saved]:
     fs, path = filesystem(directory)
     saved = []
     for step, folder in _folders(fs, path):
-        try:
-            with fs.open(f"{folder}/{MARKER}", "r") as marker:
-                about = json.load(marker)
-        except (FileNotFoundError, ValueError):
-            continue  # being written, or its writer died
-        saved.append(Saved(step, fs.unstrip_protocol(folder), bool(about.get("sharded"))))
+        found = _read_marker(fs, folder, step_folder(directory, step))
+        if found is not None:  # else being written, or its writer died
+            saved.append(found)
     return saved
+
+
+def saved_at(folder: str) -> Saved | None:
+    """The complete checkpoint in ``folder``; None if there is none."""
+    fs, path = filesystem(folder)
+    return _read_marker(fs, path.rstrip("/"), folder.rstrip("/"))
+
+
+def _read_marker(fs, folder: str, named: str) -> Saved | None:
+    """The checkpoint in ``folder`` (a path on ``fs``), named as the user's own path or URL names it."""
+    try:
+        with fs.open(f"{folder}/{MARKER}", "r") as marker:
+            about = json.load(marker)
+    except (FileNotFoundError, ValueError):
+        return None
+    return Saved(int(about["step"]), named, bool(about.get("sharded")))
 
 
 def latest(directory: str) -> Saved | None:

@@ -22,7 +22,7 @@ from typing import Any
 from ..ddp import rank, unwrap, world_size
 from ..errors import ArgumentError
 from ..runtime import current_trial
-from ._files import filesystem, latest, mark_complete, prune, step_folder
+from ._files import filesystem, latest, mark_complete, prune, saved_at, step_folder
 
 WHOLE = "state.pt"  # a whole checkpoint's one file
 PLAIN = "plain.pt"  # a sharded checkpoint's values that are not state dicts, written by rank 0
@@ -87,9 +87,13 @@ def restore(state: dict[str, Any] | None = None, *, path: str | None = None) -> 
         saved = latest(ctx.checkpoint_dir)
         if saved is None:
             return None
-        found, step, sharded = saved.path, saved.step, saved.sharded
     else:
-        found, step, sharded = path.rstrip("/"), None, _is_sharded_folder(path)
+        saved = saved_at(str(path))
+        if saved is None:
+            raise ArgumentError(
+                f"restore(path={str(path)!r}): not a complete checkpoint (no folder with a marker)"
+            )
+    found, step, sharded = saved.path, saved.step, saved.sharded
     loaded = _load_sharded(found, state or {}) if sharded else _read(f"{found}/{WHOLE}")
     restored = {}
     for name, value in loaded.items():
@@ -100,8 +104,6 @@ def restore(state: dict[str, Any] | None = None, *, path: str | None = None) -> 
             restored[name] = target
         else:
             restored[name] = value
-    if step is None:
-        step = int(_folder_step(found))
     if path is None:
         ctx.checkpointed(step, found, resumed=True)
     return Checkpoint(step, restored, found)
@@ -227,15 +229,6 @@ def _is_sharded(state: dict[str, Any]) -> bool:
         if isinstance(value, torch.nn.Module)
         for p in value.parameters()
     )
-
-
-def _is_sharded_folder(folder: str) -> bool:
-    fs, path = filesystem(folder)
-    return fs.exists(f"{path.rstrip('/')}/.metadata")  # torch.distributed.checkpoint's index of the shards
-
-
-def _folder_step(folder: str) -> int:
-    return int(folder.rstrip("/").rsplit("step-", 1)[1])
 
 
 def _distributed() -> bool:

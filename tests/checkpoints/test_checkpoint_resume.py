@@ -120,7 +120,17 @@ def test_outside_an_experiment_checkpoints_do_nothing():
     assert training(every=10)["loss"] > 0  # the training function runs as it is
 
 
-def test_bad_checkpoint_arguments_are_refused_by_name(run_hpo):
+def test_checkpoints_go_to_an_fsspec_url(run_hpo, tmp_path):
+    exp = run_hpo(training, {"every": 20}, trials=1, metric="loss", checkpoint_dir=f"file://{tmp_path}")
+    path = exp.checkpoint()
+    assert path == f"file://{tmp_path}/{exp.id}/trial-0/step-000000040"
+    model = torch.nn.Linear(4, 1)
+    assert jd.restore({"model": model}, path=path).step == 40
+
+
+def test_bad_checkpoint_arguments_are_refused_by_name(run_hpo, tmp_path):
+    with pytest.raises(jd.ArgumentError, match="not a complete checkpoint"):
+        jd.restore(path=str(tmp_path))
     with pytest.raises(jd.ArgumentError, match="step must be an int >= 0, got 'a'"):
         jd.checkpoint("a", {"x": 1})
     with pytest.raises(jd.ArgumentError, match="state must be a non-empty dict"):

@@ -1,0 +1,165 @@
+"""FSDP vs DDP on 2 CPU ranks: samples/s and memory per rank for the same model and batch.
+
+The model is an MLP of DEPTH square Linear layers (WIDTH x WIDTH, ~4.2M parameters each), Adam, per-rank batch
+BATCH, 1 torch thread per rank, through ``data_parallel(..., strategy=...)``. Measured in each rank:
+- samples/s over STEPS timed steps after WARMUP;
+- model state per rank: the bytes of its parameters, gradients and Adam state as that rank holds them (its local
+  shards under FSDP), which is what sharding divides;
+- peak RSS growth while training: the process's resident memory sampled every 10 ms from just before the model
+  is built to the end, less its size before (activations, all-gathered parameters, gloo buffers included), in
+  worker processes restarted before each run.
+ROUNDS rounds, DDP and FSDP interleaved; medians.
+
+Run: ``.venv/bin/python bench/bench_fsdp.py`` (writes bench/results/fsdp.json).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+
+WIDTH = 2048
+DEPTH = 4
+BATCH = 64
+STEPS = 10
+WARMUP = 2
+ROUNDS = 3
+
+
+# --- run on the workers (defined here so cloudpickle ships them by value) ----------------------------------
+def train(width=WIDTH, depth=DEPTH, batch=BATCH, steps=STEPS, warmup=WARMUP):
+    import threading
+    import time
+
+    import psutil
+    import torch
+
+    import jupyter_dist as jd
+
+    process = psutil.Process()
+    before = peak = process.memory_info().rss
+    sampling = True
+
+    def sample():
+        nonlocal peak
+        while sampling:
+            peak = max(peak, process.memory_info().rss)
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    torch.manual_seed(0)
+    layers = [m for _ in range(depth) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
+    optimiser = torch.optim.Adam(model.parameters(), lr=1e-4)
+    model, optimiser = jd.prepare(model, optimiser)
+    x, y = torch.randn(batch, width), torch.randint(0, 10, (batch,))
+
+    def step():
+        optimiser.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimiser.step()
+
+    for _ in range(warmup):
+        step()
+    torch.distributed.barrier()
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.distributed.barrier()
+    elapsed = time.perf_counter() - started
+    sampling = False
+    sampler.join()
+
+    def local(t):
+        return t.to_local() if hasattr(t, "to_local") else t
+
+    tensors = [local(p) for p in model.parameters()] + [local(p.grad) for p in model.parameters()]
+    tensors += [local(v) for s in optimiser.state.values() for v in s.values() if torch.is_tensor(v)]
+    return {
+        "samples_per_s": jd.world_size() * batch * steps / elapsed,
+        "model_state_mb": sum(t.numel() * t.element_size() for t in tensors) / 1e6,
+        "peak_rss_growth_mb": (peak - before) / 1e6,
+    }
+
+
+def main() -> dict:
+    import cloudpickle
+
+    import jupyter_dist as jd
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cpu = CpuMonitor()
+    client = jd.get_client("local", n_workers=2, threads_per_worker=1)
+    runs: dict[str, list[dict]] = {"ddp": [], "fsdp": []}
+    try:
+        for strategy in runs:  # warm-up: imports, first process groups
+            jd.data_parallel(train, workers=2, strategy=strategy, cluster=client, progress=False, steps=1)
+        for _ in range(ROUNDS):
+            for strategy in runs:
+                # Fresh worker processes: memory an earlier run freed stays in the process (the allocator keeps
+                # it), and the next run's peak would hide in it.
+                client.restart(wait_for_workers=True)
+                exp = jd.data_parallel(
+                    train, workers=2, threads_per_rank=1, strategy=strategy, cluster=client, progress=False
+                )
+                runs[strategy].append({"rank_0": exp.rank_results[0], "rank_1": exp.rank_results[1]})
+    finally:
+        jd.close_local_cluster()
+    contention = cpu.stop()
+    medians = {
+        strategy: {
+            "samples_per_s": median([r["rank_0"]["samples_per_s"] for r in rs]),
+            "model_state_mb_per_rank": median(
+                [r[k]["model_state_mb"] for r in rs for k in ("rank_0", "rank_1")]
+            ),
+            "peak_rss_growth_mb_per_rank": median(
+                [r[k]["peak_rss_growth_mb"] for r in rs for k in ("rank_0", "rank_1")]
+            ),
+        }
+        for strategy, rs in runs.items()
+    }
+    result = header(
+        "fsdp",
+        {
+            "model": f"MLP, {DEPTH} x Linear({WIDTH}, {WIDTH}) + Linear({WIDTH}, 10), Adam",
+            "per_rank_batch": BATCH,
+            "steps": STEPS,
+            "rounds": ROUNDS,
+            "cluster": "embedded LocalCluster, 2 workers x 1 thread, gloo",
+        },
+    )
+    fsdp, ddp = medians["fsdp"], medians["ddp"]
+    result.update(
+        {
+            "median": medians,
+            "all": runs,
+            "ratios_fsdp_vs_ddp": {
+                "samples_per_s": fsdp["samples_per_s"] / ddp["samples_per_s"],
+                "model_state_per_rank": fsdp["model_state_mb_per_rank"] / ddp["model_state_mb_per_rank"],
+                "peak_rss_growth_per_rank": fsdp["peak_rss_growth_mb_per_rank"]
+                / ddp["peak_rss_growth_mb_per_rank"],
+            },
+            "cpu_contention": contention,
+            "note": contention_note(contention),
+        }
+    )
+    return result
+
+
+def summary(result: dict) -> str:
+    return "\n".join(
+        f"{strategy}: {m['samples_per_s']:,.0f} samples/s; per rank: model state {m['model_state_mb_per_rank']:.0f} "
+        f"MB, peak RSS growth {m['peak_rss_growth_mb_per_rank']:.0f} MB"
+        for strategy, m in result["median"].items()
+    )
+
+
+if __name__ == "__main__":
+    outcome = main()
+    print(write_result("fsdp", outcome))
+    print(summary(outcome))
