@@ -16,6 +16,7 @@ so the same function still runs when called directly.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,7 +148,9 @@ def _load_sharded(folder: str, state: dict[str, Any]) -> dict[str, Any]:
 
     stateful, _ = _split(state)
     target = _sharded_state_dicts(stateful)
-    dcp.load(target, checkpoint_id=folder, no_dist=not _distributed())  # in the notebook: one process
+    with warnings.catch_warnings():  # loading in one process (the notebook) is what no_dist says
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+        dcp.load(target, checkpoint_id=folder, no_dist=not _distributed())
     model = _the_model(stateful)
     for name, obj in stateful.items():
         if unwrap(obj) is model:
