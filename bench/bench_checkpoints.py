@@ -32,6 +32,7 @@ ROUNDS = 3
 # --- run on the workers (defined here so cloudpickle ships them by value) ----------------------------------
 def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
     import os
+    import signal
     import time
     from pathlib import Path
 
@@ -68,7 +69,9 @@ def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
         if step == die_at and not os.path.exists(marker):
             os.mkdir(marker)
             time.sleep(0.3)  # the reports so far reach the kernel
-            os._exit(1)  # the worker dies; its nanny restarts it and Dask runs the trial again
+            os.kill(
+                os.getpid(), signal.SIGKILL
+            )  # the worker dies; its nanny restarts it, Dask re-runs the trial
     size = sum(f.stat().st_size for f in Path(folder).iterdir()) if saves else 0
     jd.report(  # the figures, as one more report after the last step
         step=steps,
@@ -79,14 +82,13 @@ def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
     return float(loss)
 
 
-def killed_run(client, checkpoints: bool, root: Path) -> dict:
+def one_trial(client, params: dict, root: Path):
+    """``train`` as a 1-trial experiment on ``client``, checkpointing under ``root``: its record."""
     import jupyter_dist as jd
 
-    marker = tempfile.mkdtemp(dir=root) + "/died"
-    began = time.perf_counter()
     exp = jd.hpo(
         train,
-        {"die_at": DIE_AT, "marker": marker, "every": EVERY if checkpoints else 0},
+        params,
         trials=1,
         metric="loss",
         mode="min",
@@ -95,8 +97,16 @@ def killed_run(client, checkpoints: bool, root: Path) -> dict:
         store=False,
         checkpoint_dir=root / "checkpoints",
     )
+    return exp, exp.trial_records()[0]
+
+
+def killed_run(client, checkpoints: bool, root: Path) -> dict:
+    marker = tempfile.mkdtemp(dir=root) + "/died"
+    began = time.perf_counter()
+    exp, rec = one_trial(
+        client, {"die_at": DIE_AT, "marker": marker, "every": EVERY if checkpoints else 0}, root
+    )
     wall = time.perf_counter() - began
-    rec = exp.trial_records()[0]
     assert rec.state == "completed" and rec.attempts == 2, rec
     client.wait_for_workers(2, timeout=60)
     steps = exp.history.query("metric == 'loss'")  # one per step executed, both attempts
@@ -104,20 +114,7 @@ def killed_run(client, checkpoints: bool, root: Path) -> dict:
 
 
 def save_cost(client, every: int, root: Path) -> dict:
-    import jupyter_dist as jd
-
-    exp = jd.hpo(
-        train,
-        {"every": every},
-        trials=1,
-        metric="loss",
-        mode="min",
-        cluster=client,
-        progress=False,
-        store=False,
-        checkpoint_dir=root / "checkpoints",
-    )
-    rec = exp.trial_records()[0]
+    _, rec = one_trial(client, {"every": every}, root)
     got = rec.last  # the figures it reported last
     return {
         "every": every,

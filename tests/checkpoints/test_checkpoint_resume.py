@@ -2,6 +2,7 @@
 
 import io
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def training(lr=0.05, marker="", die_at=None, every=1, pause=0.0):
         if step == die_at and marker and not os.path.exists(marker):
             os.mkdir(marker)
             time.sleep(0.3)  # let the reports leave the worker, as in a crash some time into training
-            os._exit(1)  # the worker process dies (as with the OOM killer); the nanny restarts it
+            os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies (as with the OOM killer)
     return {"loss": loss.item(), "weight_sum": float(model.weight.detach().sum())}
 
 
@@ -86,10 +87,30 @@ def test_a_trial_whose_worker_dies_resumes_from_its_last_checkpoint(client, tmp_
 
 
 def test_a_stopped_experiment_resumed_goes_on_from_its_trials_checkpoints(run_hpo, fresh_store):
+    def stop_once_checkpointed(exp):  # a view that stops the run (as the Stop button) after a few checkpoints
+        class View:
+            def start(self): ...
+
+            def finish(self): ...
+
+            def idle(self):
+                if any((r.checkpoint_step or 0) >= 10 for r in exp.trial_records()):
+                    exp.stop()
+
+        return View()
+
     space = {"pause": 0.05}
-    stopped = run_hpo(training, space, trials=1, metric="loss", mode="min", timeout=1.5, name="interrupted")
+    stopped = run_hpo(
+        training,
+        space,
+        trials=1,
+        metric="loss",
+        mode="min",
+        name="interrupted",
+        progress=stop_once_checkpointed,
+    )
     first = stopped.trial_records()[0]
-    assert first.state == "stopped" and 0 < first.checkpoint_step < STEPS - 1
+    assert stopped.state == "stopped" and first.state == "stopped" and 10 <= first.checkpoint_step < STEPS - 1
 
     out = io.StringIO()
     resumed = run_hpo(
@@ -112,6 +133,23 @@ def test_a_stopped_experiment_resumed_goes_on_from_its_trials_checkpoints(run_hp
     assert resumed.checkpoint(1).startswith(
         str(Path(fresh_store).parent / "checkpoints" / stopped.id / "trial-0")
     )
+
+
+def ablated(features=("a", "b"), marker="", every=1):
+    return training(
+        lr=0.05 * len(features), marker=marker, die_at=20 if "b" in features else None, every=every
+    )
+
+
+def test_ablation_trials_checkpoint_and_resume_each_in_its_own_folder(client, run_ablation, tmp_path):
+    marker = str(tmp_path / "died")  # the first trial whose features include "b" dies once, at step 20
+    exp = run_ablation(ablated, features=["a", "b"], metric="loss", mode="min", params={"marker": marker})
+    client.wait_for_workers(2, timeout=60)
+    records = exp.trial_records()
+    assert [r.state for r in records] == ["completed"] * 3
+    assert sorted(r.resumed_from for r in records if r.attempts == 2) == [20]  # one trial died, and resumed
+    folders = {Path(exp.checkpoint(r.trial_id)).parent.name for r in records}
+    assert folders == {"trial-0", "trial-1", "trial-2"}
 
 
 def test_outside_an_experiment_checkpoints_do_nothing():
