@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import ArgumentError
 from ._context import run, world_size
+from ._nested import map_tensors
 
 
 def gather(data: Any) -> Any:
@@ -23,7 +24,7 @@ def gather(data: Any) -> Any:
     """
     if world_size() == 1:
         return data
-    return _each_tensor(data, lambda tensor: _concatenate(_all_gather(tensor), ()))
+    return map_tensors(data, lambda tensor: _concatenate(_all_gather(tensor), ()), _not_a_tensor)
 
 
 def gather_for_metrics(data: Any) -> Any:
@@ -36,20 +37,10 @@ def gather_for_metrics(data: Any) -> Any:
         return data
     loader = run.final_batch_of
     padded = loader.padded_ranks if loader is not None else ()
-    return _each_tensor(data, lambda tensor: _concatenate(_all_gather(tensor), padded))
+    return map_tensors(data, lambda tensor: _concatenate(_all_gather(tensor), padded), _not_a_tensor)
 
 
-def _each_tensor(data: Any, gather_one) -> Any:
-    import torch
-
-    if isinstance(data, torch.Tensor):
-        return gather_one(data)
-    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
-        return type(data)(*(_each_tensor(item, gather_one) for item in data))
-    if isinstance(data, (list, tuple)):
-        return type(data)(_each_tensor(item, gather_one) for item in data)
-    if isinstance(data, dict):
-        return type(data)({key: _each_tensor(value, gather_one) for key, value in data.items()})
+def _not_a_tensor(data: Any) -> Any:
     raise ArgumentError(
         f"gather(): got a {type(data).__name__}; it gathers tensors, and tuples, lists and dicts of tensors "
         "(make numbers a tensor first: torch.tensor([x]))"

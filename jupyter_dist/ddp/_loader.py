@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import ArgumentError, ClusterError
 from ._context import rank as _rank
 from ._context import run, world_size
+from ._nested import map_tensors
 
 
 def _shuffles(loader) -> bool:
@@ -109,10 +110,8 @@ class ShardedLoader:
 
 
 def _to_device(batch: Any, device) -> Any:
-    if hasattr(batch, "to"):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_to_device(b, device) for b in batch)
-    if isinstance(batch, dict):
-        return {k: _to_device(v, device) for k, v in batch.items()}
-    return batch
+    def move(value):
+        return value.to(device, non_blocking=True)
+
+    # Besides tensors, anything else with .to() (a tokenizer's BatchEncoding) moves too.
+    return map_tensors(batch, move, lambda value: move(value) if hasattr(value, "to") else value)

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import ArgumentError
 from ._context import run
+from ._nested import map_tensors
 
 # What prepare() and data_parallel() accept; "no" (Accelerate's word) and None both mean full precision.
 MIXED_PRECISIONS = ("bf16", "fp16", "no")
@@ -60,15 +61,8 @@ def to_float32(outputs: Any) -> Any:
     """bf16/fp16 tensors in ``outputs`` (nested in tuples, lists, dicts) as float32; everything else as it is."""
     import torch
 
-    if isinstance(outputs, torch.Tensor):
-        return outputs.float() if outputs.dtype in (torch.float16, torch.bfloat16) else outputs
-    if isinstance(outputs, tuple) and hasattr(outputs, "_fields"):  # a namedtuple
-        return type(outputs)(*(to_float32(o) for o in outputs))
-    if isinstance(outputs, (list, tuple)):
-        return type(outputs)(to_float32(o) for o in outputs)
-    if isinstance(outputs, dict):
-        return type(outputs)({k: to_float32(v) for k, v in outputs.items()})
-    return outputs
+    half = (torch.float16, torch.bfloat16)
+    return map_tensors(outputs, lambda tensor: tensor.float() if tensor.dtype in half else tensor)
 
 
 def make_scaler(device_type: str):
