@@ -58,7 +58,13 @@ def run_experiment(
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         checkpoints = checkpoint_plan(definition.details, definition.id)
         launcher = DaskLauncher(
-            client, fn, definition.id, ranks=ranks, resources=resources, checkpoints=checkpoints
+            client,
+            fn,
+            definition.id,
+            ranks=ranks,
+            resources=resources,
+            checkpoints=checkpoints,
+            decides_on_reports=source.prunes,
         )
         follow = None
         if ranks:

@@ -7,7 +7,7 @@ import torch
 import jupyter_dist
 from jupyter_dist import TrialPruned
 from jupyter_dist.runtime._trial_context import (
-    FLUSH_INTERVAL,
+    BACKPRESSURE_INTERVAL,
     MAX_BATCH,
     Reporter,
     TrialContext,
@@ -109,8 +109,61 @@ def test_a_loop_that_outpaces_the_channel_is_held_back(context):
     started = time.monotonic()
     for i in range(10 * MAX_BATCH):
         jupyter_dist.report(v=i)
-    # A full batch waits FLUSH_INTERVAL after the previous flush; the background flusher can add at most one
-    # more batch per interval, so 10 batches take at least 4 intervals.
-    assert time.monotonic() - started >= 4 * FLUSH_INTERVAL
+    # A full batch waits BACKPRESSURE_INTERVAL after the previous one left; the background flusher can add at
+    # most one more batch per interval, so 10 batches take at least 4 intervals.
+    assert time.monotonic() - started >= 4 * BACKPRESSURE_INTERVAL
     ctx.flush()
     assert sum(len(m["b"]) for _, m in sent) == 10 * MAX_BATCH
+
+
+def test_a_pending_batch_leaves_when_its_wait_is_up():
+    sent = []
+    ctx = TrialContext(
+        "exp-wait", 1, "a", "topic", lambda topic, msg: sent.append((time.monotonic(), msg)), max_wait=0.5
+    )
+    activate(ctx)
+    try:
+        started = time.monotonic()
+        for i in range(5):
+            jupyter_dist.report(step=i, v=1.0)
+            time.sleep(0.01)
+        deadline = time.monotonic() + 3
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        activate(None)
+    ((at, msg),) = sent  # the five together, once the first had waited its 0.5 s
+    assert [row[0] for row in msg["b"]] == [0, 1, 2, 3, 4]
+    assert at - started >= 0.5
+
+
+def _report_every_10ms(x):
+    import time
+
+    import jupyter_dist
+
+    for step in range(20):
+        jupyter_dist.report(step=step, v=x)
+        time.sleep(0.01)
+    return x
+
+
+def _report_batches(client, exp) -> list[int]:
+    """How many reports each event of the experiment's topic carried (the scheduler keeps a topic's events)."""
+    return [len(msg["b"]) for _, msg in client.get_events(f"jupyter_dist-{exp.id}") if msg["k"] == "r"]
+
+
+def test_reports_nobody_decides_on_travel_together(run_hpo, client):
+    # With a pruner the kernel decides on every report: each leaves within 5 ms, alone at this pace. With none
+    # they only feed the views and the store, and wait up to 0.1 s for company.
+    fresh = run_hpo(
+        _report_every_10ms, {"x": jupyter_dist.space.uniform(0, 1)}, trials=1, metric="v", pruner="median"
+    )
+    relaxed = run_hpo(
+        _report_every_10ms, {"x": jupyter_dist.space.uniform(0, 1)}, trials=1, metric="v", pruner=None
+    )
+    fresh_batches, relaxed_batches = _report_batches(client, fresh), _report_batches(client, relaxed)
+    assert sum(fresh_batches) == sum(relaxed_batches) == 20
+    assert len(relaxed.history) == 20 and relaxed.trial_records()[0].steps == 20
+    assert len(fresh_batches) >= 10
+    assert 2 * len(relaxed_batches) <= len(fresh_batches), (fresh_batches, relaxed_batches)

@@ -24,6 +24,7 @@ from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, tri
 from ._loop import RunningTrial, TrialSpec
 from ._runner import probe_function, run_trial
 from ._task_trial import TaskTrial
+from ._trial_context import FRESH, RELAXED
 
 # How long restarting the workers of ranks given up on may take.
 RESTART_TIMEOUT = 30.0
@@ -46,6 +47,8 @@ class DaskLauncher:
 
     ``ranks=k``: every trial is a data-parallel job of k rank tasks on k distinct workers having ``resources``.
     ``checkpoints``: where the trials' ``jupyter_dist.checkpoint()`` calls save.
+    ``decides_on_reports``: whether the kernel decides on every report (a pruner); otherwise reports only feed
+    the views and the store, and may wait a little on the worker to travel together (cheaper for both).
     """
 
     def __init__(
@@ -57,8 +60,10 @@ class DaskLauncher:
         ranks: int | None = None,
         resources: dict[str, float] | None = None,
         checkpoints: CheckpointPlan | None = None,
+        decides_on_reports: bool = True,
     ) -> None:
         self.client = client
+        self.report_wait = FRESH if decides_on_reports else RELAXED
         self.checkpoints = checkpoints
         self.exp_id = exp_id
         self.topic = f"jupyter_dist-{exp_id}"
@@ -203,6 +208,7 @@ class DaskLauncher:
             0 if rank is not None else (self.resources or {}).get("GPU", 0),
             self._checkpoint_dir(spec),
             self.checkpoints and self.checkpoints.keep,
+            self.report_wait,
             key=f"jupyter_dist-{self.exp_id}-{key}",
             pure=False,
             **placement,

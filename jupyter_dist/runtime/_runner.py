@@ -22,7 +22,7 @@ from ..protocol import ErrorKind, Outcome, RankInfo, TrialState, encode_outcome
 from ._allocator import tensor_friendly_allocator
 from ._capture import TrialOutput
 from ._devices import holding_gpus
-from ._trial_context import Reporter, TrialContext, activate, forget_experiment
+from ._trial_context import FRESH, Reporter, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
 # with every task (cheap), but is unpickled once per worker process. The hash, because a resumed run keeps its
@@ -80,6 +80,7 @@ def run_trial(
     gpus: float = 0,
     checkpoint_dir: str | None = None,
     keep_checkpoints: int | None = None,
+    report_wait: float = FRESH,
 ) -> Outcome:
     """Run one trial attempt on this worker and say how it went.
 
@@ -88,13 +89,14 @@ def run_trial(
     whole return value then comes back too, as ``result`` of the task's Outcome (never on the event stream).
     ``gpus``: how many of the worker's declared GPUs the trial holds while it runs (``jupyter_dist.devices()``).
     ``checkpoint_dir``: where this trial's ``jupyter_dist.checkpoint()`` saves (``keep_checkpoints`` of them).
+    ``report_wait``: how long a report may wait for others to travel with (runtime/_trial_context.py).
     """
     from distributed import get_worker
 
     fn = load_function(fn_key, fn_blob)
     worker = get_worker()
     attempt = rank.attempt if rank else uuid.uuid4().hex[:12]
-    ctx = TrialContext(exp_id, trial_id, attempt, topic, worker.log_event, rank)
+    ctx = TrialContext(exp_id, trial_id, attempt, topic, worker.log_event, rank, report_wait)
     ctx.checkpoint_dir, ctx.keep_checkpoints = checkpoint_dir, keep_checkpoints
     kwargs = dict(params)
     if _wants_reporter(fn):

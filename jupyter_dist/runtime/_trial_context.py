@@ -45,21 +45,37 @@ def _as_number(name: str, value: Any) -> float:
         ) from None
 
 
-# Reports are sent in batches: one Dask event per report costs ~90 us and a tight loop of them floods the
-# scheduler and the kernel (measured: a backlog of seconds). A batch leaves when it reaches MAX_BATCH reports,
-# and at the latest FLUSH_INTERVAL after its first report (a background thread sees to the quiet moments).
-# Back-pressure: a full batch leaves no sooner than FLUSH_INTERVAL after the previous one, so a trial reports
-# about MAX_BATCH / FLUSH_INTERVAL = 20,000 times a second at most; a loop that tries more waits in report().
-# Measured on 2 cores: without it two tight loops outran the kernel 2:1 and latency grew by a second a second.
-FLUSH_INTERVAL = 0.005
+# Reports are sent in batches: one Dask event per report costs the trial's thread ~90 us and a tight loop of
+# them floods the scheduler and the kernel (measured: a backlog of seconds). A batch leaves when it reaches
+# MAX_BATCH reports, and at the latest its trial's ``max_wait`` after its first report (a background thread sees
+# to that). Back-pressure: a full batch leaves no sooner than BACKPRESSURE_INTERVAL after the previous one, so a
+# trial reports about MAX_BATCH / BACKPRESSURE_INTERVAL = 25,000 times a second at most; a loop that tries more
+# waits in report(). Measured on 2 cores: without it two tight loops outran the kernel 2:1 and latency grew by a
+# second a second; at 25,000 they deliver about what the kernel takes in (46,000 a second for two).
 MAX_BATCH = 100
+BACKPRESSURE_INTERVAL = 0.004
+FLUSH_INTERVAL = 0.005
+# How long a report may wait for others to travel with. FRESH when the kernel decides on every report (a
+# pruner): a decision made late lets a doomed trial train on. RELAXED when reports only feed the views (redrawn
+# 5 times a second) and the store (written every 0.5 s): each event costs ~1 ms of CPU in the worker and ~1 ms
+# in the kernel's scheduler and client, on the cores the trials run on with the embedded cluster, so a trial
+# reporting 40 times a second (bench_trial_speed's digits) sends 10 events a second instead of 40.
+FRESH = FLUSH_INTERVAL
+RELAXED = 0.1
 
 
 class TrialContext:
     """One attempt of one trial, as the worker runs it: streams reports and captured output to the kernel."""
 
     def __init__(
-        self, exp_id: str, trial_id: int, attempt: str, topic: str, emit, rank: RankInfo | None = None
+        self,
+        exp_id: str,
+        trial_id: int,
+        attempt: str,
+        topic: str,
+        emit,
+        rank: RankInfo | None = None,
+        max_wait: float = FRESH,
     ) -> None:
         self.exp_id = exp_id
         self.trial_id = trial_id
@@ -72,6 +88,7 @@ class TrialContext:
         self.checkpoint_dir: str | None = None  # where jupyter_dist.checkpoint() saves; None: it does not
         self.keep_checkpoints: int | None = None
         self._emit = emit  # worker.log_event, bound once: get_worker() per report would cost more
+        self.max_wait = max_wait  # how long a report may wait for others to travel with (FRESH or RELAXED)
         self.steps = 0
         self.last: dict[str, float] = {}
         # When the function raised, before any clean-up ran: tells which rank of a job failed first.
@@ -99,9 +116,9 @@ class TrialContext:
             self._batch.append([step, values, time.time()])
             size = len(self._batch)
         if size == 1:
-            _flusher.due(self)
+            _flusher.due(self, time.monotonic() + self.max_wait)
         elif size >= MAX_BATCH:
-            wait = self._last_flush + FLUSH_INTERVAL - time.monotonic()
+            wait = self._last_flush + BACKPRESSURE_INTERVAL - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
             self.flush()
@@ -134,41 +151,45 @@ class TrialContext:
 
     def _flush_locked(self) -> None:
         if self._batch:
+            self._last_flush = time.monotonic()
             self._emit(self.topic, encode_reports(self.trial_id, self.attempt, self._batch))
             self._batch = []
-            self._last_flush = time.monotonic()
 
 
 class _Flusher:
-    """One daemon thread per worker process that sends each pending batch FLUSH_INTERVAL after it started.
+    """One daemon thread per worker process that sends each pending batch when it is due (its trial's
+    ``max_wait`` after its first report).
 
-    It sleeps on an Event while no report is pending, so an idle or computing trial costs nothing.
+    It sleeps while no report is pending, so an idle or computing trial costs nothing.
     """
 
     def __init__(self) -> None:
-        self._due: set[TrialContext] = set()
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._due: dict[TrialContext, float] = {}  # trial -> when its pending batch must leave (monotonic)
+        self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def due(self, ctx: TrialContext) -> None:
-        with self._lock:
-            self._due.add(ctx)
+    def due(self, ctx: TrialContext, at: float) -> None:
+        with self._changed:
+            # A batch that left early (full, or pushed out by a log line) left its entry: the new one replaces it.
+            self._due[ctx] = at
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="jupyter_dist-report-flusher", daemon=True
                 )
                 self._thread.start()
-        self._wake.set()
+            self._changed.notify()
 
     def _run(self) -> None:
         while True:
-            self._wake.wait()
-            time.sleep(FLUSH_INTERVAL)
-            self._wake.clear()
-            with self._lock:
-                due, self._due = self._due, set()
-            for ctx in due:
+            with self._changed:
+                now = time.monotonic()
+                ready = [ctx for ctx, at in self._due.items() if at <= now]
+                if not ready:
+                    self._changed.wait(min(self._due.values(), default=now + 60.0) - now)
+                    continue
+                for ctx in ready:
+                    del self._due[ctx]
+            for ctx in ready:
                 ctx.flush()
 
 
