@@ -7,6 +7,11 @@ view passed as ``progress=`` also wraps the real ``LiveView``, so its throttled 
 thread during the measurement. Each trial returns how many reports it sent; these are compared with what
 arrived (``len(exp.history)`` and the listener's count).
 
+With no pruner the kernel decides nothing on the reports (they feed the view and the store), so a report may wait
+up to 0.1 s on the worker for others to travel with (runtime/_trial_context.py); a third run, paced, passes a
+pruner that never prunes (Optuna's MedianPruner waiting for 1,000 trials, asked at every report) to measure the
+path where each report leaves within 5 ms.
+
 Baseline, on the same cluster in the same run: two raw Dask tasks doing ``get_worker().log_event(topic, msg)``
 in the same loop, one event per report (no batching), received by ``client.subscribe_topic``.
 
@@ -168,12 +173,21 @@ class MeasuringView:
         self.live.finish()
 
 
+def never_prunes():
+    """A pruner the kernel asks at every report and that never says stop (too few trials to compare)."""
+    import optuna
+
+    return optuna.pruners.MedianPruner(n_startup_trials=1000)
+
+
 def settle() -> None:
     gc.collect()
     time.sleep(SETTLE_S)
 
 
-def run_ours(client, seconds: float, rate: float) -> dict:
+def run_ours(client, seconds: float, rate: float, pruner=None) -> dict:
+    """``pruner``: None (the channel alone; reports may wait to travel together), or one the kernel asks at
+    every report (each report then leaves within 5 ms)."""
     import jupyter_dist
     from jupyter_dist import space
 
@@ -191,7 +205,7 @@ def run_ours(client, seconds: float, rate: float) -> dict:
         parallel=TRIALS,
         metric="v",
         sampler="random",
-        pruner=None,  # the channel is measured here; pruning has its own benchmark
+        pruner=pruner,  # how fast stops follow decisions has its own benchmark (bench_pruning)
         seed=0,
         cluster=client,
         progress=make_view,
@@ -269,12 +283,15 @@ def main() -> dict:
         run_ours(client, WARMUP_SECONDS, 0)
         # Paced first: a tight run leaves the cluster busy draining its backlog for a while afterwards, and
         # one paced run placed after it showed a 2.6 s stall in its first second.
-        runs: dict[str, dict] = {"paced": {}, "tight": {}}
+        runs: dict[str, dict] = {"paced": {}, "paced_pruner": {}, "tight": {}}
         for mode, rate in (("paced", PACED_RATE), ("tight", 0)):
             settle()
             runs[mode]["raw"] = run_raw(client, SECONDS, rate, mode)
             settle()
             runs[mode]["ours"] = run_ours(client, SECONDS, rate)
+            if mode == "paced":
+                settle()
+                runs["paced_pruner"]["ours"] = run_ours(client, SECONDS, rate, never_prunes())
     finally:
         jupyter_dist.close_local_cluster()
     cpu_contention = cpu.stop()
@@ -309,7 +326,10 @@ def main() -> dict:
             "raw": "2 tasks calling get_worker().log_event(topic, msg) in the same loop; client.subscribe_topic",
             "latency": "time.time() in the kernel-side handler minus the worker's time.time() at send",
             "delivered_per_s": "messages received / (first send .. last arrival)",
-            "order": "warm-up (1 s each), paced raw, paced ours, tight raw, tight ours; gc.collect() and a "
+            "paced_pruner": "ours, paced, with optuna.pruners.MedianPruner(n_startup_trials=1000): asked at every "
+            "report, never prunes",
+            "order": "warm-up (1 s each), paced raw, paced ours, paced ours with a pruner, tight raw, tight ours; "
+            "gc.collect() and a "
             f"{SETTLE_S:.0f} s pause before each",
         },
     )
@@ -318,6 +338,7 @@ def main() -> dict:
             "runs": runs,
             "tight": {"raw_log_event": _brief(runs["tight"]["raw"]), "ours": _brief(tight)},
             "paced": {"raw_log_event": _brief(runs["paced"]["raw"]), "ours": _brief(paced)},
+            "paced_pruner": {"ours": _brief(runs["paced_pruner"]["ours"])},
             "ratio_ours_over_raw": {
                 mode: {
                     "delivered_per_s": runs[mode]["ours"]["delivered_per_s"]
@@ -325,7 +346,7 @@ def main() -> dict:
                     "p50_latency": runs[mode]["ours"]["latency_s"]["p50"]
                     / runs[mode]["raw"]["latency_s"]["p50"],
                 }
-                for mode in runs
+                for mode in ("paced", "tight")
             },
             "target": {
                 "reports_per_s": TARGET_REPORTS_PER_S,
@@ -348,16 +369,18 @@ def summary(result: dict) -> str:
         "of report() (tight loop; paced at 2 x 2,500/s):",
         f"  {'':30}{'sent/s':>9}{'delivered/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'lost':>7}",
     ]
-    for mode in ("tight", "paced"):
-        for label, s in (
-            ("raw log_event", result[mode]["raw_log_event"]),
-            ("jupyter_dist + widget", result[mode]["ours"]),
-        ):
-            lines.append(
-                f"  {mode + ' ' + label:30}{s['sent_per_s']:9.0f}{s['delivered_per_s']:12.0f}"
-                f"{s['p50_s'] * 1e3:9.1f}{s['p99_s'] * 1e3:9.1f}{s['lost']:7d}"
-            )
-    for mode in ("tight", "paced"):
+    rows = [
+        (f"{mode} {label}", result[mode][key])
+        for mode in ("tight", "paced")
+        for label, key in (("raw log_event", "raw_log_event"), ("jupyter_dist + widget", "ours"))
+    ]
+    rows.append(("paced, a pruner asked", result["paced_pruner"]["ours"]))
+    for label, s in rows:
+        lines.append(
+            f"  {label:30}{s['sent_per_s']:9.0f}{s['delivered_per_s']:12.0f}"
+            f"{s['p50_s'] * 1e3:9.1f}{s['p99_s'] * 1e3:9.1f}{s['lost']:7d}"
+        )
+    for mode in ("tight", "paced", "paced_pruner"):
         run = result["runs"][mode]["ours"]
         w = run["widget"]
         lines.append(

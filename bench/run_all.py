@@ -49,7 +49,12 @@ def key_figures(name: str, r: dict) -> dict:
             "optuna_in_memory_trials_per_s": r["optuna_in_memory_reference"]["median_per_s"],
         }
     if name == "streaming":
-        return {"tight": r["tight"], "paced": r["paced"], "ratio_ours_over_raw": r["ratio_ours_over_raw"]}
+        return {
+            "tight": r["tight"],
+            "paced": r["paced"],
+            "paced_pruner": r["paced_pruner"],
+            "ratio_ours_over_raw": r["ratio_ours_over_raw"],
+        }
     if name == "overhead":
         return {
             "median_s": r["median_s"],
