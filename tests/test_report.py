@@ -6,6 +6,7 @@ import torch
 
 import jupyter_dist
 from jupyter_dist import TrialPruned
+from jupyter_dist.protocol import LogLine, ReportBatch, decode, decode_all
 from jupyter_dist.runtime._trial_context import (
     BACKPRESSURE_INTERVAL,
     MAX_BATCH,
@@ -69,9 +70,14 @@ def test_reports_are_batched_and_never_overtaken(context):
     for i in range(MAX_BATCH + 10):
         jupyter_dist.report(v=i)
     assert len(sent) == 1 and len(sent[0][1]["b"]) == MAX_BATCH  # a full batch leaves at once
-    ctx.send_log("stdout", "done\n")  # a later message pushes the rest out first
-    assert [m["k"] for _, m in sent] == ["r", "r", "l"]
-    assert [b[1]["v"] for _, m in sent[:2] for b in m["b"]] == list(range(MAX_BATCH + 10))
+    ctx.send_log("stdout", "done\n")  # a later message takes the rest along, ahead of itself, in one event
+    assert [m["k"] for _, m in sent] == ["r", "m"]
+    messages = [decode(m) for m in [sent[0][1], *sent[1][1]["m"]]]
+    assert [type(m) for m in messages] == [ReportBatch, ReportBatch, LogLine]
+    assert [row[1]["v"] for m in messages[:2] for row in m.rows] == list(range(MAX_BATCH + 10))
+    assert decode_all(sent[1][1]) == messages[1:]
+    ctx.send_log("stdout", "again\n")  # nothing pending: the line travels alone
+    assert sent[-1][1]["k"] == "l"
 
 
 def test_a_lone_report_leaves_within_the_flush_interval(context):

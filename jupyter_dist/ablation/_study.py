@@ -24,16 +24,21 @@ class AblationSource:
 
     def __init__(self, plan: Plan, done: set[int] = frozenset()) -> None:
         """``done``: trial ids a resumed study already finished."""
-        self._planned = iter([t for t in plan.trials if t.trial_id not in done])
+        self._planned = [t for t in plan.trials if t.trial_id not in done]
+        self._given = 0
         self._variant = {t.trial_id: t.variant for t in plan.trials}
         self.halted = False
 
     def next_trial(self) -> TrialSpec | None:
-        trial = None if self.halted else next(self._planned, None)
-        if trial is None:
+        if not self.remaining():
             return None
+        trial = self._planned[self._given]
+        self._given += 1
         labels = {"ablated": trial.variant.name, "kind": trial.variant.kind, "repeat": trial.repeat}
         return TrialSpec(trial.trial_id, dict(trial.params), labels)
+
+    def remaining(self) -> int:
+        return 0 if self.halted else len(self._planned) - self._given
 
     def report(self, trial_id: int, batch: list) -> bool:
         return False

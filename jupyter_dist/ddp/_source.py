@@ -28,6 +28,9 @@ class SingleRun:
         self.given = True
         return TrialSpec(0, dict(self.kwargs))
 
+    def remaining(self) -> int:
+        return 0 if self.given else 1
+
     def report(self, trial_id: int, rows: list) -> bool:
         return False
 

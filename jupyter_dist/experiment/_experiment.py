@@ -17,6 +17,9 @@ from ..errors import ArgumentError, NoResultError
 from ..protocol import Direction, ExperimentState, Objective, TrialState
 from ..store import ExperimentRecord, TrialRecord
 
+# The counts a status line shows, when not zero (completed ones are in "N/M trials done").
+SHOWN_COUNTS = ("running", "queued", "pruned", "failed", "stopped", "interrupted")
+
 __all__ = ["Best", "Experiment", "best_first"]
 
 
@@ -166,7 +169,8 @@ class Experiment:
         return self.record.trial_records()
 
     def counts(self) -> dict[str, int]:
-        """Trials by state: running, completed, pruned, failed, stopped, interrupted."""
+        """Trials by state: running, completed, pruned, failed, stopped, interrupted; and ``queued``: trials sent
+        to a worker that wait there behind another one (their state is running; they are not counted so)."""
         return self.record.counts()
 
     @property
@@ -182,7 +186,7 @@ class Experiment:
         records = self.trial_records()
         used = {
             "steps": sum(r.steps for r in records),
-            "trial_seconds": sum(r.duration if r.duration is not None else now - r.started for r in records),
+            "trial_seconds": sum(_seconds(r, now) for r in records),
         }
         finished = [r for r in records if r.state.finished]
         if self.max_steps and finished:
@@ -227,7 +231,7 @@ class Experiment:
     def status_line(self) -> str:
         c = self.counts()
         parts = [f"{self.kind} {self.name!r} {self.state}: {self.done}/{self.total or '?'} trials done"]
-        parts += [f"{c[s]} {s}" for s in ("running", "pruned", "failed", "stopped", "interrupted") if c[s]]
+        parts += [f"{c[s]} {s}" for s in SHOWN_COUNTS if c[s]]
         highlight = self.highlight()
         if highlight:
             parts.append(highlight)
@@ -254,6 +258,13 @@ class Experiment:
             f"<div><b>{html.escape(self.status_line())}</b>"
             f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}') if len(table) else ''}</div>"
         )
+
+
+def _seconds(rec: TrialRecord, now: float) -> float:
+    """The trial-seconds a trial used: its duration, or so far (none while it is queued)."""
+    if rec.duration is not None:
+        return rec.duration
+    return 0.0 if rec.queued else now - rec.started
 
 
 def _format_params(params: dict[str, Any]) -> str:

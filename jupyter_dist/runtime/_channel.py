@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, decode
+from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, decode_all
 from ._trial_context import forget_experiment, mark_stopped
 
 logger = logging.getLogger(__name__)
@@ -51,8 +51,8 @@ class EventChannel:
     def _on_event(self, event) -> None:
         _, msg = event
         try:
-            message = decode(msg)
-            self._handlers[type(message)](message)
+            for message in decode_all(msg):
+                self._handlers[type(message)](message)
         except Exception:  # a bad message must not silence the stream for every later one
             logger.exception("jupyter_dist: could not handle event %r", msg)
 

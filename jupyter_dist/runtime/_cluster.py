@@ -239,7 +239,7 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
 # never need; a notebook's cluster is better off giving those cycles to training. A value the user set wins.
 EMBEDDED_CLUSTER_CONFIG = {
     "distributed.worker.profile.enabled": False,
-    "distributed.admin.tick.interval": "200ms",
+    "distributed.admin.tick.interval": "1s",
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.worker.memory.monitor-interval": "500ms",
     "distributed.scheduler.work-stealing": False,

@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -74,6 +75,10 @@ class DaskLauncher:
         # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
         # the task done, so a plain submit could land behind a long trial on a busy worker: name the free one.
         self._freed: list[str] = []
+        # Where trials queued ahead wait (trial id -> worker), and the workers to queue them on: those that ended
+        # a trial of ours, the latest last.
+        self._waiting: dict[int, str] = {}
+        self._ran_on: list[str] = []
         self._busy: set[str] = set()  # workers of our running data-parallel trials
         self._short_of_workers_since: float | None = None
         # Futures of trials whose outcome has arrived but whose task has not ended yet: released once it has
@@ -148,9 +153,21 @@ class DaskLauncher:
     ) -> AbstractContextManager:
         return EventChannel(self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome)
 
-    def place(self, trial_id: int) -> list[str] | None:
-        """Single-task trials go anywhere (a just-freed worker preferred); a data-parallel trial needs
-        ``ranks`` of our free workers, and waits (None) until there are."""
+    def place(self, trial_id: int, behind: int = 0) -> list[str] | None:
+        """Single-task trials go anywhere (a just-freed worker preferred), or, queued ahead (``behind``), to wait
+        on the latest worker to end a trial of ours that has fewer than ``behind`` waiting: every worker gets
+        its share of the queue (Dask, with work stealing off, would not move a queued trial to a worker that has
+        run out). A data-parallel trial needs ``ranks`` of our free workers, and waits (None) until there are;
+        it is never queued."""
+        if behind:
+            if self.ranks:
+                return None
+            waiting = Counter(self._waiting.values())
+            worker = next((w for w in reversed(self._ran_on) if waiting[w] < behind), None)
+            if worker is None:
+                return None
+            self._waiting[trial_id] = worker
+            return [worker]
         if not self.ranks:
             return [self._freed.pop()] if self._freed else []
         free = [w for w in eligible_workers(self.client, self.resources) if w not in self._busy]
@@ -244,19 +261,31 @@ class DaskLauncher:
             "is back"
         )
 
-    def finished(self, trial: RunningTrial, outcome: Outcome) -> None:
-        """Let Dask drop the trial's tasks (we have its outcome) and free its workers."""
+    def finished(self, trial: RunningTrial, outcome: Outcome) -> int | None:
+        """Let Dask drop the trial's tasks (we have its outcome) and free its workers; the trial that waited
+        behind it on its worker begins now (Dask runs a worker's tasks in the order they came)."""
         self._pinned.pop(trial.trial_id, None)
-        if isinstance(trial, GangTrial):
-            self._busy.difference_update(trial.workers)
-        elif outcome.worker is not None:
-            self._freed.append(outcome.worker)
-            del self._freed[:-16]  # only the latest few are worth a hint
+        self._waiting.pop(trial.trial_id, None)
         for future in trial.futures:
             if future.done():
                 future.release()
             else:
                 self._lingering.append(future)
+        if isinstance(trial, GangTrial):
+            self._busy.difference_update(trial.workers)
+            return None
+        worker = outcome.worker
+        if worker is None:
+            return None
+        self._freed.append(worker)
+        del self._freed[:-16]  # only the latest few are worth a hint
+        if worker in self._ran_on:
+            self._ran_on.remove(worker)
+        self._ran_on.append(worker)
+        began = next((t for t, w in self._waiting.items() if w == worker), None)
+        if began is not None:
+            del self._waiting[began]
+        return began
 
     def tidy(self) -> None:
         self._unpin_orphans()

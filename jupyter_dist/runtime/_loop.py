@@ -24,9 +24,14 @@ from ._interrupts import StopSignal
 
 __all__ = ["RunningTrial", "TrialLauncher", "TrialLoop", "TrialSink", "TrialSource", "TrialSpec"]
 
-# Trials shorter than this are dominated by dispatch latency (Dask batches client->scheduler messages every
-# 10 ms): for them three extra trials per slot are queued ahead so no worker waits for its next task. Longer trials
-# get none, so the sampler always decides with the most recent results.
+# Between one trial's end and the next one's start on its worker there is a round trip of ~10 ms: the outcome
+# reaching the kernel, the sampler's next ask, Dask's dispatch (bench_trial_speed: 1.5-2% of a 0.6 s trial, the
+# worker idle meanwhile). Trials shorter than BRIEF_TRIAL therefore get one more trial per slot queued on the
+# workers, which starts the moment the one ahead of it ends (Dask runs it from the worker's own queue), and trials
+# shorter than SHORT_TRIAL get three. Longer trials get none, so the sampler decides with the latest results. The
+# last trials are not queued ahead either: a trial waiting behind a busy worker while another worker has nothing
+# left to run would cost more than the round trip it saves.
+BRIEF_TRIAL = 1.0
 SHORT_TRIAL = 0.05
 # How often a run whose parallelism follows the cluster asks it what it can run (a scheduler round trip).
 FOLLOW_INTERVAL = 1.0
@@ -49,6 +54,9 @@ class TrialSource(Protocol):
 
     def next_trial(self) -> TrialSpec | None: ...
 
+    def remaining(self) -> int | None:
+        """How many more trials next_trial() will give; None when it does not know (until a timeout)."""
+
     def report(self, trial_id: int, rows: list) -> bool: ...
 
     def tell(self, record: Any) -> None: ...
@@ -58,7 +66,12 @@ class TrialSink(Protocol):
     """What the loop writes to (the experiment's record): ``reports_arrived``/``log_arrived``/
     ``checkpoint_arrived`` on the launcher's IO thread, the rest on the loop's thread."""
 
-    def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None: ...
+    def trial_started(
+        self, trial_id: int, params: dict[str, Any], labels: dict[str, Any], queued: bool = False
+    ) -> None:
+        """A trial was sent to run; ``queued``: it waits on a worker behind another one until trial_began()."""
+
+    def trial_began(self, trial_id: int) -> None: ...
 
     def reports_arrived(self, batch: ReportBatch) -> None: ...
 
@@ -104,15 +117,17 @@ class TrialLauncher(Protocol):
         on_outcome: Callable[[Outcome], None],
     ) -> AbstractContextManager: ...
 
-    def place(self, trial_id: int) -> Any | None:
-        """Where the trial would run; None while it cannot be placed yet (too few free workers)."""
+    def place(self, trial_id: int, behind: int = 0) -> Any | None:
+        """Where the trial would run; None while it cannot be placed yet (too few free workers). ``behind``: it
+        is queued ahead, to wait on a worker that has fewer than ``behind`` trials of ours waiting already."""
 
     def start(self, spec: TrialSpec, placement: Any, notify: Callable[[str, int, Any], None]) -> RunningTrial:
         """Start it; ``notify(kind, trial_id, payload)`` is how its tasks' ends reach the loop."""
 
     def stop(self, trial_ids: list[int] | None) -> None: ...
 
-    def finished(self, trial: RunningTrial, outcome: Outcome) -> None: ...
+    def finished(self, trial: RunningTrial, outcome: Outcome) -> int | None:
+        """It ended; the trial queued behind it on its worker, which begins now, if any."""
 
     def lost(self) -> str | None:
         """Why the cluster is gone for good, or None."""
@@ -158,6 +173,7 @@ class TrialLoop:
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.recent: list[float] = []  # durations of the last few completed trials, to spot short ones
         self.held: TrialSpec | None = None  # a trial waiting until it can be placed
+        self.queued: set[int] = set()  # trials queued ahead (see BRIEF_TRIAL) that have not begun yet
         self.stop_deadline: float | None = None
         self.completed_any = False
 
@@ -229,25 +245,33 @@ class TrialLoop:
             self.followed_at = time.monotonic()
             with contextlib.suppress(OSError, TimeoutError):  # no answer now: keep the last figure (a cluster
                 self.parallel = max(1, self.follow())  # that is gone is the launcher's lost() to report)
-        # parallel=1 stays strictly sequential: one trial at a time, each decided with every result before it.
-        short = (
-            self.parallel > 1
-            and len(self.recent) >= 4
-            and sorted(self.recent)[len(self.recent) // 2] < SHORT_TRIAL
-        )
-        capacity = self.parallel * (4 if short else 1)
-        while len(self.running) < capacity:
+        depth = self._queue_depth()
+        while len(self.running) < self.parallel * (1 + depth):
             spec = self.held or self.source.next_trial()
             self.held = None
             if spec is None:
                 return
-            placement = self.launcher.place(spec.trial_id)
+            queued = len(self.running) - len(self.queued) >= self.parallel
+            placement = self.launcher.place(spec.trial_id, depth if queued else 0)
             if placement is None:
-                self.held = spec  # it waits for enough free workers
+                self.held = spec  # it waits for enough free workers (or a worker to queue it on)
                 return
             # Recorded before it starts: its first reports may arrive before start() returns.
-            self.sink.trial_started(spec.trial_id, spec.params, spec.labels)
+            self.sink.trial_started(spec.trial_id, spec.params, spec.labels, queued)
             self.running[spec.trial_id] = self.launcher.start(spec, placement, self._notify)
+            if queued:
+                self.queued.add(spec.trial_id)
+
+    def _queue_depth(self) -> int:
+        """How many trials to keep queued per worker slot, behind the running ones (see BRIEF_TRIAL)."""
+        # parallel=1 stays strictly sequential: one trial at a time, each decided with every result before it.
+        if self.parallel == 1 or len(self.recent) < 4:
+            return 0
+        remaining = self.source.remaining()
+        if remaining is not None and remaining <= self.parallel:
+            return 0
+        typical = sorted(self.recent)[len(self.recent) // 2]
+        return 3 if typical < SHORT_TRIAL else 1 if typical < BRIEF_TRIAL else 0
 
     def _stopping(self) -> None:
         if self.stop_deadline is None:
@@ -292,7 +316,11 @@ class TrialLoop:
 
     def _finish(self, trial: RunningTrial, outcome: Outcome) -> None:
         del self.running[trial.trial_id]
-        self.launcher.finished(trial, outcome)
+        self.queued.discard(trial.trial_id)
+        began = self.launcher.finished(trial, outcome)
+        if began in self.queued:
+            self.queued.discard(began)
+            self.sink.trial_began(began)
         if outcome.state is TrialState.COMPLETED and outcome.duration is not None:
             # Only trials that ran to their end say the function is cheap: pruned ones are short by decision.
             self.recent.append(outcome.duration)

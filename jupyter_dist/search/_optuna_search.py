@@ -161,6 +161,9 @@ class OptunaSearch:
             continues = self._reruns.pop(0)[0]
         return TrialSpec(trial_id, params, continues=continues)
 
+    def remaining(self) -> int | None:
+        return None if self.total is None else max(0, self.total - self._asked)
+
     def report(self, trial_id: int, batch: list) -> bool:
         """Give Optuna a trial's new reports of the objective; True when its pruner says stop.
 

@@ -29,6 +29,8 @@ from ..protocol import (
 __all__ = ["ExperimentDefinition", "ExperimentRecord", "TrialRecord", "new_experiment_id", "result_repr"]
 
 RESULT_REPR_CHARS = 2000
+# counts()'s key for the running trials that wait on a worker behind another one.
+QUEUED = "queued"
 
 
 def result_repr(result: Any) -> str | None:
@@ -78,6 +80,9 @@ class TrialRecord:
     duration: float | None = None
     steps: int = 0
     attempts: int = 0
+    # Sent to a worker, where it waits behind the trial running there (runtime/_loop.py BRIEF_TRIAL); its state
+    # is running, and the views say queued until it begins.
+    queued: bool = False
     # Checkpoints (jupyter_dist.checkpoint): the newest one's folder and step, and the step the current attempt
     # resumed from (an attempt after a lost worker, or in a resumed run, that found one); None: none.
     checkpoint: str | None = None
@@ -129,7 +134,14 @@ class ExperimentRecord(ABC):
 
     # --- written by the trial loop --------------------------------------------------------------------------
     @abstractmethod
-    def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None: ...
+    def trial_started(
+        self, trial_id: int, params: dict[str, Any], labels: dict[str, Any], queued: bool = False
+    ) -> None:
+        """A trial was sent to run; ``queued``: it waits on a worker behind another one until trial_began()."""
+
+    @abstractmethod
+    def trial_began(self, trial_id: int) -> None:
+        """A queued trial is running now."""
 
     @abstractmethod
     def reports_arrived(self, batch: ReportBatch) -> None: ...
@@ -188,9 +200,11 @@ class ExperimentRecord(ABC):
         return None
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys((s.value for s in TrialState), 0)
+        """Trials by state, and how many of the running ones are still queued on a worker (``queued``, not
+        counted as ``running``)."""
+        counts = dict.fromkeys([*(s.value for s in TrialState), QUEUED], 0)
         for rec in self.trial_records():
-            counts[rec.state.value] += 1
+            counts[QUEUED if rec.queued else rec.state.value] += 1
         return counts
 
     def add_report_listener(self, listener: Callable[[int, list], None]) -> None:

@@ -38,15 +38,22 @@ class InMemoryRecord(ExperimentRecord):
         self._unread: tuple[Callable[[], Iterable], Callable[[], Iterable]] | None = None
 
     # --- written by the trial loop --------------------------------------------------------------------------
-    def trial_started(self, trial_id: int, params: dict[str, Any], labels: dict[str, Any]) -> None:
+    def trial_started(
+        self, trial_id: int, params: dict[str, Any], labels: dict[str, Any], queued: bool = False
+    ) -> None:
         earlier = self._trials.get(trial_id)  # a resumed run running a trial of the run it continues again
-        rec = self._trials[trial_id] = TrialRecord(trial_id, dict(params), labels=dict(labels))
+        rec = TrialRecord(trial_id, dict(params), labels=dict(labels), queued=queued)
+        self._trials[trial_id] = rec
         self._attempts[trial_id] = {}
         if earlier is not None:
             self._attempts_before[trial_id] = earlier.attempts
             self._earlier_curves[trial_id] = (earlier.curve_steps, earlier.curve_values)
         if self._journal:
             self._journal.trial_changed(rec)
+
+    def trial_began(self, trial_id: int) -> None:
+        rec = self._trials[trial_id]
+        rec.queued, rec.started = False, time.time()
 
     def _attempt_number(self, rec: TrialRecord, attempt: str) -> int:
         numbers = self._attempts[rec.trial_id]
@@ -139,7 +146,7 @@ class InMemoryRecord(ExperimentRecord):
             rec.result_repr = result_repr(outcome.result)
             # Nothing to optimise (a data-parallel run): the curve's last value, for the table.
             rec.value = outcome.value if self.definition.objective.metric else rec.last.get(self.curve_metric)
-            rec.state = outcome.state
+            rec.state, rec.queued = outcome.state, False
         self._consider_best(rec)
         if self._journal:
             self._journal.trial_changed(rec)

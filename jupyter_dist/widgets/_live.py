@@ -8,9 +8,9 @@ from __future__ import annotations
 import html
 import time
 
-from ..experiment import Experiment, best_first, curve_style
+from ..experiment import SHOWN_COUNTS, Experiment, best_first, curve_style
 from ..protocol import ExperimentState, TrialState
-from ..store import TrialRecord
+from ..store import QUEUED, TrialRecord
 from ._base import ExperimentView, format_duration
 from ._lab import show
 from ._scroll import ScrollPane
@@ -147,7 +147,7 @@ class LiveView(ExperimentView):
         self.progress.bar_style = "success" if exp.state is ExperimentState.COMPLETED else "info"
         # Only the states that happened (no "0 pruned" on a study that never prunes).
         self.counts.value = f"&nbsp;{done}/{exp.total or '?'} done" + "".join(
-            f" · {c[s]} {s}" for s in ("running", "pruned", "failed", "stopped", "interrupted") if c[s]
+            f" · {c[s]} {s}" for s in SHOWN_COUNTS if c[s]
         )
         highlight = exp.highlight()
         best = f"<b>{html.escape(highlight)}</b> · " if highlight else ""
@@ -219,11 +219,12 @@ class LiveView(ExperimentView):
         for r in best_first(records, self.exp.record.definition.objective)[:MAX_TABLE_ROWS]:
             running = r.state is TrialState.RUNNING
             value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
-            duration = now - r.started if running else r.duration
+            duration = None if r.queued else now - r.started if running else r.duration
+            state = QUEUED if r.queued else r.state
             cells = [
                 r.trial_id,
                 *(_fmt(r.labels.get(n)) for n in labels),
-                r.state if r.resumed_from is None else f"{r.state} · resumed from step {r.resumed_from}",
+                state if r.resumed_from is None else f"{state} · resumed from step {r.resumed_from}",
                 _fmt(value),
                 *(_fmt(r.params.get(n)) for n in names),
                 r.steps,

@@ -138,10 +138,11 @@ WORKER_STATE = """
 import json
 
 
-def state():
+def state(dask_worker):
     import gc, sys
     import dask
     return {
+        "heartbeat_ms": dask_worker.periodic_callbacks["heartbeat"].callback_time,
         "scipy.linalg": "scipy.linalg" in sys.modules,
         "torch": "torch" in sys.modules,
         "frozen": gc.get_freeze_count(),
@@ -151,11 +152,14 @@ def state():
 
 
 if __name__ == "__main__":  # imports here: spawned workers re-import a script's top level, unlike a notebook's
+    import time
+
     import scipy.linalg  # the kernel has it: the embedded cluster's workers should have it before any trial
 
     import jupyter_dist
 
     client = jupyter_dist.get_client("local", n_workers=1)
+    time.sleep(1.5)  # the scheduler sets a worker's heartbeat interval in its answer to the first heartbeat
     print(json.dumps(list(client.run(state).values())[0]))
     jupyter_dist.close_local_cluster()
 """
@@ -163,7 +167,8 @@ if __name__ == "__main__":  # imports here: spawned workers re-import a script's
 
 def test_the_embedded_clusters_workers_start_warm_and_quiet_unless_configured(tmp_path):
     """Its workers import what the kernel imported (not what it did not) and freeze those objects out of the
-    garbage collector's way; Dask's profiler is off; a setting the user made in dask config wins."""
+    garbage collector's way; Dask's profiler is off, heartbeats come every 2 s instead of 0.5 s; a setting the
+    user made in dask config wins."""
     script = tmp_path / "worker_state.py"
     script.write_text(WORKER_STATE)
     env = {**os.environ, "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "50ms"}
@@ -176,6 +181,7 @@ def test_the_embedded_clusters_workers_start_warm_and_quiet_unless_configured(tm
     assert state["frozen"] > 10_000
     assert state["profile"] is False
     assert state["tick"] == "50ms"
+    assert state["heartbeat_ms"] == 2000
 
 
 def test_a_scheduler_that_goes_away_ends_the_run_within_seconds_as_interrupted():

@@ -53,7 +53,7 @@ class FakeLauncher:
         self.on_outcome = on_outcome
         yield
 
-    def place(self, trial_id):
+    def place(self, trial_id, behind=0):
         return "anywhere"
 
     def start(self, spec: TrialSpec, placement, notify) -> FakeTrial:
@@ -74,6 +74,7 @@ class FakeLauncher:
 
     def finished(self, trial, outcome):
         self.in_flight.discard(trial.trial_id)
+        return None
 
     def lost(self):
         if self.gone_after is not None and len(self.started) >= self.gone_after:
@@ -89,18 +90,21 @@ class FakeLauncher:
 
 class ListSource:
     def __init__(self, n: int, prune: set[int] = frozenset()) -> None:
-        self.remaining = list(range(n))
+        self.ids = list(range(n))
         self.prunes = bool(prune)
         self.to_prune = prune
         self.told: list[tuple[int, TrialState]] = []
         self.asked = 0
 
     def next_trial(self):
-        if not self.remaining:
+        if not self.ids:
             return None
         self.asked += 1
-        trial_id = self.remaining.pop(0)
+        trial_id = self.ids.pop(0)
         return TrialSpec(trial_id, {"x": trial_id}, {"label": f"t{trial_id}"})
+
+    def remaining(self):
+        return len(self.ids)
 
     def report(self, trial_id, rows):
         return trial_id in self.to_prune
@@ -109,9 +113,14 @@ class ListSource:
         self.told.append((record.trial_id, record.state))
 
 
-def completed(spec: TrialSpec, value: float | None = None) -> Outcome:
+def completed(
+    spec: TrialSpec, value: float | None = None, duration: float = 5.0, worker: str | None = None
+) -> Outcome:
+    """A trial that ran ``duration`` seconds on ``worker`` (long enough by default that none is queued ahead)."""
     returned = float(spec.trial_id) if value is None else value
-    return Outcome(spec.trial_id, "a", TrialState.COMPLETED, returned=returned, duration=0.1)
+    return Outcome(
+        spec.trial_id, "a", TrialState.COMPLETED, returned=returned, duration=duration, worker=worker
+    )
 
 
 def make_loop(script, source, *, parallel=2, timeout=None, stop_grace=10.0, metric="acc"):
@@ -297,3 +306,88 @@ def test_with_no_number_fixed_parallel_follows_what_the_cluster_can_run(monkeypa
     assert in_flight[:5] == [1, 1, 1, 1, 1]  # one at a time while the cluster ran one
     assert max(in_flight) == 3
     assert len(record.trial_records()) == 16
+
+
+class QueueingLauncher(FakeLauncher):
+    """One worker slot per ``parallel``: trials queued ahead wait in order, and each begins when a trial ends
+    (what the Dask launcher infers from the worker an outcome came from)."""
+
+    def __init__(self, script) -> None:
+        super().__init__(script)
+        self.waiting: list[int] = []
+        self.asked_behind: list[int] = []
+
+    def place(self, trial_id, behind=0):
+        self.asked_behind.append(behind)
+        if behind:
+            self.waiting.append(trial_id)
+        return "anywhere"
+
+    def finished(self, trial, outcome):
+        super().finished(trial, outcome)
+        if trial.trial_id in self.waiting:
+            self.waiting.remove(trial.trial_id)
+        return self.waiting.pop(0) if self.waiting else None
+
+
+def run_queueing(n: int, duration: float, parallel: int = 2):
+    """``n`` trials that each end 20 ms after they start, saying they took ``duration`` seconds. Returns the
+    launcher, the record, and each trial's queued flag as it was sent, and at the moment its outcome arrived."""
+    sent_queued: dict[int, bool] = {}
+    queued_at_end: dict[int, bool] = {}
+
+    def ends_soon(spec):
+        def end():
+            queued_at_end[spec.trial_id] = record.trial(spec.trial_id).queued
+            launcher.on_outcome(completed(spec, duration=duration))
+
+        threading.Timer(0.02, end).start()
+
+    record = InMemoryRecord(ExperimentDefinition("hpo", "fake", Objective("acc", Direction.MAX)))
+    launcher = QueueingLauncher(ends_soon)
+    loop = TrialLoop(
+        launcher, ListSource(n), record, record.definition.objective, parallel=parallel, poll_interval=0.01
+    )
+    started = record.trial_started
+
+    def spy(trial_id, params, labels, queued=False):
+        sent_queued[trial_id] = queued
+        started(trial_id, params, labels, queued)
+
+    record.trial_started = spy
+    loop.run()
+    return launcher, record, sent_queued
+
+
+def test_brief_trials_get_one_more_per_slot_queued_behind_the_running_ones():
+    """Trials under BRIEF_TRIAL: once four have completed, one trial per slot waits on a worker, so the next
+    starts when one ends instead of after a round trip to the kernel; the views count it queued until then."""
+    launcher, record, sent_queued = run_queueing(14, duration=0.2)
+    assert launcher.most_in_flight == 4  # parallel=2, and one queued behind each
+    queued = [t for t, q in sent_queued.items() if q]
+    assert queued and min(queued) >= 4  # only once 4 trials said they are brief
+    assert all(
+        behind == 1 for t, behind in zip(launcher.started, launcher.asked_behind, strict=True) if t in queued
+    )
+    # the last trials are not queued ahead: none waits behind a busy worker while another has nothing left
+    assert not sent_queued[12] and not sent_queued[13]
+    records = record.trial_records()
+    assert all(r.state is TrialState.COMPLETED and not r.queued for r in records) and len(records) == 14
+    assert record.counts()["queued"] == 0
+
+
+def test_a_queued_trial_counts_as_queued_until_it_begins():
+    record = InMemoryRecord(ExperimentDefinition("hpo", "fake", Objective("acc", Direction.MAX)))
+    record.trial_started(0, {"x": 0}, {})
+    record.trial_started(1, {"x": 1}, {}, queued=True)
+    counts = record.counts()
+    assert counts["running"] == 1 and counts["queued"] == 1
+    record.trial_began(1)
+    assert record.counts()["running"] == 2 and record.counts()["queued"] == 0
+
+
+@pytest.mark.parametrize("duration, parallel", [(5.0, 2), (0.2, 1)])
+def test_long_trials_and_a_sequential_run_queue_nothing_ahead(duration, parallel):
+    launcher, _, sent_queued = run_queueing(8, duration=duration, parallel=parallel)
+    assert launcher.most_in_flight == parallel
+    assert not any(sent_queued.values()) and set(launcher.asked_behind) == {0}

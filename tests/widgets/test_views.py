@@ -168,3 +168,24 @@ def test_auto_gives_text_outside_a_kernel(monkeypatch):
     monkeypatch.delenv("JUPYTER_DIST_PROGRESS", raising=False)
     assert isinstance(view_for(exp, "auto"), TextView)
     assert isinstance(view_for(exp, "widget"), LiveView)
+
+
+def test_a_trial_queued_on_a_worker_reads_queued_until_it_begins():
+    """A brief trial waiting behind the running one on its worker (runtime/_loop.py BRIEF_TRIAL) is not shown as
+    running, and uses no trial-seconds, until it begins."""
+    record = InMemoryRecord(ExperimentDefinition("hpo", "x", Objective("acc")))
+    record.trial_started(0, {"lr": 0.1}, {})
+    record.trial_started(1, {"lr": 0.2}, {}, queued=True)
+    exp = jd.Experiment(record)
+    view = LiveView(exp)
+    view.draw()
+    assert "1 running · 1 queued" in exp.status_line()
+    assert "· 1 running · 1 queued" in view.counts.value
+    cells = [row.split("</td><td>") for row in view.table.html.split("<tr>")[2:]]
+    assert sorted(row[1] for row in cells) == ["queued", "running"]
+    running_for = time.time() - record.trial(0).started
+    assert abs(exp.compute()["trial_seconds"] - running_for) < 0.05  # none for the queued one
+    began_after = time.time()
+    record.trial_began(1)
+    assert "2 running" in exp.status_line() and "queued" not in exp.status_line()
+    assert record.trial(1).started >= began_after  # counted from when it began, not when it was sent
