@@ -104,9 +104,11 @@ def definition_from_json(text: str) -> ExperimentDefinition:
 
 
 # What a trial's JSON holds: its TrialRecord's fields, less what is stored elsewhere (output in ``logs``, the
-# learning curve in ``reports``, a data-parallel trial's return values pickled in ``trials.result``).
+# learning curve in ``reports``, a data-parallel trial's return values pickled in ``trials.result``) and what only
+# a live run knows (whether a running trial still waits on its worker: a stored one is running or interrupted).
 _ELSEWHERE = {"stdout", "stderr", "curve_steps", "curve_values", "result", "rank_results"}
-_TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE]
+_LIVE_ONLY = {"queued"}
+_TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE | _LIVE_ONLY]
 
 
 def trial_to_json(rec: TrialRecord) -> str:

@@ -253,3 +253,13 @@ def test_a_store_that_stops_taking_writes_loses_nothing_and_says_so(run_hpo, sto
     with sqlite3.connect(store) as conn:
         on_disk = conn.execute("SELECT count(*) FROM reports").fetchone()[0]
     assert 0 < on_disk < 160
+
+
+def test_whether_a_running_trial_is_queued_is_not_stored():
+    """Only the live run knows whether a running trial still waits on its worker: a stored one whose kernel died
+    must read running (then interrupted), never queued."""
+    from jupyter_dist.store import TrialRecord
+    from jupyter_dist.store._codec import trial_from_json, trial_to_json
+
+    stored = trial_from_json(trial_to_json(TrialRecord(3, {"lr": 0.1}, queued=True)))
+    assert stored.state == "running" and stored.queued is False
