@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from .._frontend import FRONTEND_ENV, JUPYTERLAB, LAB_FRONTENDS
 from ..runtime._dashboard import PROXY_PREFIX_ENV
 from ..store import store_path
 from ._handlers import handlers
@@ -18,12 +19,28 @@ __all__ = ["ExperimentsManager", "load_extension"]
 
 
 def load_extension(serverapp) -> None:
+    _announce_the_frontend(serverapp)
     _offer_the_dashboard_proxy(serverapp)
     web_app = serverapp.web_app
     manager = ExperimentsManager(store_path(None))
     web_app.settings["jupyter_dist_manager"] = manager
     web_app.add_handlers(".*$", handlers(web_app.settings["base_url"]))
     serverapp.log.info("jupyter_dist: serving experiments from %s", manager.store_path)
+
+
+def _announce_the_frontend(serverapp) -> None:
+    """Tell the kernels this server starts that its frontend draws jupyter_dist's cell view (jupyter_dist/_frontend.py),
+    so a run's view is chosen from something true before the notebook's first cell runs."""
+    enabled = serverapp.jpserver_extensions
+    frontends = [name for name in LAB_FRONTENDS if enabled.get(name)]
+    if (
+        not frontends
+    ):  # a bare `jupyter server` (VS Code, nbclient through a server): they get the widget view
+        return
+    os.environ[FRONTEND_ENV] = JUPYTERLAB
+    serverapp.log.info(
+        "jupyter_dist: kernels started here draw runs with the extension (%s)", ", ".join(frontends)
+    )
 
 
 def _offer_the_dashboard_proxy(serverapp) -> None:

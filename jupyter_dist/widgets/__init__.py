@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from .._frontend import lab_extension_draws
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ._base import ExperimentView
@@ -35,9 +36,9 @@ def _in_kernel() -> bool:
 def resolve(progress: str, stored: bool) -> str:
     """Which view ``progress`` means here: "lab", "widget" or "text".
 
-    "auto": ``JUPYTER_DIST_PROGRESS`` if set; else, in a kernel whose notebook JupyterLab shows with this
-    extension (it sets ``JUPYTER_DIST_FRONTEND`` in the kernel), "lab"; in any other kernel "widget"; outside a
-    kernel "text". The lab view follows the run through the store: a run that is not stored gets the widget.
+    "auto": ``JUPYTER_DIST_PROGRESS`` if set; else, in a kernel started by a Jupyter server that serves
+    JupyterLab or Notebook 7 with this extension (jupyter_dist/_frontend.py), "lab"; in any other kernel
+    "widget"; outside a kernel "text". The lab view follows the run through the store: a run that is not stored gets the widget.
     """
     if progress not in PROGRESS:
         raise ArgumentError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
@@ -46,7 +47,7 @@ def resolve(progress: str, stored: bool) -> str:
     if progress == "auto":
         if not _in_kernel():
             return "text"
-        progress = "lab" if os.environ.get("JUPYTER_DIST_FRONTEND") == "jupyterlab" else "widget"
+        progress = "lab" if lab_extension_draws() else "widget"
     if progress == "lab" and not stored:
         return "widget"
     return progress

@@ -6,7 +6,6 @@
  */
 
 import {
-  ILabShell,
   ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
@@ -18,12 +17,10 @@ import {
 } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
-import { ISignal } from '@lumino/signaling';
 
 import { ExperimentView } from './detail';
 import { DEFAULT_REFRESH_S, ExperimentsModel } from './experiments';
 import { experimentsIcon } from './icon';
-import { flagKernels } from './kernelflag';
 import type { IExperimentSummary } from './model';
 import { ExperimentsPanel } from './panel';
 import { ExperimentsStatus } from './status';
@@ -44,24 +41,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ICommandPalette,
     ISettingRegistry,
     IStatusBar,
-    ILayoutRestorer,
-    ILabShell
+    ILayoutRestorer
   ],
   activate: async (
     app: JupyterFrontEnd,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
     statusBar: IStatusBar | null,
-    restorer: ILayoutRestorer | null,
-    labShell: ILabShell | null
+    restorer: ILayoutRestorer | null
   ) => {
-    // JupyterLab says when its layout changes; Notebook 7's shell when its current widget does.
-    const shellChanged =
-      labShell?.layoutModified ??
-      (app.shell as { currentChanged?: ISignal<any, any> }).currentChanged ??
-      null;
-    const scan = flagKernels(app.shell, shellChanged);
-    void app.restored.then(scan);
     let refreshSeconds = DEFAULT_REFRESH_S;
     const model = new ExperimentsModel(refreshSeconds);
     const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({
