@@ -81,7 +81,7 @@ class TrialRecord:
     steps: int = 0
     attempts: int = 0
     # Sent to a worker, where it waits behind the trial running there (runtime/_loop.py BRIEF_TRIAL); its state
-    # is running, and the views say queued until it begins.
+    # is running, and the views say queued until it begins (``started`` is then reset to when it began).
     queued: bool = False
     # Checkpoints (jupyter_dist.checkpoint): the newest one's folder and step, and the step the current attempt
     # resumed from (an attempt after a lost worker, or in a resumed run, that found one); None: none.

@@ -124,7 +124,7 @@ def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, A
     for r in trial_rows:
         rec = trial_from_json(r["record"])
         if rec.state is TrialState.RUNNING and state is not ExperimentState.RUNNING:
-            rec.state = TrialState.INTERRUPTED
+            rec.state, rec.queued = TrialState.INTERRUPTED, False
         if r["result"] is not None:
             results = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
             rec.result, rec.rank_results = results["result"], results["rank_results"]

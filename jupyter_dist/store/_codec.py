@@ -104,11 +104,10 @@ def definition_from_json(text: str) -> ExperimentDefinition:
 
 
 # What a trial's JSON holds: its TrialRecord's fields, less what is stored elsewhere (output in ``logs``, the
-# learning curve in ``reports``, a data-parallel trial's return values pickled in ``trials.result``) and what only
-# a live run knows (whether a running trial still waits on its worker: a stored one is running or interrupted).
+# learning curve in ``reports``, a data-parallel trial's return values pickled in ``trials.result``). ``queued``
+# is kept so the REST API shows a waiting trial as queued; one read back from a run that is gone is interrupted.
 _ELSEWHERE = {"stdout", "stderr", "curve_steps", "curve_values", "result", "rank_results"}
-_LIVE_ONLY = {"queued"}
-_TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE | _LIVE_ONLY]
+_TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE]
 
 
 def trial_to_json(rec: TrialRecord) -> str:
@@ -127,6 +126,9 @@ def trial_summary(rec: TrialRecord) -> dict[str, Any]:
         "params": {k: _plain(v) for k, v in rec.params.items()},
         "labels": {k: _plain(v) for k, v in rec.labels.items()},
         "started": rec.started,
+        # A queued trial waits behind another on its worker: no time of its own yet.
+        "queued": rec.queued,
+        "began": None if rec.queued else rec.started,
         "duration": rec.duration,
         "steps": rec.steps,
         "attempts": rec.attempts,

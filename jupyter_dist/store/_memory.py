@@ -54,6 +54,8 @@ class InMemoryRecord(ExperimentRecord):
     def trial_began(self, trial_id: int) -> None:
         rec = self._trials[trial_id]
         rec.queued, rec.started = False, time.time()
+        if self._journal:
+            self._journal.trial_changed(rec)
 
     def _attempt_number(self, rec: TrialRecord, attempt: str) -> int:
         numbers = self._attempts[rec.trial_id]

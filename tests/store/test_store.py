@@ -2,6 +2,7 @@
 
 import math
 import multiprocessing
+import os
 import sqlite3
 import threading
 import time
@@ -11,7 +12,15 @@ import pytest
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.protocol import ExperimentState, Objective, TrialState
-from jupyter_dist.store import ExperimentDefinition, Journal, TrialRecord, read_record
+from jupyter_dist.store import (
+    FLUSH_INTERVAL_S,
+    ExperimentDefinition,
+    InMemoryRecord,
+    Journal,
+    TrialRecord,
+    read_record,
+)
+from jupyter_dist.store._codec import trial_summary
 from jupyter_dist.store._journal import LOG_CAP_BYTES
 
 
@@ -255,11 +264,38 @@ def test_a_store_that_stops_taking_writes_loses_nothing_and_says_so(run_hpo, sto
     assert 0 < on_disk < 160
 
 
-def test_whether_a_running_trial_is_queued_is_not_stored():
-    """Only the live run knows whether a running trial still waits on its worker: a stored one whose kernel died
-    must read running (then interrupted), never queued."""
-    from jupyter_dist.store import TrialRecord
-    from jupyter_dist.store._codec import trial_from_json, trial_to_json
+def _queued_then_killed(path: str) -> None:
+    """A run whose kernel dies while a trial waits on its worker: the trial's row is written, then the process
+    ends without closing its journal."""
+    journal = Journal(path, _definition("died-queued"), {}, name_given=True)
+    journal.trial_changed(TrialRecord(0, {"i": 0}))
+    journal.trial_changed(TrialRecord(1, {"i": 1}, queued=True))
+    time.sleep(3 * FLUSH_INTERVAL_S)
+    os._exit(0)
 
-    stored = trial_from_json(trial_to_json(TrialRecord(3, {"lr": 0.1}, queued=True)))
-    assert stored.state == "running" and stored.queued is False
+
+def test_a_queued_trial_reads_queued_while_its_run_lives_and_interrupted_once_it_is_gone(store):
+    """The store keeps whether a running trial still waits on its worker, so the REST API shows it queued (with
+    no time of its own); a run that is gone leaves it interrupted, never queued."""
+    record = InMemoryRecord(
+        _definition("alive-queued"), Journal(store, _definition("alive-queued"), {}, name_given=True)
+    )
+    record.trial_started(0, {"i": 0}, {})
+    record.trial_started(1, {"i": 1}, {}, queued=True)
+    time.sleep(3 * FLUSH_INTERVAL_S)
+    stored, _ = read_record(store, "alive-queued")
+    assert [(t.state, t.queued) for t in stored.trial_records()] == [("running", False), ("running", True)]
+    summary = trial_summary(stored.trial(1))
+    assert summary["queued"] is True and summary["began"] is None
+    record.trial_began(1)
+    time.sleep(3 * FLUSH_INTERVAL_S)
+    stored, _ = read_record(store, "alive-queued")
+    began = trial_summary(stored.trial(1))
+    assert began["queued"] is False and began["began"] == pytest.approx(time.time(), abs=5)
+    record.finish(ExperimentState.STOPPED)
+
+    process = multiprocessing.get_context("spawn").Process(target=_queued_then_killed, args=(store,))
+    process.start()
+    process.join(60)
+    dead, _ = read_record(store, "died-queued")
+    assert [(t.state, t.queued) for t in dead.trial_records()] == [("interrupted", False)] * 2
