@@ -1,0 +1,150 @@
+"""The JSON the views read, declared once: what the REST API answers (server/) and what the kernel saves in a cell's
+output (widgets/_lab.py). The lab extension's types (labextension/src/wire.ts) are generated from these by
+scripts/wire_types.py, so the two sides cannot drift apart; a test fails when wire.ts is out of date.
+
+Every number is JSON-ready: a non-finite float (a NaN loss) is sent as null, since browsers' JSON has no NaN.
+In the annotations ``Any`` is what the views may read freely (TypeScript's ``any``), ``object`` what they must
+look at before using (``unknown``): a parameter may be any JSON value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "BestTrial",
+    "CurvesSnapshot",
+    "DefinitionJson",
+    "ExperimentBundle",
+    "ExperimentDetail",
+    "ExperimentList",
+    "ExperimentSummary",
+    "MetricsPage",
+    "Mode",
+    "TrialLogs",
+    "TrialSummary",
+]
+
+Mode = Literal["min", "max"]
+
+
+class _ExperimentFields(TypedDict):
+    id: str
+    name: str
+    kind: str  # "hpo", "ablation" or "ddp"
+    state: str  # running, completed, stopped, failed, or interrupted (its kernel is gone)
+    trials_done: int
+    trials_total: int | None  # None: bounded by a timeout
+    metric: str | None  # None: nothing to optimise (a data-parallel run)
+    mode: Mode | None
+    started: float
+    duration: float
+
+
+class ExperimentSummary(_ExperimentFields):
+    """One row of GET /jupyter-dist/api/experiments."""
+
+    best: float | None
+
+
+class ExperimentList(TypedDict):
+    """GET /jupyter-dist/api/experiments?offset=&limit=: a page of the listing, newest first."""
+
+    experiments: list[ExperimentSummary]
+    total: int
+
+
+class TrialSummary(TypedDict):
+    """One trial of an experiment's detail."""
+
+    trial_id: int
+    state: str
+    value: float | None
+    params: dict[str, object]
+    labels: dict[str, object]
+    started: float
+    queued: bool  # sent to its worker, waiting there behind another trial (its state is "running")
+    began: float | None  # when it began to run; null while queued
+    duration: float | None
+    steps: int
+    attempts: int
+    checkpoint_step: int | None  # its newest checkpoint's step (jupyter_dist.checkpoint)
+    resumed_from: int | None  # the step its current attempt resumed from
+    last: dict[str, float | None]
+    error: str | None
+    result: str | None  # a data-parallel trial's returned value (rank 0's), as its repr
+
+
+class BestTrial(TypedDict):
+    """The best completed trial (an experiment with an objective only)."""
+
+    trial_id: int
+    value: float
+    params: dict[str, object]
+
+
+class DefinitionJson(TypedDict):
+    """An experiment's definition as the store keeps it (_codec.definition_to_json)."""
+
+    kind: str
+    name: str
+    metric: str | None
+    mode: Mode
+    space: dict[str, dict[str, Any]]  # per argument: {"uniform": [lo, hi], "log": ...}, {"choice": [...]}...
+    total: int | None
+    max_steps: int | None
+    timeout: float | None
+    dashboard_link: str | None
+    id: str
+    created: float
+    details: dict[str, Any]  # the sampler and pruner, an ablation study's variants...
+
+
+class ExperimentDetail(_ExperimentFields):
+    """GET /jupyter-dist/api/experiments/<id>, and the kernel's snapshot of a finished run (store.experiment_detail
+    builds both)."""
+
+    best: BestTrial | None
+    error: str | None
+    definition: DefinitionJson
+    about: NotRequired[dict[str, Any]]  # the REST API's only: the function's source, versions, cluster
+    trials: list[TrialSummary]
+
+
+class MetricsPage(TypedDict):
+    """GET .../metrics?since=<cursor>&limit=: reports in arrival order after the cursor."""
+
+    columns: list[str]  # ["trial_id", "attempt", "step", "sent_at", "metrics"]
+    rows: list[tuple[int, int, int, float, dict[str, float | None]]]
+    cursor: int  # pass it as ``since`` to read on
+    more: bool  # whether more rows were waiting past ``limit``
+
+
+class TrialLogs(TypedDict):
+    """GET .../logs/<trial_id>: the trial's captured output and traceback."""
+
+    trial_id: int
+    stdout: str
+    stderr: str
+    error: str | None
+
+
+class CurvesSnapshot(TypedDict):
+    """Learning curves as the kernel saves them in the cell's output: per trial [id, attempt, steps, values]."""
+
+    metric: str | None
+    trials: list[tuple[int, int, list[int], list[float | None]]]
+
+
+class ExperimentBundle(TypedDict):
+    """The cell output's data (MIME type application/vnd.jupyter-dist.experiment+json), written by the kernel
+    (widgets/_lab.py): ``phase`` while the run starts; ``id`` once it is recorded (the view then follows it
+    through the server); ``snapshot`` and ``curves`` when it has ended, so a saved notebook shows it without a
+    kernel or a store. Snapshots saved by earlier versions may lack the fields added since."""
+
+    version: int
+    phase: NotRequired[str]
+    started: NotRequired[float]
+    id: NotRequired[str]
+    snapshot: NotRequired[ExperimentDetail]
+    curves: NotRequired[CurvesSnapshot]
