@@ -2,20 +2,37 @@
 
 The admin's dask config decides everything (see jupyter_dist.yaml): the gateway's address and the login are
 dask-gateway's own settings (``gateway.*``; on JupyterHub the login is the hub user's API token), the cluster's
-options and size are ``jupyter_dist.gateway.*``. The cell does not change between a laptop and a hub.
+options and size are ``jupyter_dist.gateway.*``. The cell does not change between a laptop and a hub. With no size
+set, the cluster adapts between 0 workers and the experiment's parallelism, within what the gateway allows.
 """
 
 from __future__ import annotations
 
+import re
 import threading
+import warnings
 from typing import Any
 
 import dask
 
 from ..errors import ArgumentError, ClusterError
 
+# The most workers jupyter_dist's own adaptive size grows to when the experiment does not say how many it wants.
+DEFAULT_WORKERS = 2
+# Who asked for the cluster's size: the messages name the setting to change.
+USER_SIZE = "use_cluster('gateway', workers=/adapt=) (%distribute_cluster gateway --workers/--adapt)"
+ADMIN_SIZE = "jupyter_dist.gateway.workers / jupyter_dist.gateway.adapt"
+DEFAULT_SIZE = (
+    "jupyter_dist's default size (adaptive, up to the experiment's parallel=; set jupyter_dist.gateway.workers or "
+    ".adapt to choose another)"
+)
+# dask-gateway-server's words (routes.py, 2026.3) when it clips a scale or adapt request to the cluster's limit.
+CLIPPED = re.compile(r"exceed resource limit of (\d+) workers")
+
 _lock = threading.Lock()
-_made: dict[str, Any] = {}  # "cluster", "client" and "adapt" (min, max) of this kernel's gateway cluster
+# This kernel's gateway cluster: "cluster", "client", "size" (("adapt", (min, max)) or ("workers", n), as the
+# gateway granted it), "asked_in" (who asked for that size) and "limit" (the gateway's, once it said).
+_made: dict[str, Any] = {}
 
 
 def _gateway_module():
@@ -54,32 +71,94 @@ def check_sizing(workers: Any, adapt: Any) -> tuple[int, int] | None:
     return low, high
 
 
-def _size(cluster, workers: int | None, adapt: tuple[int, int] | None) -> None:
+def _size(cluster, workers: int | None, adapt: tuple[int, int] | None, asked_in: str) -> None:
+    """Scale or adapt ``cluster`` as asked (``asked_in``: the setting that asked, for the messages), recording the
+    size the gateway granted: it clips a request beyond its limit to that limit, with a warning."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        # A refusal: the gateway's HTTP 409 (a scheduler that cannot adapt, say), or the gateway went away.
+        try:
+            if adapt is not None:
+                cluster.adapt(minimum=adapt[0], maximum=adapt[1])
+            else:
+                cluster.scale(workers)  # which also ends adaptive scaling
+        except Exception as exc:
+            how = (
+                f"adapt between {adapt[0]} and {adapt[1]} workers" if adapt else f"scale to {workers} workers"
+            )
+            instead = "a fixed number of workers (workers=N)" if adapt else "another size"
+            raise ClusterError(
+                f"the Dask Gateway refused to {how} (asked by {asked_in}): {type(exc).__name__}: {exc}. Ask for "
+                f"{instead}, or ask the gateway's admin why it refuses"
+            ) from None
+    limit = None
+    for warning in said:
+        found = CLIPPED.search(str(warning.message))
+        if found:
+            limit = int(found.group(1))
+        if not found or asked_in != DEFAULT_SIZE:  # what the gateway said to an explicit size is for the user
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    if limit is not None:
+        _made["limit"] = limit
+    if limit == 0:
+        raise ClusterError(
+            f"this Dask Gateway allows your clusters no workers (cluster_max_workers, or cluster_max_cores / "
+            f"cluster_max_memory below one worker's), so no trial can run: ask the gateway's admin to raise "
+            f"c.ClusterConfig.cluster_max_workers (or the cores and memory limits) for you; {asked_in} cannot go "
+            "beyond it"
+        )
     if adapt is not None:
-        cluster.adapt(minimum=adapt[0], maximum=adapt[1])
-        _made["adapt"] = adapt
-    elif workers is not None:
-        cluster.scale(workers)  # which also ends adaptive scaling
-        _made.pop("adapt", None)
+        _made["size"] = ("adapt", adapt if limit is None else (min(adapt[0], limit), min(adapt[1], limit)))
+    else:
+        _made["size"] = ("workers", workers if limit is None else min(workers, limit))
+    _made["asked_in"] = asked_in
 
 
-def gateway_client(workers: int | None = None, adapt: Any = None):
+def gateway_client(workers: int | None = None, adapt: Any = None, *, workers_wanted: int | None = None):
     """The client of this kernel's gateway cluster: made on first use (or, when clusters are kept past their
-    kernel, the user's running one), resized when ``workers`` or ``adapt`` is given."""
+    kernel, the user's running one), resized when ``workers`` or ``adapt`` is given.
+
+    A new cluster takes the admin's size (``jupyter_dist.gateway.workers`` / ``.adapt``); with neither set it
+    adapts between 0 and ``workers_wanted`` (the experiment's parallelism; DEFAULT_WORKERS when not said), within
+    the gateway's limit, and a later experiment wanting more raises that maximum. A gateway that allows no
+    worker at all is a ClusterError now rather than a first task that never runs.
+    """
     adapt = check_sizing(workers, adapt)
     dask_gateway = _gateway_module()
     settings = _settings()
     with _lock:
         cluster, client = _made.get("cluster"), _made.get("client")
-        if cluster is None or client is None or client.status != "running":
+        new = cluster is None or client is None or client.status != "running"
+        if new:
+            _made.clear()
             cluster = _open(dask_gateway, settings)
             client = cluster.get_client(set_as_default=False)
             _made.update(cluster=cluster, client=client)
-            if workers is None and adapt is None:  # the admin's size for a new cluster
-                adapt = check_sizing(settings.get("workers"), settings.get("adapt"))
-                workers = settings.get("workers")
-        _size(cluster, workers, adapt)
+        try:
+            if workers is not None or adapt is not None:
+                _size(cluster, workers, adapt, USER_SIZE)
+            elif new and (settings.get("workers") is not None or settings.get("adapt") is not None):
+                admin = check_sizing(settings.get("workers"), settings.get("adapt"))
+                _size(cluster, settings.get("workers"), admin, ADMIN_SIZE)
+            elif new or _made.get("asked_in") == DEFAULT_SIZE:
+                _size_to_the_experiment(cluster, workers_wanted)
+        except ClusterError:
+            if new:  # a cluster no trial can run on is not worth keeping
+                _made.clear()
+                client.close()
+                cluster.close()
+            raise
         return client
+
+
+def _size_to_the_experiment(cluster, wanted: int | None) -> None:
+    """jupyter_dist's own size: adaptive from 0 to what the experiment wants (within the gateway's limit, once
+    known), only ever raised: a maximum above what a run uses costs nothing, as adaptive scaling follows the
+    tasks."""
+    maximum = _made.get("size", ("adapt", (0, 0)))[1][1]
+    wanted = min(wanted or DEFAULT_WORKERS, _made.get("limit", float("inf")))
+    if maximum < wanted:
+        _size(cluster, None, (0, wanted), DEFAULT_SIZE)
 
 
 def _open(dask_gateway, settings: dict[str, Any]):
@@ -113,19 +192,26 @@ def gateway_cluster():
     return _made.get("cluster")
 
 
+def gateway_size(client=None) -> tuple[str, Any] | None:
+    """How this kernel's gateway cluster is sized, as the gateway granted it: ("adapt", (minimum, maximum)) or
+    ("workers", n); None when it has made none (or when ``client`` is given and is not that cluster's)."""
+    if client is not None and client is not _made.get("client"):
+        return None
+    return _made.get("size")
+
+
 def gateway_adapt(client=None) -> tuple[int, int] | None:
     """The (minimum, maximum) workers this kernel's gateway cluster adapts between, None when it does not (or
     when ``client`` is given and is not that cluster's)."""
-    if client is not None and client is not _made.get("client"):
-        return None
-    return _made.get("adapt")
+    size = gateway_size(client)
+    return size[1] if size is not None and size[0] == "adapt" else None
 
 
 def close_gateway_cluster() -> None:
     """Close this kernel's client of its gateway cluster; the cluster goes too unless it is kept."""
     with _lock:
         client, cluster = _made.pop("client", None), _made.pop("cluster", None)
-        _made.pop("adapt", None)
+        _made.clear()
     if client is not None:
         client.close()
     if cluster is not None:

@@ -17,13 +17,13 @@ from typing import Any
 
 import cloudpickle
 
-from ..errors import TrialFunctionError
 from ..protocol import CheckpointEvent, CheckpointPlan, LogLine, Outcome, RankInfo, ReportBatch
 from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
 from ._cluster import adaptive_maximum
+from ._first_task import load_on_a_worker
 from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, trials_that_fit
 from ._loop import RunningTrial, TrialSpec
-from ._runner import probe_function, run_trial
+from ._runner import run_trial
 from ._task_trial import TaskTrial
 from ._trial_context import FRESH, RELAXED
 
@@ -125,22 +125,9 @@ class DaskLauncher:
         probe_key = (self.client.scheduler.address, self._fn_key[1])
         if probe_key in _loadable:
             return
-        future = self.client.submit(
-            probe_function, self._fn_key, self._fn_blob, pure=False, key=f"jupyter_dist-probe-{self.exp_id}"
+        load_on_a_worker(
+            self.client, self._fn_key, self._fn_blob, f"jupyter_dist-probe-{self.exp_id}", timeout
         )
-        try:
-            problem = future.result(timeout=timeout)
-        except TimeoutError:
-            raise TrialFunctionError(
-                f"no Dask worker ran a first task within {timeout:.0f}s: does the cluster have workers, "
-                "and do they have jupyter_dist installed?"
-            ) from None
-        except ModuleNotFoundError as exc:
-            raise TrialFunctionError(
-                f"the Dask workers cannot import {exc.name!r}: install it there"
-            ) from None
-        if problem:
-            raise TrialFunctionError(problem)
         _loadable.add(probe_key)
 
     # --- the TrialLauncher interface ---------------------------------------------------------------------
