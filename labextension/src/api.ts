@@ -8,51 +8,62 @@ import type {
   IExperimentList,
   ILogs,
   IMetricsPage
-} from './model';
+} from './wire';
 
-const settings = ServerConnection.makeSettings();
-
-async function get<T>(path: string): Promise<T> {
+/**
+ * Call ``<base_url>/jupyter-dist/api/<path>``; its JSON body. A server that could not be reached throws a
+ * NetworkError; an answer other than 2xx a ResponseError with the server's message (its handlers answer every
+ * error with ``{"message": ...}``).
+ */
+export async function requestAPI<T>(
+  path: string,
+  init: RequestInit = {}
+): Promise<T> {
+  const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, 'jupyter-dist/api', path);
-  const response = await ServerConnection.makeRequest(url, {}, settings);
-  const body = await response.json().catch(() => ({}));
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new ServerConnection.NetworkError(error as TypeError);
+  }
+  const text = await response.text();
+  let body: any = text;
+  if (text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // Not JSON (a proxy's error page): the text itself is the message.
+    }
+  }
   if (!response.ok) {
-    throw new ServerConnection.ResponseError(response, body.message);
+    throw new ServerConnection.ResponseError(
+      response,
+      typeof body === 'string' ? body : body.message
+    );
   }
   return body as T;
 }
 
+const experiment = (id: string) => `experiments/${encodeURIComponent(id)}`;
+
 export function listExperiments(limit = 200): Promise<IExperimentList> {
-  return get(`experiments?limit=${limit}`);
+  return requestAPI(`experiments?limit=${limit}`);
 }
 
 export function getExperiment(id: string): Promise<IExperimentDetail> {
-  return get(`experiments/${encodeURIComponent(id)}`);
+  return requestAPI(experiment(id));
 }
 
 export function getMetrics(id: string, since: number): Promise<IMetricsPage> {
-  return get(`experiments/${encodeURIComponent(id)}/metrics?since=${since}`);
+  return requestAPI(`${experiment(id)}/metrics?since=${since}`);
 }
 
 export function getLogs(id: string, trialId: number): Promise<ILogs> {
-  return get(`experiments/${encodeURIComponent(id)}/logs/${trialId}`);
+  return requestAPI(`${experiment(id)}/logs/${trialId}`);
 }
 
 /** Ask the kernel running experiment ``id`` to stop it (through the store, which the run watches). */
 export async function requestStop(id: string): Promise<void> {
-  const url = URLExt.join(
-    settings.baseUrl,
-    'jupyter-dist/api/experiments',
-    encodeURIComponent(id),
-    'stop'
-  );
-  const response = await ServerConnection.makeRequest(
-    url,
-    { method: 'POST' },
-    settings
-  );
-  if (!response.ok) {
-    const body = await response.json().catch(() => ({}));
-    throw new ServerConnection.ResponseError(response, body.message);
-  }
+  await requestAPI(`${experiment(id)}/stop`, { method: 'POST' });
 }

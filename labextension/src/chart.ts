@@ -5,7 +5,9 @@
 
 import uPlot from 'uplot';
 
-import { Curves, formatValue, ITrial, Mode } from './model';
+import { Curves } from './curves';
+import { formatValue } from './format';
+import type { ITrialSummary, Mode } from './wire';
 
 // Tableau 10: tells ten series apart on light and dark backgrounds alike.
 const PALETTE = [
@@ -167,7 +169,7 @@ export class ObjectiveChart extends Chart {
     super('jd-chart jd-objective', 220);
   }
 
-  draw(trials: ITrial[], metric: string, mode: Mode): void {
+  draw(trials: ITrialSummary[], metric: string, mode: Mode): void {
     const ids = trials.map(t => t.trial_id).sort((a, b) => a - b);
     const byId = new Map(trials.map(t => [t.trial_id, t]));
     const completed: (number | null)[] = [];
@@ -175,7 +177,7 @@ export class ObjectiveChart extends Chart {
     const best: (number | null)[] = [];
     let bestSoFar: number | null = null;
     for (const id of ids) {
-      const t = byId.get(id) as ITrial;
+      const t = byId.get(id) as ITrialSummary;
       const done = t.state === 'completed' && t.value !== null;
       completed.push(done ? t.value : null);
       const endedEarly = t.state === 'pruned' || t.state === 'stopped';

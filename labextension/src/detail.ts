@@ -8,9 +8,10 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { getExperiment, getLogs, getMetrics } from './api';
+import { Curves } from './curves';
 import { ExperimentDisplay, joinLogs } from './display';
-import { Curves, IExperimentDetail } from './model';
 import { every } from './poll';
+import type { IExperimentDetail } from './wire';
 
 /**
  * Fetch an experiment's detail and every metric after ``curves.cursor`` (new curves of its metric when none

@@ -6,25 +6,22 @@
 
 import { Clipboard } from '@jupyterlab/apputils';
 
+import { ablationRows } from './ablation';
 import { CurveChart, ObjectiveChart } from './chart';
+import { Curves } from './curves';
 import { h, replaceChildren } from './dom';
-import { ParallelChart } from './parallel';
 import {
-  ablationRows,
-  bestTrial,
-  Curves,
   formatDuration,
   formatParam,
   formatValue,
-  IExperimentDetail,
-  ITrial,
-  Mode,
-  paramNames,
   paramsAsPython,
   progressText,
-  sortByColumn,
-  sortTrials
-} from './model';
+  trialDuration,
+  trialState
+} from './format';
+import { bestTrial, paramNames, sortByColumn, sortTrials } from './ordering';
+import { ParallelChart } from './parallel';
+import type { IExperimentDetail, ITrialSummary, Mode } from './wire';
 
 /** Reads one trial's output when its row is clicked. */
 export type LogsReader = (trialId: number) => Promise<string>;
@@ -45,7 +42,12 @@ export class ExperimentDisplay {
   private _sort: { column: string; ascending: boolean } | null = null; // null: best first
   private _endedKey = '';
   private _output = h('pre', { class: 'jd-output' });
-  private _detail: IExperimentDetail | null = null;
+  // What the trials table shows, kept for the redraws a click on a header or a row makes between two draws.
+  private _shown: {
+    detail: IExperimentDetail;
+    bestFirst: ITrialSummary[];
+    metric: string;
+  } | null = null;
   private _selected: number | null = null;
 
   constructor(private _readLogs: LogsReader | null) {
@@ -77,8 +79,10 @@ export class ExperimentDisplay {
     // Nothing optimised (a data-parallel run): no direction, so no "best" and trials in id order. The store
     // keeps a direction for every run, so this is decided here, once, for every part of the view.
     const detail = given.metric ? given : { ...given, mode: null };
-    this._detail = detail;
     const trials = sortTrials(detail.trials, detail.mode);
+    // The metric column: the objective, or (a data-parallel run has none) the metric the curves draw.
+    const metric = detail.metric ?? curves.metric ?? 'value';
+    this._shown = { detail, bestFirst: trials, metric };
     replaceChildren(
       this._header,
       h('span', { class: 'jd-detail-name' }, `${detail.kind} ${detail.name}`),
@@ -132,7 +136,7 @@ export class ExperimentDisplay {
         trials.map(t => t.trial_id).filter(id => drawn.has(id))
       );
     }
-    this._drawTable(detail, trials, curves.metric);
+    this._drawTable();
   }
 
   resize(): void {
@@ -181,7 +185,7 @@ export class ExperimentDisplay {
     );
   }
 
-  private _drawBest(d: IExperimentDetail, trials: ITrial[]): void {
+  private _drawBest(d: IExperimentDetail, trials: ITrialSummary[]): void {
     const best = bestTrial(trials, d.mode);
     if (!best) {
       replaceChildren(this._best);
@@ -211,14 +215,13 @@ export class ExperimentDisplay {
     );
   }
 
-  private _drawTable(
-    d: IExperimentDetail,
-    bestFirst: ITrial[],
-    curveMetric: string | null
-  ): void {
+  private _drawTable(): void {
+    if (!this._shown) {
+      return;
+    }
+    const { detail: d, bestFirst, metric } = this._shown;
     const labels = bestFirst.length ? Object.keys(bestFirst[0].labels) : [];
     const params = paramNames(d.trials);
-    const metric = d.metric ?? curveMetric ?? 'value';
     const best = bestTrial(bestFirst, d.mode);
     const sort = this._sort;
     const trials = sort
@@ -235,10 +238,9 @@ export class ExperimentDisplay {
       'duration'
     ];
     const rows = trials.map(t => {
-      // A running trial shows its latest value and how long it has run so far.
+      // A running trial shows its latest value and how long it has run so far (a queued one: nothing yet).
       const value = t.value ?? t.last[metric] ?? null;
-      const duration =
-        t.duration ?? (t.state === 'running' ? now - t.started : null);
+      const state = trialState(t);
       const row = h(
         'tr',
         {
@@ -255,17 +257,17 @@ export class ExperimentDisplay {
         ...labels.map(l => h('td', {}, formatParam(t.labels[l]))),
         h(
           'td',
-          { class: `jd-state-${t.state}` },
+          { class: `jd-state-${state}` },
           t.resumed_from === null || t.resumed_from === undefined
-            ? t.state
-            : `${t.state} · resumed from step ${t.resumed_from}`
+            ? state
+            : `${state} · resumed from step ${t.resumed_from}`
         ),
         h('td', {}, formatValue(value)),
         ...params.map(p =>
           h('td', {}, p in t.params ? formatParam(t.params[p]) : '')
         ),
         h('td', {}, String(t.steps)),
-        h('td', {}, formatDuration(duration))
+        h('td', {}, formatDuration(trialDuration(t, now)))
       );
       if (this._readLogs) {
         row.onclick = () => void this._showOutput(t.trial_id);
@@ -300,21 +302,14 @@ export class ExperimentDisplay {
       } else {
         this._sort = null;
       }
-      this._redrawTable();
+      this._drawTable();
     };
     return cell;
   }
 
-  private _redrawTable(): void {
-    if (this._detail) {
-      const d = this._detail;
-      this._drawTable(d, sortTrials(d.trials, d.mode), d.metric);
-    }
-  }
-
   private async _showOutput(trialId: number): Promise<void> {
     this._selected = trialId;
-    this._redrawTable();
+    this._drawTable();
     const text = await (this._readLogs as LogsReader)(trialId);
     this._output.textContent = text || `Trial ${trialId} printed nothing.`;
   }

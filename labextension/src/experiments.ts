@@ -7,8 +7,8 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { listExperiments } from './api';
-import type { IExperimentSummary } from './model';
 import { every } from './poll';
+import type { IExperimentSummary } from './wire';
 
 export const DEFAULT_REFRESH_S = 2;
 

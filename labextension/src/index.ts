@@ -21,9 +21,9 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 import { ExperimentView } from './detail';
 import { DEFAULT_REFRESH_S, ExperimentsModel } from './experiments';
 import { experimentsIcon } from './icon';
-import type { IExperimentSummary } from './model';
 import { ExperimentsPanel } from './panel';
 import { ExperimentsStatus } from './status';
+import type { IExperimentSummary } from './wire';
 
 const PLUGIN_ID = 'jupyter-dist:plugin';
 
@@ -37,12 +37,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'The Experiments panel of jupyter_dist.',
   autoStart: true,
-  optional: [
-    ICommandPalette,
-    ISettingRegistry,
-    IStatusBar,
-    ILayoutRestorer
-  ],
+  optional: [ICommandPalette, ISettingRegistry, IStatusBar, ILayoutRestorer],
   activate: async (
     app: JupyterFrontEnd,
     palette: ICommandPalette | null,

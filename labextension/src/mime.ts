@@ -10,11 +10,13 @@ import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import { getLogs, requestStop } from './api';
+import { Curves } from './curves';
 import { fetchExperiment } from './detail';
 import { ExperimentDisplay, joinLogs } from './display';
 import { h } from './dom';
-import { Curves, formatDuration, IExperimentBundle } from './model';
+import { formatDuration } from './format';
 import { every } from './poll';
+import type { IExperimentBundle } from './wire';
 
 export const MIME_TYPE = 'application/vnd.jupyter-dist.experiment+json';
 const LIVE_REFRESH_S = 1;

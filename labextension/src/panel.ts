@@ -4,12 +4,8 @@ import { Widget } from '@lumino/widgets';
 
 import { h, replaceChildren } from './dom';
 import { ExperimentsModel } from './experiments';
-import {
-  formatDuration,
-  formatValue,
-  IExperimentSummary,
-  progressText
-} from './model';
+import { formatDuration, formatValue, progressText } from './format';
+import type { IExperimentSummary } from './wire';
 
 export class ExperimentsPanel extends Widget {
   private _list = h('div', { class: 'jd-list' });

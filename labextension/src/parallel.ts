@@ -4,7 +4,8 @@
  * opaque. Colours are JupyterLab's CSS variables, so both themes work.
  */
 
-import { IParallelAxis, ITrial, Mode, parallelCoordinates } from './model';
+import { IParallelAxis, parallelCoordinates } from './geometry';
+import type { ITrialSummary, Mode } from './wire';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const HEIGHT = 240;
@@ -29,7 +30,7 @@ export class ParallelChart {
   }
 
   draw(
-    trials: ITrial[],
+    trials: ITrialSummary[],
     space: Record<string, any>,
     metric: string,
     mode: Mode

@@ -3,7 +3,7 @@
 import { Widget } from '@lumino/widgets';
 
 import { ExperimentsModel } from './experiments';
-import { statusText } from './model';
+import { statusText } from './format';
 
 export class ExperimentsStatus extends Widget {
   constructor(

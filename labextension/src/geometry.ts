@@ -1,0 +1,91 @@
+/**
+ * Where the completed trials sit on a parallel-coordinates chart, with no DOM: parallel.ts draws it as SVG.
+ */
+
+import { formatParam, formatValue } from './format';
+import { sortTrials } from './ordering';
+import type { ITrialSummary, Mode } from './wire';
+
+/** One axis of a parallel-coordinates chart: where a value sits on it (0 bottom .. 1 top) and its tick labels. */
+export interface IParallelAxis {
+  name: string;
+  position: (value: unknown) => number | null;
+  ticks: { at: number; label: string }[];
+}
+
+/**
+ * Parallel coordinates of the completed trials: one axis per searched parameter (log-scaled where the space
+ * searches on a log scale, a choice's options evenly spaced in their order), then the objective. ``lines``:
+ * each completed trial's positions on the axes, best first.
+ */
+export function parallelCoordinates(
+  trials: ITrialSummary[],
+  space: Record<string, any>,
+  metric: string,
+  mode: Mode
+): { axes: IParallelAxis[]; lines: { trialId: number; points: number[] }[] } {
+  const done = sortTrials(trials, mode).filter(
+    t => t.state === 'completed' && t.value !== null
+  );
+  const numeric = (
+    name: string,
+    values: number[],
+    log: boolean
+  ): IParallelAxis => {
+    const f = (v: number) => (log ? Math.log10(v) : v);
+    const lo = Math.min(...values.map(f));
+    const hi = Math.max(...values.map(f));
+    const span = hi - lo || 1;
+    const label = (x: number) => formatValue(log ? 10 ** x : x);
+    return {
+      name,
+      position: v =>
+        typeof v === 'number' && (!log || v > 0) ? (f(v) - lo) / span : null,
+      ticks: [
+        { at: 0, label: label(lo) },
+        { at: 1, label: label(hi) }
+      ]
+    };
+  };
+  const axes: IParallelAxis[] = [];
+  for (const [name, spec] of Object.entries(space)) {
+    if (spec && Array.isArray(spec.choice)) {
+      const options = spec.choice.map((o: unknown) => JSON.stringify(o));
+      const step = options.length > 1 ? 1 / (options.length - 1) : 0;
+      axes.push({
+        name,
+        position: v => {
+          const i = options.indexOf(JSON.stringify(v));
+          return i < 0 ? null : options.length > 1 ? i * step : 0.5;
+        },
+        ticks: spec.choice.map((o: unknown, i: number) => ({
+          at: options.length > 1 ? i * step : 0.5,
+          label: formatParam(o)
+        }))
+      });
+    } else if (spec && (spec.uniform || spec.integer)) {
+      const values = done
+        .map(t => t.params[name])
+        .filter((v): v is number => typeof v === 'number');
+      if (values.length) {
+        axes.push(numeric(name, values, Boolean(spec.log)));
+      }
+    }
+  }
+  axes.push(
+    numeric(
+      metric,
+      done.map(t => t.value as number),
+      false
+    )
+  );
+  const lines = done.map(t => ({
+    trialId: t.trial_id,
+    points: axes.map((axis, i) =>
+      i === axes.length - 1
+        ? (axis.position(t.value) ?? 0)
+        : (axis.position(t.params[axis.name]) ?? 0)
+    )
+  }));
+  return { axes, lines };
+}
