@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import ArgumentError, StoreError
 from .experiment import Experiment
-from .protocol import ExperimentState, TrialState
+from .protocol import ExperimentKind, ExperimentState, TrialState
 from .store import InMemoryRecord, NotInStore, list_experiments, read_record, store_path
 
 __all__ = ["experiments", "load", "prior_run"]
@@ -42,11 +42,11 @@ def load(name_or_id: str, store: Any = None) -> Experiment:
 def view_of(record: InMemoryRecord, stop=None) -> Experiment:
     """The Experiment class of the record's kind over it."""
     details = record.definition.details
-    if record.definition.kind == "ablation":
+    if record.definition.kind == ExperimentKind.ABLATION:
         from .ablation import AblationExperiment
 
         return AblationExperiment(record, stop, plan=plan_of(record))
-    if record.definition.kind == "ddp":
+    if record.definition.kind == ExperimentKind.DDP:
         from .ddp import DataParallelExperiment
 
         return DataParallelExperiment(record, stop, workers=details.get("workers"))
@@ -64,7 +64,9 @@ def plan_of(record: InMemoryRecord):
     return Plan(variants, (), ())
 
 
-def prior_run(path: str | None, name: str | None, kind: str, metric: str | None, mode: str) -> InMemoryRecord:
+def prior_run(
+    path: str | None, name: str | None, kind: ExperimentKind, metric: str | None, mode: str
+) -> InMemoryRecord:
     """The stored run ``name`` that ``resume=True`` continues, checked to be one this call can continue."""
     if path is None:
         raise ArgumentError("resume=True continues a stored experiment: it needs a store (not store=False)")
@@ -83,7 +85,10 @@ def prior_run(path: str | None, name: str | None, kind: str, metric: str | None,
         raise StoreError(
             f"{name!r} is still running in another kernel: stop it there before resuming it here"
         )
-    if kind != "ddp" and (stored.objective.metric, stored.objective.direction.value) != (metric, mode):
+    if kind is not ExperimentKind.DDP and (stored.objective.metric, stored.objective.direction.value) != (
+        metric,
+        mode,
+    ):
         raise ArgumentError(
             f"{name!r} optimised {stored.objective.metric!r} ({stored.objective.direction.value}); resume it with "
             f"the same metric and mode, not {metric!r} ({mode})"

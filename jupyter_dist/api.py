@@ -19,7 +19,7 @@ from ._validate import check_callable, check_metric, check_positive, check_progr
 from .checkpoints import checkpoint_settings
 from .errors import ArgumentError
 from .experiment import Experiment
-from .protocol import Direction, Objective
+from .protocol import Direction, ExperimentKind, Objective
 from .runtime import cluster_info, use_cluster
 from .space import searched, validate_space
 from .store import ExperimentDefinition, InMemoryRecord, store_path
@@ -109,7 +109,7 @@ def hpo(
     """
     from .search import OptunaSearch
 
-    objective = _check_common("hpo", fn, metric, mode, parallel, progress)
+    objective = _check_common(ExperimentKind.HPO, fn, metric, mode, parallel, progress)
     check_positive("max_steps", max_steps)
     check_positive("timeout", timeout, integer=False)
     check_positive("workers_per_trial", workers_per_trial, optional=False)
@@ -121,7 +121,9 @@ def hpo(
         )
     validate_space(fn, search_space)
     store_file = store_path(store)
-    prior = prior_run(store_file, name, "hpo", metric, objective.direction.value) if resume else None
+    prior = (
+        prior_run(store_file, name, ExperimentKind.HPO, metric, objective.direction.value) if resume else None
+    )
     search = OptunaSearch(
         search_space,
         trials=trials,
@@ -133,7 +135,7 @@ def hpo(
         unlimited=timeout is not None,
     )
     definition = ExperimentDefinition(
-        "hpo",
+        ExperimentKind.HPO,
         name or fn.__name__,
         objective,
         dict(search_space),
@@ -242,10 +244,10 @@ def data_parallel(
     check_data_parallel(gpus_per_worker, backend, strategy=strategy, mixed_precision=mixed_precision)
     validate_space(fn, kwargs_for_train)
     store_file = store_path(store)
-    prior = prior_run(store_file, name, "ddp", metric, "max") if resume else None
+    prior = prior_run(store_file, name, ExperimentKind.DDP, metric, "max") if resume else None
 
     definition = ExperimentDefinition(
-        "ddp",
+        ExperimentKind.DDP,
         name or fn.__name__,
         Objective(metric),
         dict(kwargs_for_train),
@@ -338,7 +340,7 @@ def ablation(
     """
     from .ablation import AblationExperiment, AblationSource, AblationTrial, plan_study
 
-    objective = _check_common("ablation", fn, metric, mode, parallel, progress)
+    objective = _check_common(ExperimentKind.ABLATION, fn, metric, mode, parallel, progress)
     check_positive("timeout", timeout, integer=False)
     check_positive("gpus_per_trial", gpus_per_trial)
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -355,7 +357,7 @@ def ablation(
     )
     store_file = store_path(store)
     definition = ExperimentDefinition(
-        "ablation",
+        ExperimentKind.ABLATION,
         name or fn.__name__,
         objective,
         dict(params or {}),
@@ -369,7 +371,11 @@ def ablation(
         },
     )
     done: set[int] = set()
-    prior = prior_run(store_file, name, "ablation", metric, objective.direction.value) if resume else None
+    prior = (
+        prior_run(store_file, name, ExperimentKind.ABLATION, metric, objective.direction.value)
+        if resume
+        else None
+    )
     if prior is not None:
         # as JSON, which is how the store holds them (tuples come back as lists)
         if json.dumps(prior.definition.details.get("variants")) != json.dumps(definition.details["variants"]):

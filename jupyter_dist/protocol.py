@@ -1,7 +1,8 @@
 """The trial protocol: the vocabulary every layer shares, and the messages between workers and the kernel.
 
-- ``TrialState``, ``ExperimentState``, ``Direction``, ``ErrorKind``: named states instead of bare strings. They
-  are ``str`` enums, so ``exp.state == "completed"`` and the DataFrames' plain strings keep working.
+- ``ExperimentKind``, ``TrialState``, ``ExperimentState``, ``Direction``, ``ErrorKind``: named states instead of
+  bare strings. They are ``str`` enums, so ``exp.state == "completed"`` and the DataFrames' plain strings keep
+  working, and the store keeps their plain values.
 - ``Objective``: the one place that knows which metric counts and which way is better; it picks the values the
   pruner judges and each trial's final value, and says, in one message, when the metric is missing.
 - ``Outcome``: how one trial attempt (or one rank of it) ended, built on the worker, decoded in the kernel.
@@ -26,6 +27,7 @@ __all__ = [
     "CheckpointPlan",
     "Direction",
     "ErrorKind",
+    "ExperimentKind",
     "ExperimentState",
     "LogLine",
     "Objective",
@@ -46,6 +48,15 @@ __all__ = [
 class _StrEnum(str, Enum):
     def __str__(self) -> str:  # f-strings and str() give the plain value, as enum.StrEnum (3.11+) does
         return self.value
+
+
+class ExperimentKind(_StrEnum):
+    """What an experiment runs; each kind is one entry of the registry in jupyter_dist/kinds/. The store keeps
+    these values, so a stored experiment loads back as its kind."""
+
+    HPO = "hpo"
+    ABLATION = "ablation"
+    DDP = "ddp"
 
 
 class TrialState(_StrEnum):

@@ -12,9 +12,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 import jupyter_dist
 
 from ..ddp import MIXED_PRECISIONS, STRATEGIES
+from ..protocol import ExperimentKind
 from ..space import Space, accepted_arguments
 
-MODES_AVAILABLE = ("hpo", "ablation", "ddp")
+MODES_AVAILABLE = tuple(ExperimentKind)
 
 
 def _new_names(before: dict[str, int], namespace: dict[str, Any]) -> list[str]:
@@ -104,9 +105,9 @@ HPO_ONLY = ("trials", "sampler", "pruner", "max_steps", "space")
 ABLATION_ONLY = ("features", "modules", "flags", "group", "repeats")
 DDP_ONLY = ("workers", "gpus_per_worker", "backend", "strategy", "mixed_precision")
 FOREIGN = {
-    "hpo": ABLATION_ONLY + DDP_ONLY,
-    "ablation": HPO_ONLY + DDP_ONLY,
-    "ddp": HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed", "gpus_per_trial"),
+    ExperimentKind.HPO: ABLATION_ONLY + DDP_ONLY,
+    ExperimentKind.ABLATION: HPO_ONLY + DDP_ONLY,
+    ExperimentKind.DDP: HPO_ONLY + ABLATION_ONLY + ("direction", "parallel", "seed", "gpus_per_trial"),
 }
 
 
@@ -203,9 +204,9 @@ class DistributeMagics(Magics):
                 "--" + {"direction": "mode"}.get(name, name).replace("_", "-") for name in given
             )
             raise UsageError(f"{options}: not an option of %%distribute {args.kind}")
-        if not args.metric and args.kind != "ddp":
+        if not args.metric and args.kind != ExperimentKind.DDP:
             raise UsageError(
-                f"%%distribute {args.kind} needs --metric NAME, the metric to {args.kind == 'hpo' and 'optimise' or 'compare'}"
+                f"%%distribute {args.kind} needs --metric NAME, the metric to {args.kind == ExperimentKind.HPO and 'optimise' or 'compare'}"
             )
         if not args.out.isidentifier():
             raise UsageError(f"--out {args.out}: not a valid variable name")
@@ -215,7 +216,11 @@ class DistributeMagics(Magics):
         before = {k: id(v) for k, v in namespace.items()}
         self.shell.ex(cell)
         new = _new_names(before, namespace)
-        run = {"hpo": self._hpo, "ablation": self._ablation, "ddp": self._ddp}[args.kind]
+        run = {
+            ExperimentKind.HPO: self._hpo,
+            ExperimentKind.ABLATION: self._ablation,
+            ExperimentKind.DDP: self._ddp,
+        }[args.kind]
         try:
             exp = run(args, namespace, new)
         except jupyter_dist.ExperimentFailed as exc:
@@ -228,7 +233,7 @@ class DistributeMagics(Magics):
         from ..widgets import resolve
 
         shown_in_cell = resolve("auto", exp.record.stored) in ("lab", "widget")
-        return None if args.kind == "ablation" or shown_in_cell else exp
+        return None if args.kind == ExperimentKind.ABLATION or shown_in_cell else exp
 
     def _hpo(self, args, namespace: dict[str, Any], new: list[str]):
         space = _pick_space(args, namespace, new)
