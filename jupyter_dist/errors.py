@@ -21,6 +21,8 @@ __all__ = [
     "JupyterDistError",
     "MetricError",
     "NoResultError",
+    "NotInStore",
+    "NotRunning",
     "PlacementError",
     "RendezvousError",
     "SearchSpaceError",
@@ -66,6 +68,16 @@ class ClusterError(JupyterDistError, RuntimeError):
 
 class StoreError(JupyterDistError, RuntimeError):
     """The experiment store cannot be used: a file that is not a store, a newer schema, a name taken."""
+
+
+class NotInStore(StoreError, LookupError):
+    """The store has no such experiment or trial (or no file yet). Also a LookupError: the server extension
+    answers it with 404."""
+
+
+class NotRunning(JupyterDistError, RuntimeError):
+    """A stop asked (through the store, as JupyterLab's Stop button does) of an experiment that has ended; the
+    server extension answers it with 409."""
 
 
 class ClusterLost(ClusterError):

@@ -11,21 +11,20 @@ import os
 
 from .._frontend import FRONTEND_ENV, JUPYTERLAB, LAB_FRONTENDS
 from ..runtime._dashboard import PROXY_PREFIX_ENV
-from ..store import store_path
+from ..store import StoreReader, store_path
 from ._handlers import handlers
-from ._manager import ExperimentsManager
 
-__all__ = ["ExperimentsManager", "load_extension"]
+__all__ = ["load_extension"]
 
 
 def load_extension(serverapp) -> None:
     _announce_the_frontend(serverapp)
     _offer_the_dashboard_proxy(serverapp)
     web_app = serverapp.web_app
-    manager = ExperimentsManager(store_path(None))
-    web_app.settings["jupyter_dist_manager"] = manager
+    store = StoreReader(store_path(None))
+    web_app.settings["jupyter_dist_store"] = store
     web_app.add_handlers(".*$", handlers(web_app.settings["base_url"]))
-    serverapp.log.info("jupyter_dist: serving experiments from %s", manager.store_path)
+    serverapp.log.info("jupyter_dist: serving experiments from %s", store.path)
 
 
 def _announce_the_frontend(serverapp) -> None:

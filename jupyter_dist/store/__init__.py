@@ -1,23 +1,59 @@
 """Where experiments are recorded: the interface a run writes to and results are read from, the in-memory
-record, and the store on disk (SQLite) that a journal writes each run to and the catalog reads back."""
+record, the store on disk (SQLite) that a journal writes each run to, and what reads it back: ``read_record``
+for the kernel, ``StoreReader`` for the server extension, ``experiment_detail`` for both. The JSON the views read
+is declared here (the wire types) and nowhere else; every SQL statement of the package is in this subpackage."""
 
+from ..errors import NotInStore, NotRunning
 from ._base import QUEUED, ExperimentDefinition, ExperimentRecord, TrialRecord, new_experiment_id
-from ._catalog import STALE_AFTER_S, NotInStore, list_experiments, read_record, store_path
+from ._catalog import STALE_AFTER_S, list_experiments, read_record, store_path
+from ._codec import finite
+from ._detail import experiment_detail, trial_summary
 from ._journal import FLUSH_INTERVAL_S, Journal
 from ._memory import InMemoryRecord
+from ._reader import MAX_PAGE, StoreReader
+from ._wire import (
+    BestTrial,
+    CurvesSnapshot,
+    DefinitionJson,
+    ExperimentBundle,
+    ExperimentDetail,
+    ExperimentList,
+    ExperimentSummary,
+    MetricsPage,
+    Mode,
+    TrialLogs,
+    TrialSummary,
+)
 
 __all__ = [
     "FLUSH_INTERVAL_S",
+    "MAX_PAGE",
     "QUEUED",
     "STALE_AFTER_S",
+    "BestTrial",
+    "CurvesSnapshot",
+    "DefinitionJson",
+    "ExperimentBundle",
     "ExperimentDefinition",
+    "ExperimentDetail",
+    "ExperimentList",
     "ExperimentRecord",
+    "ExperimentSummary",
     "InMemoryRecord",
-    "NotInStore",
     "Journal",
+    "MetricsPage",
+    "Mode",
+    "NotInStore",
+    "NotRunning",
+    "StoreReader",
+    "TrialLogs",
     "TrialRecord",
+    "TrialSummary",
+    "experiment_detail",
+    "finite",
     "list_experiments",
     "new_experiment_id",
     "read_record",
     "store_path",
+    "trial_summary",
 ]

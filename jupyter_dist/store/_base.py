@@ -1,9 +1,9 @@
 """The seam between a run and where it is recorded: an experiment's definition, its trials' records, and the
 ``ExperimentRecord`` interface that the trial loop writes to and ``Experiment`` reads from.
 
-The in-memory record (_memory.py) is the one implementation today; an on-disk journal implements the same
-interface next, and ``Experiment`` will not notice the difference (as Optuna's studies do not notice which
-``BaseStorage`` holds them).
+The in-memory record (_memory.py) implements it, handing every change to the store's journal (_journal.py); a run
+read back from the store (_catalog.read_record) is the same record, so ``Experiment`` and the views do not notice
+where a run came from (as Optuna's studies do not notice which ``BaseStorage`` holds them).
 """
 
 from __future__ import annotations

@@ -18,17 +18,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import ArgumentError, StoreError
+from ..errors import ArgumentError, NotInStore
 from ..protocol import ExperimentState, TrialState
 from ._codec import definition_from_json, trial_from_json
 from ._memory import InMemoryRecord
 from ._sqlite import Database, owner_alive
+from ._wire import ExperimentSummary
 
 STALE_AFTER_S = 30.0
-
-
-class NotInStore(StoreError):
-    """The store has no such experiment (or no file yet)."""
 
 
 OFF = {"off", "false", "no", "0", ""}
@@ -55,7 +52,8 @@ def store_path(store: Any = None) -> str | None:
     return str(Path(store).expanduser())
 
 
-def _state(row) -> str:
+def state_of(row) -> str:
+    """A stored experiment's state: "interrupted" for a run still "running" in the store whose kernel is gone."""
     if row["state"] != ExperimentState.RUNNING.value:
         return row["state"]
     alive = owner_alive(row["owner_host"], row["owner_pid"], row["owner_started"])
@@ -64,8 +62,9 @@ def _state(row) -> str:
     return row["state"] if alive else ExperimentState.INTERRUPTED.value
 
 
-def list_experiments(path: str, experiment_id: str | None = None) -> list[dict[str, Any]]:
-    """One dict per stored experiment (or only ``experiment_id``'s), oldest first."""
+def list_experiments(path: str, experiment_id: str | None = None) -> list[ExperimentSummary]:
+    """One row per stored experiment (or only ``experiment_id``'s), oldest first; from the store's counts, so a
+    listing reads no trial's record."""
     if not Path(path).exists():
         return []
     db = Database(path)
@@ -86,7 +85,7 @@ def list_experiments(path: str, experiment_id: str | None = None) -> list[dict[s
                 "name": row["name"],
                 "id": row["id"],
                 "kind": row["kind"],
-                "state": _state(row),
+                "state": state_of(row),
                 "trials_done": done,
                 "trials_total": definition.get("total"),
                 "metric": definition.get("metric"),
@@ -105,8 +104,9 @@ def _best(definition: dict[str, Any], value_range: tuple[float, float] | None) -
     return value_range[1] if definition.get("mode") == "max" else value_range[0]
 
 
-def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, Any]]:
-    """The stored experiment (by id, or by name) as a finished record, and its ``about``."""
+def read_record(path: str, name_or_id: str, results: bool = True) -> tuple[InMemoryRecord, dict[str, Any]]:
+    """The stored experiment (by id, or by name) as a record, and its ``about``; ``results=False`` leaves out
+    data-parallel trials' return values (unpickling them may import torch; their repr is in the record)."""
     if not Path(path).exists():
         raise NotInStore(f"no experiment store at {path}: nothing has been recorded there yet")
     db = Database(path)
@@ -116,21 +116,26 @@ def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, A
             raise NotInStore(
                 f"no experiment named or with id {name_or_id!r} in {path}; jupyter_dist.experiments() lists them"
             )
-        trial_rows = db.trial_rows(row["id"])
+        return record_of(db, row, path, results), json.loads(row["about"])
     finally:
         db.close()
-    state = ExperimentState(_state(row))
+
+
+def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRecord:
+    """The experiment of ``row`` (read from ``db``, the store at ``path``) as a finished record; its reports and
+    output are read from ``path`` when first asked for."""
+    state = ExperimentState(state_of(row))
     trials = []
-    for r in trial_rows:
+    for r in db.trial_rows(row["id"], results):
         rec = trial_from_json(r["record"])
         if rec.state is TrialState.RUNNING and state is not ExperimentState.RUNNING:
             rec.state, rec.queued = TrialState.INTERRUPTED, False
         if r["result"] is not None:
-            results = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
-            rec.result, rec.rank_results = results["result"], results["rank_results"]
+            stored = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
+            rec.result, rec.rank_results = stored["result"], stored["rank_results"]
         trials.append(rec)
     experiment_id = row["id"]
-    record = InMemoryRecord.restored(
+    return InMemoryRecord.restored(
         definition_from_json(row["definition"]),
         trials,
         lambda: _reports(path, experiment_id),
@@ -139,7 +144,6 @@ def read_record(path: str, name_or_id: str) -> tuple[InMemoryRecord, dict[str, A
         error=row["error"],
         ended=row["ended"] if row["ended"] is not None else row["heartbeat"],
     )
-    return record, json.loads(row["about"])
 
 
 def _reports(path: str, experiment_id: str) -> list[tuple]:
@@ -158,4 +162,4 @@ def _output(path: str, experiment_id: str) -> list[tuple]:
         db.close()
 
 
-__all__ = ["STALE_AFTER_S", "NotInStore", "list_experiments", "read_record", "store_path"]
+__all__ = ["STALE_AFTER_S", "list_experiments", "read_record", "record_of", "state_of", "store_path"]

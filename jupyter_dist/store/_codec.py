@@ -25,7 +25,7 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """``value`` if JSON holds it as it is, else its repr."""
     # What nearly every parameter is: returned as it is, without a round trip through JSON text (the REST API
     # summarises every trial of an experiment per request).
@@ -45,11 +45,11 @@ def space_to_json(space: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(value, Integer):
             out[name] = {"integer": [value.lo, value.hi]}
         elif isinstance(value, Choice):
-            out[name] = {"choice": [_plain(o) for o in value.options]}
+            out[name] = {"choice": [plain(o) for o in value.options]}
         elif isinstance(value, Space):
             out[name] = {"repr": repr(value)}
         else:
-            out[name] = {"value": _plain(value)}
+            out[name] = {"value": plain(value)}
     return out
 
 
@@ -81,7 +81,7 @@ def definition_to_json(definition: ExperimentDefinition) -> str:
             "dashboard_link": definition.dashboard_link,
             "id": definition.id,
             "created": definition.created,
-            "details": _plain(definition.details),
+            "details": plain(definition.details),
         }
     )
 
@@ -112,32 +112,9 @@ _TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE
 
 def trial_to_json(rec: TrialRecord) -> str:
     d = {name: getattr(rec, name) for name in _TRIAL_FIELDS}
-    d["params"] = {k: _plain(v) for k, v in rec.params.items()}
-    d["labels"] = {k: _plain(v) for k, v in rec.labels.items()}
+    d["params"] = {k: plain(v) for k, v in rec.params.items()}
+    d["labels"] = {k: plain(v) for k, v in rec.labels.items()}
     return dumps(d)
-
-
-def trial_summary(rec: TrialRecord) -> dict[str, Any]:
-    """A trial as the REST API and the lab extension's views show it (run ``finite`` over it for JSON)."""
-    return {
-        "trial_id": rec.trial_id,
-        "state": rec.state.value,
-        "value": rec.value,
-        "params": {k: _plain(v) for k, v in rec.params.items()},
-        "labels": {k: _plain(v) for k, v in rec.labels.items()},
-        "started": rec.started,
-        # A queued trial waits behind another on its worker: no time of its own yet.
-        "queued": rec.queued,
-        "began": None if rec.queued else rec.started,
-        "duration": rec.duration,
-        "steps": rec.steps,
-        "attempts": rec.attempts,
-        "checkpoint_step": rec.checkpoint_step,
-        "resumed_from": rec.resumed_from,
-        "last": dict(rec.last),
-        "error": rec.error,
-        "result": rec.result_repr,
-    }
 
 
 def finite(value: Any) -> Any:

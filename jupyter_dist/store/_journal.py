@@ -174,34 +174,7 @@ class Journal:
         return out
 
     def _commit(self, db: Database, trials: dict, reports: list, logs: list, final: tuple | None) -> None:
-        exp = self.experiment_id
-        with db.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO reports (experiment_id, trial_id, attempt, step, sent_at, metrics) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (exp, trial_id, attempt, step, sent_at, dumps(metrics))
-                    for trial_id, attempt, rows in reports
-                    for step, metrics, sent_at in rows
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO logs (experiment_id, trial_id, stream, text) VALUES (?, ?, ?, ?)",
-                [(exp, trial_id, stream, text) for trial_id, stream, text in logs],
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO trials (experiment_id, trial_id, state, value, record, result) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(exp, trial_id, *row) for trial_id, row in trials.items()],
-            )
-            if final is None:
-                conn.execute("UPDATE experiments SET heartbeat = ? WHERE id = ?", (time.time(), exp))
-            else:
-                state, error, ended = final
-                conn.execute(
-                    "UPDATE experiments SET state = ?, error = ?, ended = ?, heartbeat = ? WHERE id = ?",
-                    (state, error, ended, time.time(), exp),
-                )
+        db.write_batch(self.experiment_id, trials, reports, logs, final)
 
     def _capped(self, logs: list[tuple]) -> list[tuple]:
         kept = []

@@ -1,4 +1,5 @@
-"""The in-memory experiment record: what a run keeps in the kernel while it runs (and, for now, after)."""
+"""The in-memory experiment record: what a run keeps in the kernel while it runs and after, and what a stored run
+is read back as."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The experiment store on disk: one SQLite file in WAL mode, shared by every kernel of a user.
+"""The experiment store on disk: one SQLite file in WAL mode, shared by every kernel of a user. Every SQL statement
+of jupyter_dist is in this module; the rest of the package reads and writes through ``Database``.
 
-WAL lets readers (``experiments()``, ``load()``, another kernel, the server extension later) read while a run
-writes; each connection waits up to BUSY_TIMEOUT_S for another process's write transaction instead of failing
-with "database is locked". Writes come in batches from one writer thread per run (_journal.py), so a transaction
-per batch, not per report.
+WAL lets readers (``experiments()``, ``load()``, another kernel, the server extension) read while a run writes;
+each connection waits up to BUSY_TIMEOUT_S for another process's write transaction instead of failing with
+"database is locked". Writes come in batches from one writer thread per run (_journal.py), so a transaction per
+batch, not per report.
 
 The file says what it is: ``PRAGMA application_id`` marks it as ours and ``PRAGMA user_version`` is the schema
 version. A file that is not SQLite, or is someone else's database, or was written by a newer jupyter_dist, is
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
+from ._codec import dumps
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x4A445354  # "JDST"
@@ -224,11 +226,20 @@ class Database:
         """(Inside a transaction.) A resumed run starts without its last run's stop request."""
         self.conn.execute("DELETE FROM stop_requests WHERE experiment_id = ?", (experiment_id,))
 
-    def trial_rows(self, experiment_id: str) -> list[sqlite3.Row]:
+    def trial_rows(self, experiment_id: str, results: bool = True) -> list[sqlite3.Row]:
+        """Every trial's ``trial_id``, ``record`` (JSON) and ``result`` (pickled; None unless ``results``)."""
+        result = "result" if results else "NULL AS result"
         return self.conn.execute(
-            "SELECT trial_id, record, result FROM trials WHERE experiment_id = ? ORDER BY trial_id",
+            f"SELECT trial_id, record, {result} FROM trials WHERE experiment_id = ? ORDER BY trial_id",
             (experiment_id,),
         ).fetchall()
+
+    def trial_record(self, experiment_id: str, trial_id: int) -> str | None:
+        """One trial's record (JSON), or None if the experiment has no such trial."""
+        row = self.conn.execute(
+            "SELECT record FROM trials WHERE experiment_id = ? AND trial_id = ?", (experiment_id, trial_id)
+        ).fetchone()
+        return None if row is None else row[0]
 
     def reports(self, experiment_id: str) -> Iterator[tuple[int, int, int, float, dict[str, float]]]:
         """An experiment's reports in arrival order: (trial_id, attempt number, step, sent_at, metrics)."""
@@ -239,10 +250,72 @@ class Database:
         for trial_id, attempt, step, sent_at, metrics in rows:
             yield trial_id, attempt, step, sent_at, json.loads(metrics)
 
+    def report_page(
+        self, experiment_id: str, since: int, limit: int
+    ) -> list[tuple[int, int, int, int, float, dict[str, float]]]:
+        """At most ``limit`` reports after cursor ``since`` (a report's ``seq``; 0: from the start), in arrival
+        order: (seq, trial_id, attempt number, step, sent_at, metrics)."""
+        rows = self.conn.execute(
+            "SELECT seq, trial_id, attempt, step, sent_at, metrics FROM reports "
+            "WHERE experiment_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (experiment_id, since, limit),
+        )
+        return [(*row[:5], json.loads(row[5])) for row in rows]
+
     def log_rows(self, experiment_id: str) -> list[sqlite3.Row]:
         return self.conn.execute(
             "SELECT trial_id, stream, text FROM logs WHERE experiment_id = ? ORDER BY seq", (experiment_id,)
         ).fetchall()
+
+    def trial_output(self, experiment_id: str, trial_id: int) -> list[tuple[str, str]]:
+        """One trial's captured output in order: (stream, text)."""
+        rows = self.conn.execute(
+            "SELECT stream, text FROM logs WHERE experiment_id = ? AND trial_id = ? ORDER BY seq",
+            (experiment_id, trial_id),
+        )
+        return [(stream, text) for stream, text in rows]
+
+    def write_batch(
+        self,
+        experiment_id: str,
+        trials: dict[int, tuple[str, float | None, str, bytes | None]],
+        reports: list[tuple[int, int, list]],
+        logs: list[tuple[int, str, str]],
+        final: tuple[str, str | None, float] | None,
+    ) -> None:
+        """One run's writer's batch, in one transaction: ``trials`` (per trial id: state, value, record JSON,
+        pickled result) replace their rows; ``reports`` (trial_id, attempt number, [[step, metrics, sent_at],
+        ...]) and ``logs`` (trial_id, stream, text) are appended; the heartbeat is stamped and, with ``final``
+        (state, error, ended), the run's end is recorded."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO reports (experiment_id, trial_id, attempt, step, sent_at, metrics) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (experiment_id, trial_id, attempt, step, sent_at, dumps(metrics))
+                    for trial_id, attempt, rows in reports
+                    for step, metrics, sent_at in rows
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO logs (experiment_id, trial_id, stream, text) VALUES (?, ?, ?, ?)",
+                [(experiment_id, trial_id, stream, text) for trial_id, stream, text in logs],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO trials (experiment_id, trial_id, state, value, record, result) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(experiment_id, trial_id, *row) for trial_id, row in trials.items()],
+            )
+            if final is None:
+                conn.execute(
+                    "UPDATE experiments SET heartbeat = ? WHERE id = ?", (time.time(), experiment_id)
+                )
+            else:
+                state, error, ended = final
+                conn.execute(
+                    "UPDATE experiments SET state = ?, error = ?, ended = ?, heartbeat = ? WHERE id = ?",
+                    (state, error, ended, time.time(), experiment_id),
+                )
 
     def completed_value_range(self, experiment_id: str | None = None) -> dict[str, tuple[float, float]]:
         """Per experiment (or only ``experiment_id``): the lowest and highest value of its completed trials."""

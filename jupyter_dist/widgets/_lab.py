@@ -14,13 +14,11 @@ run's store writer sees it within a flush. No comm, no subshell: the kernel stay
 from __future__ import annotations
 
 import html
-import json
 import time
 from typing import Any
 
 from ..experiment import Experiment, best_first
-from ..store import ExperimentRecord
-from ..store._codec import definition_to_json, finite, trial_summary
+from ..store import CurvesSnapshot, ExperimentBundle, ExperimentDetail, experiment_detail, finite
 from ._base import ExperimentView
 
 MIME_TYPE = "application/vnd.jupyter-dist.experiment+json"
@@ -33,8 +31,9 @@ SNAPSHOT_POINTS = 200
 
 def phase_bundle(phase: str, started: float) -> dict[str, Any]:
     """What the cell shows before the run exists: "starting the cluster…" and the time since the cell began."""
+    data: ExperimentBundle = {"version": BUNDLE_VERSION, "phase": phase, "started": started}
     return {
-        MIME_TYPE: {"version": BUNDLE_VERSION, "phase": phase, "started": started},
+        MIME_TYPE: data,
         "text/plain": f"jupyter_dist: {phase}",
     }
 
@@ -67,35 +66,12 @@ def show(bundle: dict[str, Any], preamble: Preamble | None):
     return display(bundle, raw=True, display_id=True)
 
 
-def experiment_snapshot(exp: Experiment) -> dict[str, Any]:
+def experiment_snapshot(exp: Experiment) -> ExperimentDetail:
     """The experiment as the REST API's detail shows it (what the extension draws), from the kernel's record."""
-    record: ExperimentRecord = exp.record
-    best = record.best()
-    definition = record.definition
-    ended = record.ended if record.ended is not None else time.time()
-    return finite(
-        {
-            "id": definition.id,
-            "name": definition.name,
-            "kind": definition.kind,
-            "state": exp.state.value,
-            "trials_done": exp.done,
-            "trials_total": definition.total,
-            "metric": definition.objective.metric,
-            "mode": definition.objective.direction.value,  # as the store lists it, for every run
-            "started": record.started,
-            "duration": ended - record.started,
-            "error": record.error,
-            "definition": json.loads(definition_to_json(definition)),
-            "best": None
-            if best is None
-            else {"trial_id": best.trial_id, "value": best.value, "params": trial_summary(best)["params"]},
-            "trials": [trial_summary(rec) for rec in record.trial_records()],
-        }
-    )
+    return experiment_detail(exp.record)
 
 
-def curves_snapshot(exp: Experiment) -> dict[str, Any]:
+def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
     """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
     records = [r for r in exp.record.trial_records() if r.curve_values]
     kept = best_first(records, exp.record.definition.objective)[:SNAPSHOT_CURVES]
@@ -118,16 +94,20 @@ class LabView(ExperimentView):
         self._handle = None
         self._line = ""
 
-    def _bundle(self, data: dict[str, Any]) -> dict[str, Any]:
+    def _bundle(self, ended: bool = False) -> dict[str, Any]:
+        data: ExperimentBundle = {"version": BUNDLE_VERSION, "id": self.exp.id}
+        if ended:
+            data["snapshot"] = experiment_snapshot(self.exp)
+            data["curves"] = curves_snapshot(self.exp)
         line = self.exp.status_line()
         return {
-            MIME_TYPE: {"version": BUNDLE_VERSION, **data},
+            MIME_TYPE: data,
             "text/plain": line,
             "text/html": f"<div><b>{html.escape(line)}</b></div>",
         }
 
     def start(self) -> None:
-        bundle = self._bundle({"id": self.exp.id})
+        bundle = self._bundle()
         self._handle = show(bundle, self._preamble)
         self._line = bundle["text/plain"]
 
@@ -136,19 +116,13 @@ class LabView(ExperimentView):
         line = self.exp.status_line()
         if line != self._line and self._handle is not None:
             self._line = line
-            self._handle.update(self._bundle({"id": self.exp.id}), raw=True)
+            self._handle.update(self._bundle(), raw=True)
 
     def finish(self) -> None:
         from IPython.display import display
 
         if self._handle is not None:
-            bundle = self._bundle(
-                {
-                    "id": self.exp.id,
-                    "snapshot": experiment_snapshot(self.exp),
-                    "curves": curves_snapshot(self.exp),
-                }
-            )
+            bundle = self._bundle(ended=True)
             bundle["text/html"] = self.exp._repr_html_()  # the final table, for GitHub, nbviewer, nbconvert
             self._handle.update(bundle, raw=True)
         for output in self.exp.final_outputs():

@@ -3,6 +3,7 @@ real experiments."""
 
 import asyncio
 import json
+import re
 import threading
 import time
 
@@ -11,6 +12,20 @@ import tornado.httpclient
 
 import jupyter_dist as jd
 from jupyter_dist import space
+from jupyter_dist.protocol import ExperimentState, Objective
+from jupyter_dist.store import (
+    FLUSH_INTERVAL_S,
+    ExperimentDefinition,
+    ExperimentSummary,
+    InMemoryRecord,
+    Journal,
+    MetricsPage,
+    NotInStore,
+    NotRunning,
+    StoreReader,
+    TrialLogs,
+    experiment_detail,
+)
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -54,6 +69,11 @@ async def test_experiments_their_trials_metrics_and_logs_are_served(jp_fetch, ru
 
     logs = await get(jp_fetch, exp.id, "logs", "0")
     assert logs["stdout"].startswith("lr=")
+
+    # Each answer has the keys its wire type declares (labextension/src/wire.ts is generated from them).
+    assert set(listing["experiments"][0]) == set(ExperimentSummary.__annotations__)
+    assert set(first) == set(MetricsPage.__annotations__) and set(logs) == set(TrialLogs.__annotations__)
+    assert set(one) == set(experiment_detail(exp.record)) | {"about"}
 
 
 async def test_a_running_experiment_is_read_as_it_goes(jp_fetch, run_hpo):
@@ -172,3 +192,65 @@ def test_the_extension_is_enabled_on_install():
     text = listed.stdout + listed.stderr
     assert "jupyter_dist" in text and "enabled" in text
     assert "jupyter_dist 0" in text and "OK" in text.split("jupyter_dist 0", 1)[1].splitlines()[0]
+
+
+async def test_a_queued_trial_is_served_queued_then_running_once_it_began(jp_fetch, fresh_store):
+    """A trial waiting on its worker behind another (runtime/_loop.py BRIEF_TRIAL) is "running" with
+    ``queued`` true and no ``began`` until it begins; the kernel's snapshot, built by the same function from its
+    live record, says the same."""
+    definition = ExperimentDefinition("hpo", "waiting", Objective("acc"), {}, total=2)
+    record = InMemoryRecord(definition, Journal(fresh_store, definition, {}, name_given=True))
+    try:
+        record.trial_started(0, {"i": 0}, {})
+        record.trial_started(1, {"i": 1}, {}, queued=True)
+        served = await _when(jp_fetch, definition.id, lambda d: len(d["trials"]) == 2)
+        waiting = served["trials"][1]
+        assert (waiting["state"], waiting["queued"], waiting["began"]) == ("running", True, None)
+        assert served["trials"][0]["queued"] is False and served["trials"][0]["began"] is not None
+        assert experiment_detail(record)["trials"] == served["trials"]
+
+        began = time.time()
+        record.trial_began(1)
+        served = await _when(jp_fetch, definition.id, lambda d: not d["trials"][1]["queued"])
+        running = served["trials"][1]
+        assert running["state"] == "running" and running["began"] == pytest.approx(began, abs=1)
+        assert experiment_detail(record)["trials"] == served["trials"]
+    finally:
+        record.finish(ExperimentState.STOPPED)
+
+
+async def _when(jp_fetch, experiment_id: str, ready, timeout: float = 30) -> dict:
+    """The experiment's detail once ``ready(detail)`` (its writer flushes every FLUSH_INTERVAL_S)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            detail = await get(jp_fetch, experiment_id)
+            if ready(detail):
+                return detail
+        except tornado.httpclient.HTTPClientError as err:
+            if err.code != 404:  # not written yet
+                raise
+        assert time.monotonic() < deadline, "the store never showed it"
+        await asyncio.sleep(FLUSH_INTERVAL_S / 2)
+
+
+def test_what_the_store_reader_refuses_is_a_jupyter_dist_error_and_the_builtin_it_was(fresh_store):
+    """The errors the REST API answers with 400, 404 and 409 belong to the family (``except JupyterDistError``
+    catches them) and are still the ValueError, LookupError and RuntimeError they were."""
+    definition = ExperimentDefinition("hpo", "ended", Objective("acc"), {}, total=1)
+    InMemoryRecord(definition, Journal(fresh_store, definition, {}, name_given=True)).finish(
+        ExperimentState.COMPLETED
+    )
+    reader = StoreReader(fresh_store)
+    refused = [
+        (lambda: reader.detail("../../etc/passwd"), jd.ArgumentError, ValueError, "is not an experiment id"),
+        (lambda: reader.metrics_page(definition.id, since=-1), jd.ArgumentError, ValueError, "offset >= 0"),
+        (lambda: reader.detail("20991231-235959-abcdef"), NotInStore, LookupError, "no experiment 2099"),
+        (lambda: reader.logs(definition.id, 7), NotInStore, LookupError, "has no trial 7"),
+        (lambda: reader.request_stop(definition.id), NotRunning, RuntimeError, "not running (completed)"),
+        (lambda: StoreReader(None).detail(definition.id), NotInStore, LookupError, "no experiment has been"),
+    ]
+    for call, ours, builtin, says in refused:
+        with pytest.raises(ours, match=re.escape(says)) as err:
+            call()
+        assert isinstance(err.value, jd.JupyterDistError) and isinstance(err.value, builtin)

@@ -19,8 +19,8 @@ from jupyter_dist.store import (
     Journal,
     TrialRecord,
     read_record,
+    trial_summary,
 )
-from jupyter_dist.store._codec import trial_summary
 from jupyter_dist.store._journal import LOG_CAP_BYTES
 
 
