@@ -1,7 +1,8 @@
-"""Running an experiment, once for every kind: resolve the cluster, check the function and the placement before
-anything starts, record into a fresh record, show a view, run the trial loop, and settle the final state.
+"""Running an experiment, once for every kind: check the options, let the kind say what to run (and how to
+continue a stored run), resolve the cluster, check the function and the placement before anything starts, record
+into a fresh record, show a view, run the trial loop, and settle the final state.
 
-The API's entry points (api.py) only validate their arguments and say what to run; this does the rest.
+The API's entry points (api.py) and the magic only name the kind and pass its arguments; this does the rest.
 """
 
 from __future__ import annotations
@@ -11,63 +12,66 @@ import platform
 from collections.abc import Callable
 from typing import Any
 
-from .checkpoints import checkpoint_plan
+from ._stored import prior_run
+from ._validate import check_callable
+from .checkpoints import checkpoint_plan, checkpoint_settings
 from .errors import ClusterLost, ExperimentFailed, MetricError
 from .experiment import Experiment
+from .kinds import Kind, RunOptions, TrialPlan, experiment_of, kind_of
 from .protocol import ExperimentState, TrialState
-from .runtime import (
-    DaskLauncher,
-    StopSignal,
-    TrialLoop,
-    TrialSource,
-    dashboard_link,
-    get_client,
-    interrupts_stop,
-)
-from .store import ExperimentDefinition, InMemoryRecord, Journal
+from .runtime import DaskLauncher, StopSignal, TrialLoop, dashboard_link, get_client, interrupts_stop
+from .store import InMemoryRecord, Journal, store_path
+
+
+def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: Any) -> Experiment:
+    """Run ``fn`` as an experiment of ``kind`` (a registered Kind, or its name) with the kind's own
+    ``arguments``, and return the finished Experiment. Every argument is checked before any work starts."""
+    kind = kind if isinstance(kind, Kind) else kind_of(kind)
+    check_callable(fn)
+    options.check()
+    store = store_path(options.store)
+    plan = kind.plan(fn, options, **arguments)
+    prior = None
+    if options.resume:
+        prior = prior_run(store, options.name, kind.name)
+        plan = kind.resume(prior, plan, options)
+    details = {
+        **plan.definition.details,
+        "checkpoints": checkpoint_settings(options.checkpoint_dir, options.keep_checkpoints, store),
+    }
+    plan = dataclasses.replace(plan, definition=dataclasses.replace(plan.definition, details=details))
+    return run_experiment(plan, options, store, prior)
 
 
 def run_experiment(
-    definition: ExperimentDefinition,
-    fn: Callable,
-    source: TrialSource,
-    *,
-    cluster: Any,
-    parallel: int | None,
-    progress: Any,
-    make_experiment: Callable[..., Experiment] = Experiment,
-    ranks: int | None = None,
-    resources: dict[str, float] | None = None,
-    store: str | None = None,
-    name_given: bool = False,
-    resume: InMemoryRecord | None = None,
+    plan: TrialPlan, options: RunOptions, store: str | None = None, prior: InMemoryRecord | None = None
 ) -> Experiment:
-    """Run ``source``'s trials of ``fn`` and return the finished Experiment (``make_experiment(record, stop)``).
+    """Run ``plan``'s trials and return the finished Experiment (its kind's class).
 
-    ``ranks``: every trial is a data-parallel job of that many rank tasks, on workers having ``resources``.
-    ``store``: the store file the run is recorded in as it goes (None: memory only); its name there is
-    ``definition.name``, or with ``name_given`` False the first free one of name-2, name-3...
-    ``resume``: the stored run this one continues (its record, read back), under the same id and name.
+    ``store``: the store file the run is recorded in as it goes (None: memory only); its name there is the
+    definition's, or, with no ``options.name`` given, the first free one of name-2, name-3...
+    ``prior``: the stored run this one continues (its record, read back), under the same id and name.
     """
+    definition, source = plan.definition, plan.source
     # The cell shows something from its first instant: starting a cluster takes seconds.
-    preamble = _make_preamble(progress, stored=store is not None)
+    preamble = _make_preamble(options.progress, stored=store is not None)
     try:
         if preamble:
             preamble.phase("connecting to the Dask cluster…")
-        client = get_client(cluster)
+        client = get_client(options.cluster)
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         checkpoints = checkpoint_plan(definition.details, definition.id)
         launcher = DaskLauncher(
             client,
-            fn,
+            plan.fn,
             definition.id,
-            ranks=ranks,
-            resources=resources,
+            ranks=plan.ranks,
+            resources=options.resources,
             checkpoints=checkpoints,
             decides_on_reports=source.prunes,
         )
-        follow = None
-        if ranks:
+        parallel, follow = options.parallel, None
+        if plan.ranks:
             fits = (
                 launcher.capacity()
             )  # too few workers for one data-parallel trial: said before anything starts
@@ -82,7 +86,7 @@ def run_experiment(
         if preamble:
             preamble.phase("checking the function on a worker…")
         launcher.check_function()
-        if resume is not None:
+        if prior is not None:
             launcher.forget_stops()
     except BaseException:
         if preamble:
@@ -91,15 +95,17 @@ def run_experiment(
 
     journal = None
     if store is not None:
-        about = _about(fn, client, parallel)
-        journal = Journal(store, definition, about, name_given=name_given, resume=resume is not None)
+        about = _about(plan.fn, client, parallel)
+        journal = Journal(
+            store, definition, about, name_given=options.name is not None, resume=prior is not None
+        )
         definition = journal.definition
-    record = InMemoryRecord(definition, journal) if resume is None else resume.continued(definition, journal)
+    record = InMemoryRecord(definition, journal) if prior is None else prior.continued(definition, journal)
     stop = StopSignal()
     if journal:
         journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
-    exp = make_experiment(record, stop.request)
-    view = _make_view(progress, exp, preamble)
+    exp = experiment_of(record, stop.request, source)
+    view = _make_view(options.progress, exp, preamble)
     loop = TrialLoop(
         launcher,
         source,

@@ -7,7 +7,8 @@ from typing import Any
 
 from .errors import ArgumentError, StoreError
 from .experiment import Experiment
-from .protocol import ExperimentKind, ExperimentState, TrialState
+from .kinds import experiment_of
+from .protocol import ExperimentState
 from .store import InMemoryRecord, NotInStore, list_experiments, read_record, store_path
 
 __all__ = ["experiments", "load", "prior_run"]
@@ -36,38 +37,12 @@ def load(name_or_id: str, store: Any = None) -> Experiment:
     if path is None:
         raise ArgumentError("load() needs a store: store=False (or JUPYTER_DIST_STORE=off) has none")
     record, _about = read_record(path, name_or_id)
-    return view_of(record)
+    return experiment_of(record)
 
 
-def view_of(record: InMemoryRecord, stop=None) -> Experiment:
-    """The Experiment class of the record's kind over it."""
-    details = record.definition.details
-    if record.definition.kind == ExperimentKind.ABLATION:
-        from .ablation import AblationExperiment
-
-        return AblationExperiment(record, stop, plan=plan_of(record))
-    if record.definition.kind == ExperimentKind.DDP:
-        from .ddp import DataParallelExperiment
-
-        return DataParallelExperiment(record, stop, workers=details.get("workers"))
-    return Experiment(record, stop)
-
-
-def plan_of(record: InMemoryRecord):
-    """An ablation study's variants, as stored (enough for its summary and chart)."""
-    from .ablation import Plan, Variant
-
-    variants = tuple(
-        Variant(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-        for d in record.definition.details.get("variants", [])
-    )
-    return Plan(variants, (), ())
-
-
-def prior_run(
-    path: str | None, name: str | None, kind: ExperimentKind, metric: str | None, mode: str
-) -> InMemoryRecord:
-    """The stored run ``name`` that ``resume=True`` continues, checked to be one this call can continue."""
+def prior_run(path: str | None, name: str | None, kind: str) -> InMemoryRecord:
+    """The stored run ``name`` that ``resume=True`` continues, checked to be one of ``kind`` that no kernel runs
+    (whether this call's arguments can continue it is for its kind to say: Kind.resume)."""
     if path is None:
         raise ArgumentError("resume=True continues a stored experiment: it needs a store (not store=False)")
     if not name:
@@ -85,20 +60,4 @@ def prior_run(
         raise StoreError(
             f"{name!r} is still running in another kernel: stop it there before resuming it here"
         )
-    if kind is not ExperimentKind.DDP and (stored.objective.metric, stored.objective.direction.value) != (
-        metric,
-        mode,
-    ):
-        raise ArgumentError(
-            f"{name!r} optimised {stored.objective.metric!r} ({stored.objective.direction.value}); resume it with "
-            f"the same metric and mode, not {metric!r} ({mode})"
-        )
     return record
-
-
-def finished_and_rerun(record: InMemoryRecord) -> tuple[list, list]:
-    """The stored trials a resumed run keeps (completed, pruned, failed) and those it runs again (the ones a
-    dead kernel or a stop left unfinished)."""
-    keep = (TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED)
-    records = record.trial_records()
-    return [r for r in records if r.state in keep], [r for r in records if r.state not in keep]

@@ -1,28 +1,22 @@
 """The Python API: ``hpo()``, ``ablation()`` and ``data_parallel()`` turn a plain training function into an
 experiment on Dask.
 
-Each entry point validates its arguments before any work starts and says what to run (a trial source, the
-function as the workers run it, the experiment's definition); _orchestrate.run_experiment does the rest, the same
-way for every kind.
+Each entry point only sorts its arguments into the options every kind shares (``RunOptions``) and its kind's own;
+the kind (jupyter_dist/kinds/) checks them before any work starts and says what to run, and
+_orchestrate.run_kind does the rest, the same way for every kind.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any
 
-from ._orchestrate import run_experiment
-from ._stored import experiments, finished_and_rerun, load, prior_run
-from ._validate import check_callable, check_metric, check_positive, check_progress
-from .checkpoints import checkpoint_settings
-from .errors import ArgumentError
+from ._orchestrate import run_kind
+from ._stored import experiments, load
 from .experiment import Experiment
-from .protocol import Direction, ExperimentKind, Objective
+from .kinds import RunOptions
+from .protocol import ExperimentKind
 from .runtime import cluster_info, use_cluster
-from .space import searched, validate_space
-from .store import ExperimentDefinition, InMemoryRecord, store_path
 
 __all__ = ["ablation", "cluster_info", "data_parallel", "experiments", "hpo", "load", "use_cluster"]
 
@@ -107,67 +101,31 @@ def hpo(
         Where the trials' ``jupyter_dist.checkpoint()`` calls save (default: ``checkpoints`` beside the store;
         a shared path or an fsspec URL on several hosts), and how many each trial keeps (the newest).
     """
-    from .search import OptunaSearch
-
-    objective = _check_common(ExperimentKind.HPO, fn, metric, mode, parallel, progress)
-    check_positive("max_steps", max_steps)
-    check_positive("timeout", timeout, integer=False)
-    check_positive("workers_per_trial", workers_per_trial, optional=False)
-    check_positive("gpus_per_trial", gpus_per_trial)
-    if gpus_per_trial and workers_per_trial > 1:
-        raise ArgumentError(
-            "gpus_per_trial= places single-process trials; it is not combined with workers_per_trial > 1 "
-            "(GPUs for each rank of an HPO trial): use one or the other"
-        )
-    validate_space(fn, search_space)
-    store_file = store_path(store)
-    prior = (
-        prior_run(store_file, name, ExperimentKind.HPO, metric, objective.direction.value) if resume else None
-    )
-    search = OptunaSearch(
-        search_space,
-        trials=trials,
-        objective=objective,
-        sampler=sampler,
-        pruner=pruner,
-        max_steps=max_steps,
-        seed=seed,
-        unlimited=timeout is not None,
-    )
-    definition = ExperimentDefinition(
-        ExperimentKind.HPO,
-        name or fn.__name__,
-        objective,
-        dict(search_space),
-        total=search.total,
-        max_steps=max_steps,
-        timeout=timeout,
-        details={
-            "sampler": repr(sampler),
-            "pruner": repr(pruner),
-            "seed": seed,
-            "workers_per_trial": workers_per_trial,
-            "checkpoints": checkpoint_settings(checkpoint_dir, keep_checkpoints, store_file),
-        },
-    )
-    if prior is not None:
-        definition = _continue_search(prior, definition, search)
-    if workers_per_trial > 1:
-        from .ddp import DataParallelTrial
-
-        fn = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
-    return run_experiment(
-        definition,
-        fn,
-        search,
+    options = RunOptions(
         cluster=cluster,
         parallel=parallel,
         progress=progress,
-        ranks=workers_per_trial if workers_per_trial > 1 else None,
-        resources={"GPU": gpus_per_trial} if gpus_per_trial else None,
-        store=store_file,
-        name_given=name is not None,
-        resume=prior,
+        store=store,
+        resume=resume,
+        name=name,
+        timeout=timeout,
+        gpus=gpus_per_trial,
+        checkpoint_dir=checkpoint_dir,
+        keep_checkpoints=keep_checkpoints,
+    )
+    return run_kind(
+        ExperimentKind.HPO,
+        fn,
+        options,
+        search_space=search_space,
+        trials=trials,
+        metric=metric,
+        mode=mode,
+        sampler=sampler,
+        pruner=pruner,
+        seed=seed,
+        max_steps=max_steps,
+        workers_per_trial=workers_per_trial,
     )
 
 
@@ -231,63 +189,30 @@ def data_parallel(
     checkpoint_dir, keep_checkpoints
         As for ``hpo()``.
     """
-    from .ddp import DataParallelExperiment, DataParallelTrial, SingleRun, check_data_parallel
-
-    check_callable(fn)
-    check_progress(progress)
-    check_positive("workers", workers, optional=False)
-    check_positive("timeout", timeout, integer=False)
-    check_positive("threads_per_rank", threads_per_rank)
-    check_positive("rendezvous_timeout", rendezvous_timeout, integer=False, optional=False)
-    if metric is not None and (not isinstance(metric, str) or not metric):
-        raise ArgumentError(f"metric={metric!r}: give the name of a metric rank 0 reports, or None")
-    check_data_parallel(gpus_per_worker, backend, strategy=strategy, mixed_precision=mixed_precision)
-    validate_space(fn, kwargs_for_train)
-    store_file = store_path(store)
-    prior = prior_run(store_file, name, ExperimentKind.DDP, metric, "max") if resume else None
-
-    definition = ExperimentDefinition(
-        ExperimentKind.DDP,
-        name or fn.__name__,
-        Objective(metric),
-        dict(kwargs_for_train),
-        total=1,
-        timeout=timeout,
-        details={
-            "workers": workers,
-            "gpus_per_worker": gpus_per_worker,
-            "backend": backend,
-            "strategy": strategy,
-            "mixed_precision": mixed_precision,
-            "checkpoints": checkpoint_settings(checkpoint_dir, keep_checkpoints, store_file),
-        },
-    )
-    if prior is not None:  # the same id and name, so the same checkpoints; this call's arguments
-        definition = dataclasses.replace(
-            prior.definition, space=definition.space, timeout=timeout, details=definition.details
-        )
-    trial_fn = DataParallelTrial(
-        fn,
-        backend=backend,
-        gpus_per_worker=gpus_per_worker,
-        threads=threads_per_rank,
-        rendezvous_timeout=rendezvous_timeout,
-        strategy=strategy,
-        mixed_precision=mixed_precision,
-    )
-    return run_experiment(
-        definition,
-        trial_fn,
-        SingleRun(kwargs_for_train),
+    options = RunOptions(
         cluster=cluster,
         parallel=1,
         progress=progress,
-        make_experiment=lambda record, stop: DataParallelExperiment(record, stop, workers=workers),
-        ranks=workers,
-        resources={"GPU": gpus_per_worker} if gpus_per_worker else None,
-        store=store_file,
-        name_given=name is not None,
-        resume=prior,
+        store=store,
+        resume=resume,
+        name=name,
+        timeout=timeout,
+        gpus=gpus_per_worker,
+        checkpoint_dir=checkpoint_dir,
+        keep_checkpoints=keep_checkpoints,
+    )
+    return run_kind(
+        ExperimentKind.DDP,
+        fn,
+        options,
+        workers=workers,
+        backend=backend,
+        metric=metric,
+        threads_per_rank=threads_per_rank,
+        rendezvous_timeout=rendezvous_timeout,
+        strategy=strategy,
+        mixed_precision=mixed_precision,
+        kwargs_for_train=kwargs_for_train,
     )
 
 
@@ -338,96 +263,29 @@ def ablation(
     cluster, name, parallel, timeout, progress, store, resume, gpus_per_trial, checkpoint_dir, keep_checkpoints
         As for ``hpo()``.
     """
-    from .ablation import AblationExperiment, AblationSource, AblationTrial, plan_study
-
-    objective = _check_common(ExperimentKind.ABLATION, fn, metric, mode, parallel, progress)
-    check_positive("timeout", timeout, integer=False)
-    check_positive("gpus_per_trial", gpus_per_trial)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ArgumentError(f"seed={seed!r}: give an int")
-    plan = plan_study(
+    options = RunOptions(
+        cluster=cluster,
+        parallel=parallel,
+        progress=progress,
+        store=store,
+        resume=resume,
+        name=name,
+        timeout=timeout,
+        gpus=gpus_per_trial,
+        checkpoint_dir=checkpoint_dir,
+        keep_checkpoints=keep_checkpoints,
+    )
+    return run_kind(
+        ExperimentKind.ABLATION,
         fn,
+        options,
         features=features,
         modules=modules,
         flags=flags,
         groups=groups,
+        metric=metric,
+        mode=mode,
         repeats=repeats,
         params=params,
         seed=seed,
-    )
-    store_file = store_path(store)
-    definition = ExperimentDefinition(
-        ExperimentKind.ABLATION,
-        name or fn.__name__,
-        objective,
-        dict(params or {}),
-        total=len(plan.trials),
-        timeout=timeout,
-        details={
-            "variants": [dataclasses.asdict(v) for v in plan.variants],
-            "repeats": repeats,
-            "seed": seed,
-            "checkpoints": checkpoint_settings(checkpoint_dir, keep_checkpoints, store_file),
-        },
-    )
-    done: set[int] = set()
-    prior = (
-        prior_run(store_file, name, ExperimentKind.ABLATION, metric, objective.direction.value)
-        if resume
-        else None
-    )
-    if prior is not None:
-        # as JSON, which is how the store holds them (tuples come back as lists)
-        if json.dumps(prior.definition.details.get("variants")) != json.dumps(definition.details["variants"]):
-            raise ArgumentError(
-                f"{name!r} studied other components; resume it with the same features, modules, flags and groups"
-            )
-        done = {rec.trial_id for rec in finished_and_rerun(prior)[0]}
-        details = {**prior.definition.details, "checkpoints": definition.details["checkpoints"]}
-        definition = dataclasses.replace(prior.definition, timeout=timeout, details=details)
-    return run_experiment(
-        definition,
-        AblationTrial(fn, plan.modules, plan.removed_modules()),
-        AblationSource(plan, done=done),
-        cluster=cluster,
-        parallel=parallel,
-        progress=progress,
-        make_experiment=lambda record, stop: AblationExperiment(record, stop, plan=plan),
-        resources={"GPU": gpus_per_trial} if gpus_per_trial else None,
-        store=store_file,
-        name_given=name is not None,
-        resume=prior,
-    )
-
-
-def _check_common(what: str, fn: Any, metric: Any, mode: Any, parallel: Any, progress: Any) -> Objective:
-    """The checks hpo() and ablation() share; returns their objective."""
-    check_callable(fn)
-    check_metric(what, metric)
-    check_positive("parallel", parallel)
-    check_progress(progress)
-    return Objective(metric, Direction.parse(mode))
-
-
-def _continue_search(prior: InMemoryRecord, definition: ExperimentDefinition, search) -> ExperimentDefinition:
-    """Set ``search`` up to continue the stored run; the definition it continues under (same id and name)."""
-    stored = set(searched(prior.definition.space))
-    if stored != set(search.searched):
-        raise ArgumentError(
-            f"{prior.definition.name!r} searched {sorted(stored)}; resume it with the same search space, not "
-            f"{sorted(search.searched)}"
-        )
-    finished, rerun = finished_and_rerun(prior)
-    attempts = {rec.trial_id: rec.attempts - 1 for rec in finished}
-    curves: dict[int, dict[int, float]] = {}
-    for trial_id, attempt, step, metric, value, _ in prior.report_rows():
-        if metric == definition.objective.metric and attempts.get(trial_id) == attempt:
-            curves.setdefault(trial_id, {}).setdefault(step, value)
-    search.resume(finished, rerun, curves)
-    return dataclasses.replace(
-        prior.definition,
-        total=search.total,
-        max_steps=definition.max_steps,
-        timeout=definition.timeout,
-        details=definition.details,
     )

@@ -24,6 +24,7 @@ class AblationSource:
 
     def __init__(self, plan: Plan, done: set[int] = frozenset()) -> None:
         """``done``: trial ids a resumed study already finished."""
+        self.plan = plan
         self._planned = [t for t in plan.trials if t.trial_id not in done]
         self._given = 0
         self._variant = {t.trial_id: t.variant for t in plan.trials}

@@ -1,0 +1,132 @@
+"""Hyperparameter optimisation as a kind: Optuna's ask/tell search over the space, one trial per configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from .._validate import check_metric, check_positive
+from ..errors import ArgumentError
+from ..experiment import Experiment
+from ..protocol import Direction, ExperimentKind, Objective
+from ..space import searched, validate_space
+from ..store import ExperimentDefinition, InMemoryRecord
+from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
+from ._options import RunOptions, TrialPlan
+
+
+class HyperparameterSearch(Kind):
+    name = ExperimentKind.HPO
+    magic = MagicSpec(
+        options=(
+            option("--trials", type=int, help="hpo: number of trials (default 32; with --timeout: no limit)"),
+            option("--sampler", help="hpo: tpe, random, grid, gp or cmaes (default tpe)"),
+            option("--pruner", help="hpo: asha (default), median, hyperband or none"),
+            option("--max-steps", type=int, help="hpo: the most steps a trial reports (ASHA rungs)"),
+            option("--space", help="hpo: the search-space dict (default: the one the cell defines)"),
+        ),
+        metric="optimise",
+        takes_space=True,
+    )
+
+    def plan(
+        self,
+        fn: Callable,
+        options: RunOptions,
+        *,
+        search_space: dict[str, Any],
+        trials: int | None,
+        metric: str | None,
+        mode: str,
+        sampler: Any,
+        pruner: Any,
+        seed: int | None,
+        max_steps: int | None,
+        workers_per_trial: int,
+    ) -> TrialPlan:
+        from ..search import OptunaSearch
+
+        check_metric(self.name, metric)
+        objective = Objective(metric, Direction.parse(mode))
+        check_positive("max_steps", max_steps)
+        check_positive("workers_per_trial", workers_per_trial, optional=False)
+        check_positive("gpus_per_trial", options.gpus)
+        if options.gpus and workers_per_trial > 1:
+            raise ArgumentError(
+                "gpus_per_trial= places single-process trials; it is not combined with workers_per_trial > 1 "
+                "(GPUs for each rank of an HPO trial): use one or the other"
+            )
+        validate_space(fn, search_space)
+        search = OptunaSearch(
+            search_space,
+            trials=trials,
+            objective=objective,
+            sampler=sampler,
+            pruner=pruner,
+            max_steps=max_steps,
+            seed=seed,
+            unlimited=options.timeout is not None,
+        )
+        definition = ExperimentDefinition(
+            self.name,
+            options.experiment_name(fn),
+            objective,
+            dict(search_space),
+            total=search.total,
+            max_steps=max_steps,
+            timeout=options.timeout,
+            details={
+                "sampler": repr(sampler),
+                "pruner": repr(pruner),
+                "seed": seed,
+                "workers_per_trial": workers_per_trial,
+            },
+        )
+        if workers_per_trial == 1:
+            return TrialPlan(definition, fn, search)
+        from ..ddp import DataParallelTrial
+
+        ranks = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
+        return TrialPlan(definition, ranks, search, ranks=workers_per_trial)
+
+    def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
+        """Tell the search the stored trials; the trials the last run left unfinished run again first."""
+        definition, search = plan.definition, plan.source
+        check_same_objective(prior, definition.objective, options.name)
+        stored = set(searched(prior.definition.space))
+        if stored != set(search.searched):
+            raise ArgumentError(
+                f"{prior.definition.name!r} searched {sorted(stored)}; resume it with the same search space, "
+                f"not {sorted(search.searched)}"
+            )
+        finished, rerun = finished_and_rerun(prior)
+        attempts = {rec.trial_id: rec.attempts - 1 for rec in finished}
+        curves: dict[int, dict[int, float]] = {}
+        for trial_id, attempt, step, metric, value, _ in prior.report_rows():
+            if metric == definition.objective.metric and attempts.get(trial_id) == attempt:
+                curves.setdefault(trial_id, {}).setdefault(step, value)
+        search.resume(finished, rerun, curves)
+        continued = dataclasses.replace(
+            prior.definition,
+            total=search.total,
+            max_steps=definition.max_steps,
+            timeout=definition.timeout,
+            details=definition.details,
+        )
+        return dataclasses.replace(plan, definition=continued)
+
+    def entry_point(self) -> Callable[..., Experiment]:
+        from ..api import hpo
+
+        return hpo
+
+    def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
+        arguments = dict(given)
+        if "timeout" in arguments:
+            arguments.setdefault(
+                "trials", None
+            )  # --timeout without --trials: as many trials as fit in the time
+        if arguments.get("pruner") == "none":
+            arguments["pruner"] = None
+        return arguments

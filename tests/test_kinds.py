@@ -1,0 +1,102 @@
+"""The registry of kinds is the one place a kind is described: a kind registered here, in the test, runs through
+the API's run, loads back from the store and runs from %%distribute, with no other module edited."""
+
+from __future__ import annotations
+
+import pytest
+
+import jupyter_dist as jd
+from jupyter_dist import kinds
+from jupyter_dist._orchestrate import run_kind
+from jupyter_dist.errors import ArgumentError
+from jupyter_dist.experiment import Experiment
+from jupyter_dist.kinds import Kind, MagicSpec, RunOptions, TrialPlan, option
+from jupyter_dist.protocol import Objective
+from jupyter_dist.runtime import TrialSpec
+from jupyter_dist.store import ExperimentDefinition
+
+
+class Runs:
+    """The function, ``times`` times over, unchanged."""
+
+    prunes = False
+
+    def __init__(self, times: int) -> None:
+        self.times, self.given = times, 0
+
+    def next_trial(self) -> TrialSpec | None:
+        if self.given == self.times:
+            return None
+        self.given += 1
+        return TrialSpec(self.given - 1, {})
+
+    def remaining(self) -> int:
+        return self.times - self.given
+
+    def report(self, trial_id, rows) -> bool:
+        return False
+
+    def tell(self, outcome) -> None:
+        pass
+
+
+class Averaged(Experiment):
+    @property
+    def mean(self) -> float:
+        values = [rec.value for rec in self.trial_records()]
+        return sum(values) / len(values)
+
+
+class Repeat(Kind):
+    """A toy kind: run the function several times and average its metric."""
+
+    name = "repeat"
+    magic = MagicSpec(
+        options=(option("--times", type=int, help="repeat: how many runs (default 3)"),),
+        refuses=("direction", "parallel", "seed", "gpus_per_trial"),
+        metric="average",
+    )
+
+    def plan(self, fn, options: RunOptions, *, times: int, metric: str) -> TrialPlan:
+        if times < 1:
+            raise ArgumentError(f"times={times!r}: give a positive number of runs")
+        definition = ExperimentDefinition(
+            self.name, options.experiment_name(fn), Objective(metric), total=times, timeout=options.timeout
+        )
+        return TrialPlan(definition, fn, Runs(times))
+
+    def resume(self, prior, plan, options):
+        raise ArgumentError("a repeat cannot be resumed")
+
+    def experiment(self, record, stop=None, source=None) -> Experiment:
+        return Averaged(record, stop)
+
+    def entry_point(self):
+        def repeat(fn, times=3, metric="score", progress="auto", **options):
+            return run_kind(self, fn, RunOptions(progress=progress, **options), times=times, metric=metric)
+
+        return repeat
+
+
+def score(base=1.0):
+    jd.report(step=0, score=base)
+    return {"score": base * 2}
+
+
+@pytest.fixture
+def repeat_kind(monkeypatch):
+    kind = Repeat()
+    monkeypatch.setitem(kinds._base._registry, kind.name, kind)
+    return kind
+
+
+def test_a_registered_kind_runs_stores_and_loads_as_its_own_experiment(repeat_kind, client):
+    exp = run_kind(
+        "repeat", score, RunOptions(cluster=client, progress=False, name="twice"), times=2, metric="score"
+    )
+    assert isinstance(exp, Averaged) and exp.kind == "repeat" and exp.state == "completed"
+    assert exp.mean == 2.0 and len(exp.trials) == 2
+    assert list(jd.experiments()["kind"]) == ["repeat"]
+    loaded = jd.load("twice")
+    assert isinstance(loaded, Averaged) and loaded.mean == 2.0
+    assert loaded.status_line().startswith("repeat 'twice' completed: 2/2 trials done")
