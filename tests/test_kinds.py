@@ -4,6 +4,8 @@ the API's run, loads back from the store and runs from %%distribute, with no oth
 from __future__ import annotations
 
 import pytest
+from IPython.core.error import UsageError
+from IPython.testing import globalipapp
 
 import jupyter_dist as jd
 from jupyter_dist import kinds
@@ -100,3 +102,19 @@ def test_a_registered_kind_runs_stores_and_loads_as_its_own_experiment(repeat_ki
     loaded = jd.load("twice")
     assert isinstance(loaded, Averaged) and loaded.mean == 2.0
     assert loaded.status_line().startswith("repeat 'twice' completed: 2/2 trials done")
+
+
+def test_a_registered_kind_runs_from_the_magic_with_its_own_options(repeat_kind, client):
+    ip = globalipapp.get_ipython()
+    ip.run_line_magic("load_ext", "jupyter_dist")
+    cell = "import jupyter_dist as jd\ndef doubled(base=1.5):\n    return {'score': base * 2}\n"
+    exp = ip.run_cell_magic("distribute", "repeat --times 2 --metric score", cell)
+    assert isinstance(exp, Averaged) and exp.mean == 3.0 and exp.name == "doubled"
+    with pytest.raises(UsageError, match="--trials, --mode: not an option of %%distribute repeat"):
+        ip.run_cell_magic("distribute", "repeat --times 2 --trials 3 --mode min", cell)
+    with pytest.raises(UsageError, match="--times: not an option of %%distribute hpo"):
+        ip.run_cell_magic("distribute", "hpo --metric score --times 2", cell)
+    with pytest.raises(UsageError, match="needs --metric NAME, the metric to average"):
+        ip.run_cell_magic("distribute", "repeat --times 2", cell)
+    with pytest.raises(UsageError, match="unknown mode; use one of hpo, ablation, ddp, repeat"):
+        ip.run_cell_magic("distribute", "tune", cell)

@@ -1,0 +1,73 @@
+"""What a ``%%distribute`` cell defined: its training function and search space, picked up after the cell ran."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..space import Space, accepted_arguments
+
+
+def new_names(before: dict[str, int], namespace: dict[str, Any]) -> list[str]:
+    """Names the cell bound or rebound, in the order it bound them."""
+    return [k for k, v in namespace.items() if not k.startswith("_") and before.get(k) != id(v)]
+
+
+def pick_space(named: str | None, namespace: dict[str, Any], new: list[str]) -> dict[str, Any]:
+    """The search space: the dict ``--space`` names, or the one dict of space objects the cell defines."""
+    if named:
+        space = namespace.get(named)
+        if not isinstance(space, dict):
+            raise UsageError(f"--space {named}: no dict named {named!r} in the notebook")
+        return space
+    spaces = [
+        n
+        for n in new
+        if isinstance(namespace[n], dict) and any(isinstance(v, Space) for v in namespace[n].values())
+    ]
+    if not spaces:
+        raise UsageError(
+            "the cell defines no search space: define a dict like {'lr': space.loguniform(1e-4, 1e-1)} "
+            "in the cell, or name one with --space NAME"
+        )
+    if len(spaces) > 1:
+        raise UsageError(
+            f"the cell defines several search spaces ({', '.join(spaces)}); pick one with --space NAME"
+        )
+    return namespace[spaces[0]]
+
+
+def pick_function(named: str | None, namespace: dict[str, Any], new: list[str], needs: Iterable[str]):
+    """The training function: the one ``--fn`` names, or the one function the cell defines (among several, the
+    one that takes every argument in ``needs``)."""
+    if named:
+        fn = namespace.get(named)
+        if not callable(fn):
+            raise UsageError(f"--fn {named}: no function named {named!r} in the notebook")
+        return fn
+    # Functions the cell defined, not ones it imported (`from jupyter_dist import report`).
+    here = namespace.get("__name__", "__main__")
+    functions = [n for n in new if inspect.isfunction(namespace[n]) and namespace[n].__module__ == here]
+    if not functions:
+        raise UsageError(
+            "the cell defines no training function: define it in the cell, or name it with --fn NAME"
+        )
+    if len(functions) > 1:
+        # Helpers beside the training function are common: pick the one function that takes what it must.
+        needs = set(needs)
+        fits = [n for n in functions if _accepts(namespace[n], needs)]
+        if len(fits) != 1:
+            raise UsageError(
+                f"the cell defines several functions ({', '.join(functions)}); "
+                "name the training function with --fn NAME"
+            )
+        functions = fits
+    return namespace[functions[0]]
+
+
+def _accepts(fn, needs: set[str]) -> bool:
+    accepted = accepted_arguments(fn)
+    return accepted is None or needs <= accepted
