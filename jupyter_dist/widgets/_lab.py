@@ -4,8 +4,9 @@ The kernel sends little: the bundle names the experiment, and the extension foll
 REST API (the store has every report within half a second), so no figure and no widget state travel over the
 kernel's websocket. A status line in the bundle's text/plain and text/html, refreshed every LINE_EVERY_S, is
 what frontends without the extension show. At the end the bundle carries a snapshot of the finished experiment
-(the REST detail's shape, plus its learning curves), so a saved notebook reopened without a kernel, or without
-a server, still shows curves, trials and best.
+(built from the kernel's record by the store's ``experiment_detail``, which builds the REST detail too, plus its
+learning curves), so a saved notebook reopened without a kernel, or without a server, still shows curves, trials
+and best. The bundle's JSON types are the store's wire types, which the extension shares (wire.ts).
 
 Stopping: the extension's Stop button asks through the server, which writes a stop request into the store; the
 run's store writer sees it within a flush. No comm, no subshell: the kernel stays busy, as a running cell should.
