@@ -1,7 +1,9 @@
 """Shared helpers of the benchmarks: machine info, statistics, writing the JSON results.
 
-Only the kernel side uses these. Training functions and Dask tasks stay in each benchmark script (``__main__``),
-so that cloudpickle ships them by value: a worker cannot import this module by name.
+Only the kernel side uses these; a worker cannot import this module by name. What runs on the workers is in each
+benchmark script (``__main__``, which cloudpickle ships by value) or, when several benchmarks run it, in
+_workloads.py. The scripts import both as their siblings: Python puts a script's own folder first on
+``sys.path``, so ``python bench/bench_x.py`` needs no path set-up.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+# BENCH_RESULTS sends the JSON elsewhere (a smoke run at small sizes must not replace the measured figures).
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
 
 
 def _version(dist: str) -> str | None:
@@ -109,8 +112,6 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
 
 def git_state() -> dict[str, Any]:
     """The commit measured, and whether the package's working tree differed from it (uncommitted changes)."""
-    import subprocess
-
     root = Path(__file__).resolve().parent.parent
 
     def git(*args: str) -> str | None:

@@ -13,14 +13,11 @@ Run: ``.venv/bin/python bench/bench_checkpoints.py`` (writes bench/results/check
 
 from __future__ import annotations
 
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, median, write_result
 
 STEPS = 50
 DIE_AT = 40
@@ -127,11 +124,8 @@ def save_cost(client, every: int, root: Path) -> dict:
 
 
 def main() -> dict:
-    import cloudpickle
-
     import jupyter_dist as jd
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     root = Path(tempfile.mkdtemp(prefix="bench-checkpoints-"))
     client = jd.get_client("local", n_workers=2, threads_per_worker=1)
     cpu = CpuMonitor()

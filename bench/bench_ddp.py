@@ -17,61 +17,16 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import CpuMonitor, contention_note, header, median, write_result
+from _workloads import COMPUTE_BATCH, COMPUTE_WIDTH, data_parallel_mlp
 
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
-
-WIDTH = 1024
-PER_RANK_BATCH = 1024
+WIDTH = COMPUTE_WIDTH
+PER_RANK_BATCH = COMPUTE_BATCH
 STEPS = 30
 WARMUP = 3
 REPEATS = 5
 TARGET_SCALING = 1.6
-
-
-def train(width=WIDTH, batch=PER_RANK_BATCH, steps=STEPS, warmup=WARMUP, wrap_myself=False):
-    import time
-
-    import torch
-
-    import jupyter_dist
-
-    torch.manual_seed(jupyter_dist.rank())
-    model = torch.nn.Sequential(
-        torch.nn.Linear(512, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, 10),
-    )
-    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
-    if wrap_myself:  # the plain-PyTorch reference: a process group of its own, no jupyter_dist
-        model = torch.nn.parallel.DistributedDataParallel(model)
-    else:
-        model, optimiser = jupyter_dist.prepare(model, optimiser)
-    x, y = torch.randn(batch, 512), torch.randint(0, 10, (batch,))
-    distributed = torch.distributed.is_initialized()
-    world = torch.distributed.get_world_size() if distributed else 1
-
-    def step():
-        optimiser.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        optimiser.step()
-
-    for _ in range(warmup):
-        step()
-    if distributed:
-        torch.distributed.barrier()
-    started = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if distributed:
-        torch.distributed.barrier()
-    elapsed = time.perf_counter() - started
-    return {"samples_per_s": world * batch * steps / elapsed, "seconds": elapsed}
 
 
 def plain_loop() -> float:
@@ -80,7 +35,7 @@ def plain_loop() -> float:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return train()["samples_per_s"]
+        return data_parallel_mlp(STEPS, WARMUP)["samples_per_s"]
     finally:
         torch.set_num_threads(threads)
 
@@ -93,7 +48,7 @@ def _torch_ddp_rank(rank: int, world: int, port: int, results) -> None:
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
     )
     try:
-        result = train(wrap_myself=True)
+        result = data_parallel_mlp(STEPS, WARMUP, wrap_myself=True)
     finally:
         torch.distributed.destroy_process_group()
     if rank == 0:
@@ -132,12 +87,28 @@ def main() -> dict:
 
     cpu = CpuMonitor()
     client = jd.get_client("local", n_workers=2, threads_per_worker=1)
-    jd.data_parallel(train, workers=2, threads_per_rank=1, cluster=client, progress=False, steps=3)  # warm up
+    jd.data_parallel(  # warm up
+        data_parallel_mlp,
+        workers=2,
+        threads_per_rank=1,
+        cluster=client,
+        progress=False,
+        steps=3,
+        warmup=WARMUP,
+    )
     runs = {"plain": [], "ranks_1": [], "ranks_2": [], "torch_ddp_2": []}
     for repeat in range(REPEATS):
         runs["plain"].append(plain_loop())
         for ranks in (1, 2):
-            exp = jd.data_parallel(train, workers=ranks, threads_per_rank=1, cluster=client, progress=False)
+            exp = jd.data_parallel(
+                data_parallel_mlp,
+                workers=ranks,
+                threads_per_rank=1,
+                cluster=client,
+                progress=False,
+                steps=STEPS,
+                warmup=WARMUP,
+            )
             runs[f"ranks_{ranks}"].append(exp.result["samples_per_s"])
         runs["torch_ddp_2"].append(plain_torch_ddp(2))
         print(f"  repeat {repeat}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in runs.items()), flush=True)

@@ -8,13 +8,10 @@ Run: ``.venv/bin/python bench/bench_dispatch.py`` (writes bench/results/dispatch
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, median, write_result
+from _workloads import noop
 
 N = 1000
 WARMUP = 50
@@ -23,10 +20,6 @@ N_WORKERS = 2
 THREADS_PER_WORKER = 1
 TARGET_TRIALS_PER_S = 100.0
 TARGET_RATIO = 0.5
-
-
-def noop(x):
-    return x
 
 
 def run_raw(client, n: int) -> float:

@@ -15,12 +15,7 @@ Run: ``.venv/bin/python bench/bench_fsdp.py`` (writes bench/results/fsdp.json).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, median, write_result
 
 WIDTH = 2048
 DEPTH = 4
@@ -88,11 +83,8 @@ def train(width=WIDTH, depth=DEPTH, batch=BATCH, steps=STEPS, warmup=WARMUP):
 
 
 def main() -> dict:
-    import cloudpickle
-
     import jupyter_dist as jd
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     cpu = CpuMonitor()
     client = jd.get_client("local", n_workers=2, threads_per_worker=1)
     runs: dict[str, list[dict]] = {"ddp": [], "fsdp": []}

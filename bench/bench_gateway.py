@@ -23,13 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import bench_dispatch  # noqa: E402
-import bench_streaming  # noqa: E402
-import cloudpickle  # noqa: E402
-from _common import CpuMonitor, contention_note, free_port, header, median, write_result  # noqa: E402
+import bench_dispatch
+import bench_streaming
+from _common import CpuMonitor, contention_note, free_port, header, median, write_result
 
 ROUNDS = 3
 DISPATCH_TRIALS = 300
@@ -137,9 +133,6 @@ def main() -> dict:
 
     from distributed import Client
 
-    # The benchmark modules' functions run on the workers, which cannot import them by name.
-    cloudpickle.register_pickle_by_value(bench_dispatch)
-    cloudpickle.register_pickle_by_value(bench_streaming)
     root = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     api, proxy, scheduler_port = free_port(), free_port(), free_port()
     (root / "config.py").write_text(GATEWAY_CONFIG.format(api=api, proxy=proxy, root=root, dask=DASK))

@@ -25,22 +25,18 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))  # the namespaces the multi-host tests use
+import bench_dispatch
+import bench_streaming
+from _common import CpuMonitor, contention_note, free_port, header, median, write_result
+from _workloads import data_parallel_mlp
 
-import bench_ddp  # noqa: E402
-import bench_dispatch  # noqa: E402
-import bench_streaming  # noqa: E402
-import cloudpickle  # noqa: E402
-from _common import CpuMonitor, contention_note, free_port, header, median, write_result  # noqa: E402
-from namespaces import Network, can_make_namespaces  # noqa: E402
-
+TESTS = Path(__file__).resolve().parent.parent / "tests"  # tests/namespaces.py: the multi-host tests' hosts
 ROUNDS = 4
 DISPATCH_TRIALS = 300
 STREAM_SECONDS = 3.0
 STREAM_RATE = 2500.0
 DDP_STEPS = 10
+DDP_WARMUP = 3  # bench_ddp's
 DASK = str(Path(sys.executable).with_name("dask"))
 QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
@@ -73,7 +69,7 @@ def loopback_cluster(protocol: str, tls: dict | None, started: list[subprocess.P
     return address
 
 
-def hosts_cluster(net: Network, protocol: str, tls: dict | None, started: list[subprocess.Popen]) -> str:
+def hosts_cluster(net, protocol: str, tls: dict | None, started: list[subprocess.Popen]) -> str:
     port = (
         8786 if protocol == "tcp" else 8787
     )  # the scheduler host's own namespace: nothing else listens there
@@ -108,13 +104,14 @@ def figures(client) -> dict:
     # the up-to-0.1 s wait of reports nobody decides on.
     stream = bench_streaming.run_ours(client, STREAM_SECONDS, STREAM_RATE, bench_streaming.never_prunes())
     ddp = jd.data_parallel(
-        bench_ddp.train,
+        data_parallel_mlp,
         workers=2,
         threads_per_rank=1,
         cluster=client,
         progress=False,
         store=False,
         steps=DDP_STEPS,
+        warmup=DDP_WARMUP,
     )
     return {
         "dispatch_trials_per_s": DISPATCH_TRIALS / seconds,
@@ -129,8 +126,9 @@ def figures(client) -> dict:
 def main() -> dict:
     from distributed import Client, Security
 
-    for module in (bench_dispatch, bench_streaming, bench_ddp):  # the workers cannot import them by name
-        cloudpickle.register_pickle_by_value(module)
+    sys.path.insert(0, str(TESTS))
+    from namespaces import Network, can_make_namespaces
+
     net = Network(names=("sched", "w1", "w2"), outside=True) if can_make_namespaces() else None
     root = Path(tempfile.mkdtemp(prefix="bench-network-"))
     tls = certificates(root, ["127.0.0.1", *([net.address(h) for h in net.names] if net else [])])
@@ -181,7 +179,7 @@ def main() -> dict:
             },
             "dispatch_trials": DISPATCH_TRIALS,
             "stream": f"2 trials x {STREAM_RATE:g} reports/s for {STREAM_SECONDS:g} s",
-            "ddp": f"bench_ddp.train, 2 ranks x 1 thread, {DDP_STEPS} timed steps",
+            "ddp": f"bench_ddp's MLP (_workloads.data_parallel_mlp), 2 ranks x 1 thread, {DDP_STEPS} timed steps",
         },
     )
     result.update(

@@ -19,13 +19,9 @@ Run: ``.venv/bin/python bench/bench_overhead.py`` (writes bench/results/overhead
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, median, write_result
 
 TARGET_SECONDS = 1.0
 REPEATS = 5

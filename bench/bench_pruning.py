@@ -38,14 +38,11 @@ Run: ``.venv/bin/python bench/bench_pruning.py`` (writes bench/results/pruning.j
 
 from __future__ import annotations
 
-import sys
 import time
 import types
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import CpuMonitor, contention_note, header, median, percentile, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, median, percentile, write_result
+from _workloads import train_digits_mlp, warm_digits_imports
 
 N_WORKERS = 2
 THREADS_PER_WORKER = 1
@@ -64,8 +61,6 @@ SYN_WIGGLE = 0.004
 MLP_LR = [0.003, 0.01, 0.03, 0.1]
 MLP_WIDTH = [32, 64, 128, 256]
 MLP_WEIGHT_DECAY = [0.0, 1e-4, 1e-3, 1e-2]
-MLP_BATCH = 32
-MLP_VAL = 450
 # Dedicated stop-latency run
 LAT_TRIALS = 64
 LAT_INTERVAL_S = 0.005
@@ -104,43 +99,8 @@ def synthetic(k):
 
 
 def mlp(lr, width, weight_decay):
-    import numpy as np
-    import torch
-    from sklearn.datasets import load_digits
-
-    import jupyter_dist
-
-    torch.set_num_threads(1)
-    digits = load_digits()
-    x = digits.data.astype("float32") / 16.0
-    y = digits.target.astype("int64")
-    order = np.random.RandomState(0).permutation(len(x))
-    x_val, y_val = torch.from_numpy(x[order[:MLP_VAL]]), torch.from_numpy(y[order[:MLP_VAL]])
-    x_train, y_train = torch.from_numpy(x[order[MLP_VAL:]]), torch.from_numpy(y[order[MLP_VAL:]])
-
-    torch.manual_seed(0)
-    shuffle = torch.Generator().manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(64, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, 10),
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=weight_decay)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    for epoch in range(STEPS):
-        model.train()
-        perm = torch.randperm(len(x_train), generator=shuffle)
-        for i in range(0, len(x_train), MLP_BATCH):
-            batch = perm[i : i + MLP_BATCH]
-            opt.zero_grad()
-            loss_fn(model(x_train[batch]), y_train[batch]).backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
-        jupyter_dist.report(step=epoch, val_acc=acc)
+    """The digits MLP at one grid point; returns None, so the objective is the last ``val_acc`` it reported."""
+    train_digits_mlp(lr, width, momentum=0.9, weight_decay=weight_decay, epochs=STEPS)
 
 
 def ticker(k):
@@ -157,14 +117,6 @@ def ticker(k):
 
 def lat_drop_step(k):
     return 10 + (k * 7) % 31
-
-
-def warm_imports():
-    import numpy  # noqa: F401
-    import sklearn.datasets  # noqa: F401
-    import torch  # noqa: F401
-
-    return True
 
 
 # --- kernel side -------------------------------------------------------------------------------------------
@@ -435,7 +387,7 @@ def main() -> dict:
     client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
     try:
         client.wait_for_workers(N_WORKERS, timeout=60)
-        client.run(warm_imports)
+        client.run(warm_digits_imports)
         # Warm-up: the runner, Optuna in the kernel, torch's first model on each worker.
         fn, search_space, metric = spaces()["mlp"]
         run_hpo(client, fn, search_space, metric, None, trials=2)

@@ -33,9 +33,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402
+from _common import (
     CpuMonitor,
     contention_note,
     header,

@@ -18,21 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import bench_dispatch  # noqa: E402
-import bench_streaming  # noqa: E402
-import cloudpickle  # noqa: E402
-from _common import CpuMonitor, contention_note, header, median, write_result  # noqa: E402
-
-# Their trial functions live in those modules, which the workers cannot import: ship them by value.
-cloudpickle.register_pickle_by_value(bench_dispatch)
-cloudpickle.register_pickle_by_value(bench_streaming)
+import bench_dispatch
+import bench_streaming
+from _common import CpuMonitor, contention_note, header, median, write_result
 
 N = bench_dispatch.N
 STREAM_S = 10.0

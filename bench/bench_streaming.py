@@ -21,13 +21,10 @@ Run: ``.venv/bin/python bench/bench_streaming.py`` (writes bench/results/streami
 from __future__ import annotations
 
 import gc
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import CpuMonitor, contention_note, header, median, percentile, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, median, percentile, write_result
+from _workloads import raw_stream, stream
 
 SECONDS = 10.0
 WARMUP_SECONDS = 1.0
@@ -43,52 +40,6 @@ TARGET_REPORTS_PER_S = 5000.0
 TARGET_P50_S = 0.050
 
 
-# --- run on the workers (defined here so cloudpickle ships them by value) ----------------------------------
-def stream(seconds, rate, x):
-    """Report as fast as possible (rate=0) or at ``rate`` reports/s; return how many were sent."""
-    import time
-
-    import jupyter_dist
-
-    n = 0
-    start = time.time()
-    end = start + seconds
-    while True:
-        now = time.time()
-        if now >= end:
-            break
-        if rate:
-            due = start + n / rate  # catch-up pacing: the average rate holds even if a sleep overshoots
-            if now < due:
-                time.sleep(due - now)
-        jupyter_dist.report(step=n, v=float(n))
-        n += 1
-    return {"v": float(n), "sent": n}
-
-
-def raw_stream(seconds, rate, topic, trial_id):
-    import time
-
-    from distributed import get_worker
-
-    emit = get_worker().log_event
-    n = 0
-    start = time.time()
-    end = start + seconds
-    while True:
-        now = time.time()
-        if now >= end:
-            break
-        if rate:
-            due = start + n / rate
-            if now < due:
-                time.sleep(due - now)
-        emit(topic, {"k": "r", "s": n, "m": {"v": float(n)}, "t": trial_id, "a": "raw", "w": time.time()})
-        n += 1
-    return n
-
-
-# --- kernel side -------------------------------------------------------------------------------------------
 class Recorder:
     """Arrival time and latency of every message the kernel-side handler sees (called on the IO thread)."""
 

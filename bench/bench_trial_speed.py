@@ -37,19 +37,23 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import (  # noqa: E402
+from _common import (
     CpuMonitor,
     contention_note,
     header,
     machine_busy_share,
     median,
     write_result,
+)
+from _workloads import (
+    COMPUTE_BATCH,
+    COMPUTE_WIDTH,
+    DIGITS_BATCH,
+    train_compute_mlp,
+    train_digits_mlp,
+    warm_digits_imports,
 )
 
 N_WORKERS = 2
@@ -60,85 +64,19 @@ TARGET_RATIO = 0.95
 # a) digits
 DIGITS_TRIALS = 24
 DIGITS_EPOCHS = 20
-DIGITS_BATCH = 32
-DIGITS_VAL = 450
 # b) compute-bound (bench_ddp's MLP)
 COMPUTE_TRIALS = 8
 COMPUTE_STEPS = 12
-COMPUTE_WIDTH = 1024
-COMPUTE_BATCH = 1024
 
 
-# --- training functions (shipped to the workers by value; also run by the pool and the sequential reference) ---
+# --- the two workloads at this benchmark's sizes: shipped to the workers by value (as __main__'s), and run by
+# the pool and the sequential reference -------------------------------------------------------------------------
 def digits_mlp(lr, width, momentum):
-    import time
-
-    import numpy as np
-    import torch
-    from sklearn.datasets import load_digits
-
-    import jupyter_dist
-
-    t0 = time.perf_counter()
-    torch.set_num_threads(1)
-    digits = load_digits()
-    x = digits.data.astype("float32") / 16.0
-    y = digits.target.astype("int64")
-    order = np.random.RandomState(0).permutation(len(x))
-    x_val, y_val = torch.from_numpy(x[order[:DIGITS_VAL]]), torch.from_numpy(y[order[:DIGITS_VAL]])
-    x_train, y_train = torch.from_numpy(x[order[DIGITS_VAL:]]), torch.from_numpy(y[order[DIGITS_VAL:]])
-    torch.manual_seed(0)
-    shuffle = torch.Generator().manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(64, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, 10),
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    for epoch in range(DIGITS_EPOCHS):
-        model.train()
-        perm = torch.randperm(len(x_train), generator=shuffle)
-        for i in range(0, len(x_train), DIGITS_BATCH):
-            batch = perm[i : i + DIGITS_BATCH]
-            opt.zero_grad()
-            loss_fn(model(x_train[batch]), y_train[batch]).backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
-        jupyter_dist.report(step=epoch, val_acc=acc)
-    return {"val_acc": acc, "body_s": time.perf_counter() - t0}
+    return train_digits_mlp(lr, width, momentum, weight_decay=0.0, epochs=DIGITS_EPOCHS)
 
 
 def compute_mlp(lr):
-    import time
-
-    import torch
-
-    import jupyter_dist
-
-    t0 = time.perf_counter()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(512, COMPUTE_WIDTH),
-        torch.nn.ReLU(),
-        torch.nn.Linear(COMPUTE_WIDTH, COMPUTE_WIDTH),
-        torch.nn.ReLU(),
-        torch.nn.Linear(COMPUTE_WIDTH, 10),
-    )
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    x, y = torch.randn(COMPUTE_BATCH, 512), torch.randint(0, 10, (COMPUTE_BATCH,))
-    for step in range(COMPUTE_STEPS):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        jupyter_dist.report(step=step, loss=loss.item())
-    return {"loss": loss.item(), "body_s": time.perf_counter() - t0}
+    return train_compute_mlp(lr, COMPUTE_STEPS)
 
 
 def _space(workload: str) -> dict:
@@ -161,16 +99,6 @@ WORKLOADS = {
 
 
 # --- the plain pool's side -------------------------------------------------------------------------------------
-def _warm_imports() -> None:
-    import numpy  # noqa: F401
-    import sklearn.datasets  # noqa: F401
-    import torch
-
-    import jupyter_dist  # noqa: F401  (report() is a no-op outside an experiment)
-
-    torch.set_num_threads(1)
-
-
 def _pool_call(task: tuple[str, dict]) -> dict:
     workload, params = task
     fn = WORKLOADS[workload][0]
@@ -183,7 +111,7 @@ def _plain_pool(processes: int):
     """A spawn pool with glibc's allocator defaults (not the MALLOC_* Dask's nanny put into os.environ)."""
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MALLOC_")}
     try:
-        pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_warm_imports)
+        pool = multiprocessing.get_context("spawn").Pool(processes, initializer=warm_digits_imports)
         pool.map(abs, range(processes * 4), chunksize=1)  # wait until every process has started and warmed
     finally:
         os.environ.update(saved)
@@ -279,7 +207,7 @@ def main(rounds: int, workloads: list[str]) -> dict:
     wall0 = time.perf_counter()
     busy_at_start = machine_busy_share(1.0)
     cpu = CpuMonitor()
-    _warm_imports()  # this process: the hpo side's kernel, as a notebook would have it
+    warm_digits_imports()  # this process: the hpo side's kernel, as a notebook would have it
     out: dict = {}
     for workload in workloads:
         rows = []

@@ -1,12 +1,13 @@
 """Run every benchmark, one after the other, each in a fresh Python process; write bench/results/summary.json.
 
     .venv/bin/python bench/run_all.py                 # all of them
-    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead, pruning); the others'
-                                                      # latest result files are summarised as they are
+    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead, pruning, ddp); the
+                                                      # others' latest result files are summarised as they are
 
-Fresh processes keep the benchmarks apart (each starts and stops its own LocalCluster) and keep their training
-functions in ``__main__``, where cloudpickle ships them to the workers by value. Before each benchmark this
-waits (up to QUIET_WAIT seconds) for the machine to be quiet, since other processes (a test suite) skew timings.
+Fresh processes keep the benchmarks apart (each starts and stops its own LocalCluster) and keep their own training
+functions in ``__main__``, where cloudpickle ships them to the workers by value (the shared ones in _workloads.py
+register themselves for that). Before each benchmark this waits (up to QUIET_WAIT seconds) for the machine to be
+quiet, since other processes (a test suite) skew timings.
 """
 
 from __future__ import annotations
@@ -15,17 +16,68 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from _common import RESULTS, header, machine_busy_share, write_result
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from _common import RESULTS, header, machine_busy_share, write_result  # noqa: E402
-
-BENCHMARKS = ("dispatch", "streaming", "overhead", "pruning", "ddp")
 TIMEOUT = 300  # seconds per benchmark; each is meant to take under ~2 minutes
 QUIET_WAIT = 90.0  # seconds to wait, at most, for other processes to leave the CPU before each benchmark
 QUIET_SHARE = 0.10  # "quiet": under this share of the machine's CPU busy
+
+
+def _dispatch(r: dict) -> dict:
+    return {
+        "ours_trials_per_s": {"best": r["ours"]["best_per_s"], "median": r["ours"]["median_per_s"]},
+        "raw_dask_tasks_per_s": {
+            "best": r["raw_dask"]["best_per_s"],
+            "median": r["raw_dask"]["median_per_s"],
+        },
+        "ratio_ours_over_raw": r["ratio_ours_over_raw"],
+        "optuna_in_memory_trials_per_s": r["optuna_in_memory_reference"]["median_per_s"],
+    }
+
+
+def _pruning(r: dict) -> dict:
+    return {
+        bench: {
+            label: {
+                "best_over_no_pruner": run["best_over_reference"],
+                "step_share": run["step_share"],
+                "pruned": run["counts"]["pruned"],
+            }
+            for label, run in r[bench]["runs"].items()
+            if label != "none"
+        }
+        for bench in ("synthetic", "mlp")
+    } | {"stop_latency_s": r["stop_latency_s"]["all"]}
+
+
+def _keys(*keys: str) -> Callable[[dict], dict]:
+    return lambda r: {key: r[key] for key in keys}
+
+
+# The benchmarks run_all runs, in order, and the figures of each result file that summary.json keeps.
+FIGURES: dict[str, Callable[[dict], dict]] = {
+    "dispatch": _dispatch,
+    "streaming": _keys("tight", "paced", "paced_pruner", "ratio_ours_over_raw"),
+    "overhead": _keys(
+        "median_s",
+        "slowdown_pct",
+        "slowdown_pct_paired_median",
+        "ours_fixed_overhead_median_s",
+        "spread_pct",
+    ),
+    "pruning": _pruning,
+    "ddp": _keys("median_samples_per_s", "scaling_2_over_1", "one_rank_over_plain_loop"),
+}
+BENCHMARKS = tuple(FIGURES)
+
+
+def _shown(path: Path) -> str:
+    """``path`` as summary.json names it: relative to bench/ (results/x.json) unless BENCH_RESULTS moved it."""
+    return str(path.relative_to(HERE)) if path.is_relative_to(HERE) else str(path)
 
 
 def wait_for_quiet() -> dict:
@@ -35,54 +87,6 @@ def wait_for_quiet() -> dict:
         print(f"  machine {share:.0%} busy with other work; waiting for it to settle...", flush=True)
         share = machine_busy_share(2.0)
     return {"waited_s": time.monotonic() - t0, "busy_share_at_start": share, "quiet": share <= QUIET_SHARE}
-
-
-def key_figures(name: str, r: dict) -> dict:
-    if name == "dispatch":
-        return {
-            "ours_trials_per_s": {"best": r["ours"]["best_per_s"], "median": r["ours"]["median_per_s"]},
-            "raw_dask_tasks_per_s": {
-                "best": r["raw_dask"]["best_per_s"],
-                "median": r["raw_dask"]["median_per_s"],
-            },
-            "ratio_ours_over_raw": r["ratio_ours_over_raw"],
-            "optuna_in_memory_trials_per_s": r["optuna_in_memory_reference"]["median_per_s"],
-        }
-    if name == "streaming":
-        return {
-            "tight": r["tight"],
-            "paced": r["paced"],
-            "paced_pruner": r["paced_pruner"],
-            "ratio_ours_over_raw": r["ratio_ours_over_raw"],
-        }
-    if name == "overhead":
-        return {
-            "median_s": r["median_s"],
-            "slowdown_pct": r["slowdown_pct"],
-            "slowdown_pct_paired_median": r["slowdown_pct_paired_median"],
-            "ours_fixed_overhead_median_s": r["ours_fixed_overhead_median_s"],
-            "spread_pct": r["spread_pct"],
-        }
-    if name == "pruning":
-        return {
-            bench: {
-                label: {
-                    "best_over_no_pruner": run["best_over_reference"],
-                    "step_share": run["step_share"],
-                    "pruned": run["counts"]["pruned"],
-                }
-                for label, run in r[bench]["runs"].items()
-                if label != "none"
-            }
-            for bench in ("synthetic", "mlp")
-        } | {"stop_latency_s": r["stop_latency_s"]["all"]}
-    if name == "ddp":
-        return {
-            "median_samples_per_s": r["median_samples_per_s"],
-            "scaling_2_over_1": r["scaling_2_over_1"],
-            "one_rank_over_plain_loop": r["one_rank_over_plain_loop"],
-        }
-    return {}
 
 
 def main(names: list[str]) -> int:
@@ -115,7 +119,7 @@ def main(names: list[str]) -> int:
             "returncode": rc,
             "wall_s": elapsed,
             "before_start": quiet,
-            "file": str(path.relative_to(HERE)),
+            "file": _shown(path),
         }
         if rc == 0 and fresh:
             result = json.loads(path.read_text())
@@ -123,7 +127,7 @@ def main(names: list[str]) -> int:
                 timestamp=result["timestamp"],
                 target=result["target"],
                 met=result["met"],
-                figures=key_figures(name, result),
+                figures=FIGURES[name](result),
                 cpu_contention=result.get("cpu_contention"),
             )
         else:
@@ -136,11 +140,11 @@ def main(names: list[str]) -> int:
             result = json.loads(path.read_text())
             summary["results"][name] = {
                 "ran_now": False,
-                "file": str(path.relative_to(HERE)),
+                "file": _shown(path),
                 "timestamp": result["timestamp"],
                 "target": result["target"],
                 "met": result["met"],
-                "figures": key_figures(name, result),
+                "figures": FIGURES[name](result),
                 "cpu_contention": result.get("cpu_contention"),
             }
     summary["failed"] = failed

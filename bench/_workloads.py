@@ -1,0 +1,251 @@
+"""The functions more than one benchmark runs on the Dask workers, each written once.
+
+A worker cannot import this module by name (bench/ is not a package on its path; an embedded LocalCluster's
+workers happen to inherit the script's folder, a ``dask worker`` started elsewhere does not), so importing it
+registers it with ``cloudpickle.register_pickle_by_value``, as jupyter_dist's own error message recommends: every
+function below travels with its code in each task, whichever cluster runs it.
+
+Each workload keeps its imports inside the function (they are part of what a trial costs) and takes its sizes
+as arguments; the benchmarks pass their own and record them in their JSON.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import cloudpickle
+
+# The digits MLP (bench_pruning, bench_trial_speed): scikit-learn's bundled digits, a fixed split.
+DIGITS_VALIDATION = 450  # of 1797 samples; the other 1347 train
+DIGITS_BATCH = 32
+# The compute-bound MLP (bench_ddp, bench_trial_speed, bench_network): 512 -> 1024 -> 1024 -> 10.
+COMPUTE_INPUTS = 512
+COMPUTE_WIDTH = 1024
+COMPUTE_BATCH = 1024
+
+
+# --- dispatch and streaming ---------------------------------------------------------------------------------
+def noop(x):
+    return x
+
+
+def stream(seconds, rate, x):
+    """Report as fast as possible (rate=0) or at ``rate`` reports/s; return how many were sent."""
+    import time
+
+    import jupyter_dist
+
+    n = 0
+    start = time.time()
+    end = start + seconds
+    while True:
+        now = time.time()
+        if now >= end:
+            break
+        if rate:
+            due = start + n / rate  # catch-up pacing: the average rate holds even if a sleep overshoots
+            if now < due:
+                time.sleep(due - now)
+        jupyter_dist.report(step=n, v=float(n))
+        n += 1
+    return {"v": float(n), "sent": n}
+
+
+def raw_stream(seconds, rate, topic, trial_id):
+    """``stream``'s loop sending one Dask ``log_event`` per report instead: the baseline it is measured against."""
+    import time
+
+    from distributed import get_worker
+
+    emit = get_worker().log_event
+    n = 0
+    start = time.time()
+    end = start + seconds
+    while True:
+        now = time.time()
+        if now >= end:
+            break
+        if rate:
+            due = start + n / rate
+            if now < due:
+                time.sleep(due - now)
+        emit(topic, {"k": "r", "s": n, "m": {"v": float(n)}, "t": trial_id, "a": "raw", "w": time.time()})
+        n += 1
+    return n
+
+
+# --- the digits MLP -----------------------------------------------------------------------------------------
+def warm_digits_imports():
+    """Import what ``train_digits_mlp`` needs, so the first trial in a process does not pay for it."""
+    import numpy  # noqa: F401
+    import sklearn.datasets  # noqa: F401
+    import torch
+
+    import jupyter_dist  # noqa: F401  (report() is a no-op outside an experiment)
+
+    torch.set_num_threads(1)
+    return True
+
+
+def train_digits_mlp(lr, width, momentum, weight_decay, epochs, batch=DIGITS_BATCH):
+    """An MLP (64 -> width -> width -> 10) trained on digits: a small, launch-bound trial (a step well under 1 ms).
+
+    Parameters
+    ----------
+    lr, momentum, weight_decay
+        SGD's.
+    width
+        Both hidden layers' width.
+    epochs
+        Passes over the 1347 training samples; the validation accuracy is reported after each (``val_acc``).
+    batch
+        Samples per step.
+
+    Returns
+    -------
+    dict
+        ``val_acc`` (the last epoch's) and ``body_s``, the seconds the function took.
+    """
+    import time
+
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
+
+    import jupyter_dist
+
+    t0 = time.perf_counter()
+    torch.set_num_threads(1)
+    digits = load_digits()
+    x = digits.data.astype("float32") / 16.0
+    y = digits.target.astype("int64")
+    order = np.random.RandomState(0).permutation(len(x))
+    val, train = order[:DIGITS_VALIDATION], order[DIGITS_VALIDATION:]
+    x_val, y_val = torch.from_numpy(x[val]), torch.from_numpy(y[val])
+    x_train, y_train = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+    torch.manual_seed(0)
+    shuffle = torch.Generator().manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for epoch in range(epochs):
+        model.train()
+        perm = torch.randperm(len(x_train), generator=shuffle)
+        for i in range(0, len(x_train), batch):
+            rows = perm[i : i + batch]
+            opt.zero_grad()
+            loss_fn(model(x_train[rows]), y_train[rows]).backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
+        jupyter_dist.report(step=epoch, val_acc=acc)
+    return {"val_acc": acc, "body_s": time.perf_counter() - t0}
+
+
+# --- the compute-bound MLP ----------------------------------------------------------------------------------
+def compute_model(width=COMPUTE_WIDTH):
+    import torch
+
+    return torch.nn.Sequential(
+        torch.nn.Linear(COMPUTE_INPUTS, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
+
+
+def compute_batch(batch=COMPUTE_BATCH):
+    """Random inputs and labels for ``compute_model``: the benchmarks measure speed, not learning."""
+    import torch
+
+    return torch.randn(batch, COMPUTE_INPUTS), torch.randint(0, 10, (batch,))
+
+
+def train_compute_mlp(lr, steps, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH):
+    """``steps`` SGD steps (learning rate ``lr``) of the compute-bound MLP on one torch thread, reporting
+    ``loss`` each step; returns the last loss and ``body_s``, the seconds the function took."""
+    import time
+
+    import torch
+
+    import jupyter_dist
+
+    t0 = time.perf_counter()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = compute_model(width)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    x, y = compute_batch(batch)
+    for step in range(steps):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        jupyter_dist.report(step=step, loss=loss.item())
+    return {"loss": loss.item(), "body_s": time.perf_counter() - t0}
+
+
+def data_parallel_mlp(steps, warmup, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH, wrap_myself=False):
+    """The compute-bound MLP as one rank of a data-parallel run (or alone in a process).
+
+    Parameters
+    ----------
+    steps
+        Timed SGD steps, between two barriers, so the figure is the training loop's rate, not the job's start-up.
+    warmup
+        Untimed steps before them.
+    width, batch
+        The model's hidden width and the samples per step on this rank (the global batch grows with the ranks).
+    wrap_myself
+        The plain-PyTorch reference: ``DistributedDataParallel`` in a process group the caller made, no
+        jupyter_dist; otherwise ``jupyter_dist.prepare`` wraps the model.
+
+    Returns
+    -------
+    dict
+        ``samples_per_s`` (all ranks') and ``seconds``.
+    """
+    import time
+
+    import torch
+
+    import jupyter_dist
+
+    torch.manual_seed(jupyter_dist.rank())
+    model = compute_model(width)
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    if wrap_myself:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+    else:
+        model, optimiser = jupyter_dist.prepare(model, optimiser)
+    x, y = compute_batch(batch)
+    distributed = torch.distributed.is_initialized()
+    world = torch.distributed.get_world_size() if distributed else 1
+
+    def step():
+        optimiser.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimiser.step()
+
+    for _ in range(warmup):
+        step()
+    if distributed:
+        torch.distributed.barrier()
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if distributed:
+        torch.distributed.barrier()
+    elapsed = time.perf_counter() - started
+    return {"samples_per_s": world * batch * steps / elapsed, "seconds": elapsed}
+
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
