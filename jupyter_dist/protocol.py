@@ -6,7 +6,8 @@
 - ``Objective``: the one place that knows which metric counts and which way is better; it picks the values the
   pruner judges and each trial's final value, and says, in one message, when the metric is missing.
 - ``Outcome``: how one trial attempt (or one rank of it) ended, built on the worker, decoded in the kernel.
-- ``CheckpointPlan``: where a trial's checkpoints go and how many are kept (kernel → worker, with the trial).
+- ``TrialTask``: what one trial task is told (kernel → worker): the function, the parameters, where to report,
+  its rank, its GPUs and checkpoints; ``CheckpointPlan``: where a trial's checkpoints go and how many are kept.
 - The wire: reports, output, checkpoints saved or resumed from, and outcomes travel as Dask events, which must be plain msgpack (short keys, lists):
   ``encode_*`` are the only writers of that format (worker side), ``decode_all`` its only reader (kernel side).
   Messages sent at the same moment (a trial's last reports and its outcome) travel together in one event.
@@ -34,7 +35,9 @@ __all__ = [
     "Outcome",
     "RankInfo",
     "ReportBatch",
+    "ReportRow",
     "TrialState",
+    "TrialTask",
     "decode",
     "decode_all",
     "encode_checkpoint",
@@ -343,3 +346,22 @@ class CheckpointPlan:
 
     def trial_directory(self, trial_id: int) -> str:
         return f"{self.directory.rstrip('/')}/trial-{trial_id}"
+
+
+@dataclass(frozen=True)
+class TrialTask:
+    """What one trial task runs (one attempt of a trial, or one rank of it), as the kernel sends it to a worker."""
+
+    function: tuple[str, str]  # how workers keep the function, unpickled: (experiment id, hash of its pickle)
+    pickled: bytes  # the function, pickled once per run: cheap to send with every task
+    exp_id: str
+    trial_id: int
+    params: dict[str, Any]
+    topic: str  # the Dask event topic its reports, output and outcome go to
+    rank: RankInfo | None  # one rank of a data-parallel trial; None: a single-task trial
+    gpus: float  # how many of the worker's declared GPUs it holds while it runs (jupyter_dist.devices())
+    checkpoint_dir: (
+        str | None
+    )  # where its jupyter_dist.checkpoint() saves (keep_checkpoints of them); None: nowhere
+    keep_checkpoints: int | None
+    report_wait: float  # how long a report may wait for others to travel with (runtime/_trial_context.py)

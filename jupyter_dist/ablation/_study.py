@@ -1,4 +1,4 @@
-"""An ablation study as the scheduler runs it (a trial source walking the plan) and as the user reads it
+"""An ablation study as the trial loop runs it (a trial source walking the plan) and as the user reads it
 (an Experiment whose summary is a table of each component's impact, and whose plot is a bar chart of it)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import statistics
 from collections.abc import Callable
 
 from ..experiment import Experiment
-from ..protocol import ErrorKind, TrialState
+from ..protocol import ErrorKind, Outcome, ReportRow, TrialState
 from ..runtime import TrialSpec
-from ..store import ExperimentRecord, TrialRecord
+from ..store import ExperimentRecord
 from ._plan import BASELINE, Plan
 
 SUMMARY_COLUMNS = ["component", "kind", "mean", "std", "delta", "impact", "n"]
@@ -41,16 +41,16 @@ class AblationSource:
     def remaining(self) -> int:
         return 0 if self.halted else len(self._planned) - self._given
 
-    def report(self, trial_id: int, batch: list) -> bool:
+    def report(self, trial_id: int, rows: list[ReportRow]) -> bool:
         return False
 
-    def tell(self, record: TrialRecord) -> None:
+    def tell(self, outcome: Outcome) -> None:
         # A baseline that fails on the study itself (a module the model lacks, ablate() never called) would fail
         # the same way in every variant: start no more of them.
         if (
-            record.state is TrialState.FAILED
-            and self._variant[record.trial_id].kind == BASELINE
-            and record.error_kind is ErrorKind.SETUP
+            outcome.state is TrialState.FAILED
+            and self._variant[outcome.trial_id].kind == BASELINE
+            and outcome.error_kind is ErrorKind.SETUP
         ):
             self.halted = True
 

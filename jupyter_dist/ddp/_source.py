@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from ..errors import ArgumentError, ClusterError
+from ..protocol import Outcome, ReportRow
 from ..runtime import TrialSpec
 from ._fsdp import check_strategy
 from ._precision import check_mixed_precision
@@ -31,10 +32,10 @@ class SingleRun:
     def remaining(self) -> int:
         return 0 if self.given else 1
 
-    def report(self, trial_id: int, rows: list) -> bool:
+    def report(self, trial_id: int, rows: list[ReportRow]) -> bool:
         return False
 
-    def tell(self, record) -> None:
+    def tell(self, outcome: Outcome) -> None:
         pass
 
 

@@ -13,7 +13,6 @@ import dataclasses
 import socket
 import time
 import uuid
-from typing import Any
 
 from ..errors import PlacementError
 from ..protocol import ErrorKind, Outcome, RankInfo, TrialState
@@ -86,17 +85,15 @@ def rendezvous(client, workers: list[str], trial_id: int) -> list[RankInfo]:
 
 
 class GangTrial(RunningTrial):
-    """The rank tasks of one running trial, settled once every rank has an outcome.
+    """The ranks of one running data-parallel trial, settled once every rank has an outcome.
 
-    ``launcher`` gives it what it needs of the cluster: ``stop([trial_id])``, ``present_workers()`` and
-    ``restart(workers)``.
+    It decides; the launcher, which keeps the rank tasks, acts: it tells the peers of a rank that failed to stop,
+    cancels the tasks of ranks given up on, and restarts their workers.
     """
 
-    def __init__(self, trial_id: int, workers: list[str], futures: list, launcher) -> None:
+    def __init__(self, trial_id: int, workers: list[str]) -> None:
         super().__init__(trial_id)
-        self.workers = workers
-        self.futures = futures
-        self.launcher = launcher
+        self.workers = workers  # rank -> its worker
         # Monotonic time a rank first ended without completing (failed, pruned, stopped) or lost its worker: the
         # others cannot get past their next collective without it.
         self.ending_since: float | None = None
@@ -104,48 +101,44 @@ class GangTrial(RunningTrial):
         self.reported: dict[int, Outcome] = {}  # rank -> outcome event, which comes ahead of the task
 
     def unfinished(self) -> list[int]:
-        return [rank for rank in range(len(self.futures)) if rank not in self.outcomes]
+        return [rank for rank in range(len(self.workers)) if rank not in self.outcomes]
 
-    def _rank_left(self, failed: bool) -> None:
+    def _rank_left(self) -> None:
         if self.ending_since is None:
             self.ending_since = time.monotonic()
-        if failed:
-            # Its peers cannot get past their next collective without it: their next report() stops them, or,
-            # blocked in a collective, they are given up on after RANK_GRACE (poll).
-            self.launcher.stop([self.trial_id])
 
-    def on_event(self, kind: str, payload: Any) -> Outcome | None:
-        if kind == "outcome":
-            self.reported[payload.rank] = payload
-            if payload.state is not TrialState.COMPLETED:
-                self._rank_left(payload.state is TrialState.FAILED)
-            return None
-        if payload not in self.futures:
-            return None
-        rank = self.futures.index(payload)
+    def rank_reported(self, outcome: Outcome) -> bool:
+        """A rank's outcome event, which comes ahead of its task's end. True when the rank failed: its peers
+        cannot get past their next collective without it, so they must be told to stop (their next report()
+        stops them, or, blocked in a collective, they are given up on after RANK_GRACE: stragglers())."""
+        self.reported[outcome.rank] = outcome
+        if outcome.state is TrialState.COMPLETED:
+            return False
+        self._rank_left()
+        return outcome.state is TrialState.FAILED
+
+    def rank_ended(self, rank: int, task) -> bool:
+        """A rank's task ended. True when it failed on Dask itself: its peers must be told to stop."""
         if rank in self.outcomes:
-            return None  # already settled: its worker left the cluster
-        if payload.status == "finished":
-            self.outcomes[rank] = outcome = payload.result()
+            return False  # already settled: its worker left
+        if task.status == "finished":
+            self.outcomes[rank] = outcome = task.result()
             if outcome.state is not TrialState.COMPLETED:
-                self._rank_left(failed=False)
-        elif payload.status in ("error", "cancelled"):
+                self._rank_left()
+        elif task.status in ("error", "cancelled"):
             self.outcomes[rank] = Outcome.lost(
-                self.trial_id, TrialState.FAILED, task_error(payload), ErrorKind.LOST, rank
+                self.trial_id, TrialState.FAILED, task_error(task), ErrorKind.LOST, rank
             )
-            self._rank_left(failed=True)
-        return self._merged()
+            self._rank_left()
+            return True
+        return False
 
-    def poll(self, now: float) -> Outcome | None:
-        return self._notice_lost_workers() or self._give_up_on_stragglers(now)
-
-    def _notice_lost_workers(self) -> Outcome | None:
-        """A rank pinned to a worker that left the cluster (killed, out of memory) would wait for it forever:
-        Dask does not fail a task whose only allowed worker is gone. Its peers are told to stop."""
-        present = self.launcher.present_workers()
+    def left_cluster(self, present: set[str]) -> list[int]:
+        """The unfinished ranks whose worker is not among ``present`` (killed, out of memory): their tasks would
+        wait for it forever, as Dask does not fail a task whose only allowed worker is gone. They are settled
+        here; cancelling their tasks and stopping their peers is the launcher's."""
         lost = [rank for rank in self.unfinished() if self.workers[rank] not in present]
         for rank in lost:
-            self.futures[rank].cancel()
             self.outcomes[rank] = self.reported.get(rank) or dataclasses.replace(
                 Outcome.lost(
                     self.trial_id,
@@ -157,21 +150,21 @@ class GangTrial(RunningTrial):
                 worker_lost=True,
             )
         if lost:
-            self._rank_left(failed=True)
-        return self._merged()
+            self._rank_left()
+        return lost
 
-    def _give_up_on_stragglers(self, now: float) -> Outcome | None:
-        """Ranks that have not ended RANK_GRACE after a peer left the job are given up on, and their workers
-        restarted: they may be stuck in a collective the peer will never join (gloo wakes them only when the
-        peer's process group is freed and its sockets close, which a DDP model kept alive prevents; aborting
-        either side's process group does not, measured with torch 2.13; else torch's 30-minute timeout), or
-        their pinned task may wait for a worker that died. A cancelled task does not stop a running thread; a
-        restart does, as torchrun restarts a worker group when one of its workers fails."""
+    def stragglers(self, now: float) -> list[int]:
+        """The ranks given up on: those that have not ended RANK_GRACE after a peer left the job. They may be
+        stuck in a collective the peer will never join (gloo wakes them only when the peer's process group is
+        freed and its sockets close, which a DDP model kept alive prevents; aborting either side's process group
+        does not, measured with torch 2.13; else torch's 30-minute timeout), or their pinned task may wait for a
+        worker that died. A cancelled task does not stop a running thread; a restart does, as torchrun restarts
+        a worker group when one of its workers fails: the launcher cancels their tasks and restarts their
+        workers."""
         if self.ending_since is None or now - self.ending_since < RANK_GRACE:
-            return None
+            return []
         stuck = self.unfinished()
         for rank in stuck:
-            self.futures[rank].cancel()
             # An outcome event that came without its task ending (a slow clean-up) still tells how it went.
             self.outcomes[rank] = self.reported.get(rank) or Outcome.lost(
                 self.trial_id,
@@ -180,24 +173,13 @@ class GangTrial(RunningTrial):
                 ErrorKind.ABANDONED,
                 rank,
             )
-        self.launcher.restart([self.workers[rank] for rank in stuck])
-        return self._merged()
+        return stuck
 
-    def abandon(self, why: str) -> Outcome:
-        stuck = self.unfinished()
-        self.cancel()
-        # A rank still running may be blocked in a collective: its thread outlives the cancel.
-        self.launcher.restart([self.workers[rank] for rank in stuck])
-        return Outcome.lost(self.trial_id, TrialState.STOPPED, f"stopped: {why}", ErrorKind.ABANDONED)
-
-    def cancel(self) -> None:
-        for future in self.futures:
-            future.cancel()
-
-    def _merged(self) -> Outcome | None:
+    def merged(self) -> Outcome | None:
+        """The trial's outcome, once every rank has one."""
         if self.unfinished():
             return None
-        return merge_outcomes(self.outcomes, len(self.futures), stopped=self.told_to_stop)
+        return merge_outcomes(self.outcomes, len(self.workers), stopped=self.told_to_stop)
 
 
 def merge_outcomes(outcomes: dict[int, Outcome], world: int, stopped: bool) -> Outcome:

@@ -1,7 +1,9 @@
 """Trials on Dask: the launcher the trial loop runs them through.
 
 It ships the training function, submits one task per trial (or one pinned task per rank), subscribes to the
-experiment's event topic, passes stop requests to the workers, and releases finished tasks.
+experiment's event topic, passes stop requests to the workers, and keeps its trials' tasks: it decides from what
+arrives when a trial has ended (with the trial's own bookkeeping: _task_trial.py, _gang.py), cancels, re-submits
+and releases them.
 """
 
 from __future__ import annotations
@@ -17,12 +19,22 @@ from typing import Any
 
 import cloudpickle
 
-from ..protocol import CheckpointEvent, CheckpointPlan, LogLine, Outcome, RankInfo, ReportBatch
+from ..protocol import (
+    CheckpointEvent,
+    CheckpointPlan,
+    ErrorKind,
+    LogLine,
+    Outcome,
+    RankInfo,
+    ReportBatch,
+    TrialState,
+    TrialTask,
+)
 from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
 from ._cluster import adaptive_maximum
 from ._first_task import load_on_a_worker
 from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, trials_that_fit
-from ._loop import RunningTrial, TrialSpec
+from ._loop import RunningTrial, TaskEnded, TrialSpec
 from ._runner import run_trial
 from ._task_trial import TaskTrial
 from ._trial_context import FRESH, RELAXED
@@ -86,8 +98,11 @@ class DaskLauncher:
         self._lingering: list = []
         self._present: tuple[float, set[str]] = (0.0, set())
         self._disconnected_since: float | None = None
-        # Single trials submitted with a freed-worker hint: trial id -> (trial, spec, worker, notify).
-        self._pinned: dict[int, tuple[TaskTrial, TrialSpec, str, Callable]] = {}
+        # The tasks of our running trials, by rank (one for a single-task trial): ours to cancel, re-submit and
+        # release; a task ending that is not among them any more (re-submitted) is ignored.
+        self._tasks: dict[int, list] = {}
+        # Single trials submitted with a freed-worker hint: trial id -> (spec, worker, notify).
+        self._pinned: dict[int, tuple[TrialSpec, str, Callable[[TaskEnded], None]]] = {}
 
     # --- before the run ----------------------------------------------------------------------------------
     def capacity(self) -> int:
@@ -170,23 +185,24 @@ class DaskLauncher:
                 self.capacity()  # a PlacementError saying what is needed and what is there
         return None
 
-    def start(self, spec: TrialSpec, placement: list[str], notify) -> RunningTrial:
+    def start(
+        self, spec: TrialSpec, placement: list[str], notify: Callable[[TaskEnded], None]
+    ) -> RunningTrial:
         if not self.ranks:
             hint = {"workers": placement, "allow_other_workers": True} if placement else {}
             if self.resources:
                 hint["resources"] = self.resources
-            future = self._submit(spec, f"trial-{spec.trial_id}", None, **hint)
-            trial: RunningTrial = TaskTrial(spec.trial_id, future)
+            tasks = [self._submit(self._task(spec, None), f"trial-{spec.trial_id}", **hint)]
+            trial: RunningTrial = TaskTrial(spec.trial_id)
             if placement:
-                self._pinned[spec.trial_id] = (trial, spec, placement[0], notify)
+                self._pinned[spec.trial_id] = (spec, placement[0], notify)
         else:
             # A worker gone by now fails here, before any rank starts.
             ranks = rendezvous(self.client, placement, spec.trial_id)
-            futures = [
+            tasks = [
                 self._submit(
-                    spec,
+                    self._task(spec, rank),
                     f"trial-{spec.trial_id}-rank-{rank.rank}",
-                    rank,
                     workers=[worker],
                     allow_other_workers=False,
                     resources=self.resources,
@@ -194,28 +210,30 @@ class DaskLauncher:
                 for worker, rank in zip(placement, ranks, strict=True)
             ]
             self._busy.update(placement)
-            trial = GangTrial(spec.trial_id, placement, futures, self)
-        for future in trial.futures:
-            future.add_done_callback(lambda f, t=spec.trial_id: notify("task", t, f))
+            trial = GangTrial(spec.trial_id, placement)
+        self._tasks[spec.trial_id] = tasks
+        for rank, task in enumerate(tasks):
+            _on_end(task, spec.trial_id, rank, notify)
         return trial
 
-    def _submit(self, spec: TrialSpec, key: str, rank: RankInfo | None, **placement: Any):
-        return self.client.submit(
-            run_trial,
+    def _task(self, spec: TrialSpec, rank: RankInfo | None) -> TrialTask:
+        return TrialTask(
             self._fn_key,
             self._fn_blob,
-            spec.params,
             self.exp_id,
             spec.trial_id,
+            spec.params,
             self.topic,
             rank,
-            0 if rank is not None else (self.resources or {}).get("GPU", 0),
-            self._checkpoint_dir(spec),
-            self.checkpoints and self.checkpoints.keep,
-            self.report_wait,
-            key=f"jupyter_dist-{self.exp_id}-{key}",
-            pure=False,
-            **placement,
+            gpus=0 if rank is not None else (self.resources or {}).get("GPU", 0),
+            checkpoint_dir=self._checkpoint_dir(spec),
+            keep_checkpoints=self.checkpoints and self.checkpoints.keep,
+            report_wait=self.report_wait,
+        )
+
+    def _submit(self, task: TrialTask, key: str, **placement: Any):
+        return self.client.submit(
+            run_trial, task, key=f"jupyter_dist-{self.exp_id}-{key}", pure=False, **placement
         )
 
     def _checkpoint_dir(self, spec: TrialSpec) -> str | None:
@@ -230,6 +248,56 @@ class DaskLauncher:
     def stop(self, trial_ids: list[int] | None) -> None:
         if self.client.status == "running":  # nothing to tell workers we cannot reach
             stop_on_workers(self.client, self.exp_id, trial_ids)
+
+    # --- deciding when a trial has ended -----------------------------------------------------------------
+    def settle(self, trial: RunningTrial, event: Outcome | TaskEnded) -> Outcome | None:
+        if isinstance(event, Outcome):
+            if not isinstance(trial, GangTrial):
+                return event  # the fast path: ~2 ms after the function returned
+            if trial.rank_reported(event):
+                self.stop([trial.trial_id])
+            return None
+        tasks = self._tasks.get(trial.trial_id, [])
+        if event.rank >= len(tasks) or event.task is not tasks[event.rank]:
+            return None  # a task re-submitted since (_unpin_orphans): it is not the trial's any more
+        if isinstance(trial, GangTrial):
+            if trial.rank_ended(event.rank, event.task):
+                self.stop([trial.trial_id])
+            return trial.merged()
+        return trial.task_ended(event.task)
+
+    def poll(self, trial: RunningTrial, now: float) -> Outcome | None:
+        if not isinstance(trial, GangTrial):
+            return trial.late_outcome(now)
+        lost = trial.left_cluster(self.present_workers())
+        if lost:
+            self._cancel(trial.trial_id, lost)
+            self.stop([trial.trial_id])
+        outcome = trial.merged()
+        if outcome is not None:
+            return outcome
+        stuck = trial.stragglers(now)
+        if not stuck:
+            return None
+        # Their threads outlive a cancel: a restart ends them (GangTrial.stragglers says why).
+        self._cancel(trial.trial_id, stuck)
+        self.restart([trial.workers[rank] for rank in stuck])
+        return trial.merged()
+
+    def abandon(self, trial: RunningTrial, why: str) -> Outcome:
+        stuck = [trial.workers[rank] for rank in trial.unfinished()] if isinstance(trial, GangTrial) else []
+        self.cancel(trial)
+        # A rank still running may be blocked in a collective: its thread outlives the cancel.
+        self.restart(stuck)
+        return Outcome.lost(trial.trial_id, TrialState.STOPPED, f"stopped: {why}", ErrorKind.ABANDONED)
+
+    def cancel(self, trial: RunningTrial) -> None:
+        self._cancel(trial.trial_id, None)
+
+    def _cancel(self, trial_id: int, ranks: list[int] | None) -> None:
+        tasks = self._tasks.get(trial_id, [])
+        for rank in range(len(tasks)) if ranks is None else ranks:
+            tasks[rank].cancel()
 
     def lost(self) -> str | None:
         """Why the cluster is gone, once the client has been cut off from the scheduler for SCHEDULER_LOST
@@ -253,7 +321,7 @@ class DaskLauncher:
         behind it on its worker begins now (Dask runs a worker's tasks in the order they came)."""
         self._pinned.pop(trial.trial_id, None)
         self._waiting.pop(trial.trial_id, None)
-        for future in trial.futures:
+        for future in self._tasks.pop(trial.trial_id, []):
             if future.done():
                 future.release()
             else:
@@ -284,7 +352,7 @@ class DaskLauncher:
                 still.append(future)
         self._lingering = still
 
-    def settle(self) -> None:
+    def wind_down(self) -> None:
         """Wait (briefly) for the tasks whose outcomes arrived ahead of them, and release them.
 
         Each trial future carries a Dask done-callback, which runs on a thread pool that refuses work once the
@@ -299,7 +367,7 @@ class DaskLauncher:
         # Whatever still runs after SETTLE_WAIT is released when this run is dropped (and cancelled then).
         self.client.sync(asyncio.sleep, 0)  # the loop has handed every fired callback to the thread pool
 
-    # --- what a GangTrial asks of the cluster ------------------------------------------------------------
+    # --- the cluster, for our trials ----------------------------------------------------------------------
     def _unpin_orphans(self) -> None:
         """Re-submit, unpinned, the hinted trials whose worker is gone and that Dask left with nowhere to run.
 
@@ -312,22 +380,23 @@ class DaskLauncher:
             return
         present = self.present_workers()
         orphans = {
-            trial.future.key: trial_id
-            for trial_id, (trial, _, worker, _) in self._pinned.items()
-            if worker not in present and not trial.future.done()
+            self._tasks[trial_id][0].key: trial_id
+            for trial_id, (_, worker, _) in self._pinned.items()
+            if worker not in present and not self._tasks[trial_id][0].done()
         }
         if not orphans:
             return
         states = self.client.run_on_scheduler(_task_states, list(orphans))
         for key, trial_id in orphans.items():
-            trial, spec, _, notify = self._pinned.pop(trial_id)
+            spec, _, notify = self._pinned.pop(trial_id)
             if states.get(key) != "no-worker":
                 continue  # running or queued elsewhere: Dask took it from there
-            stranded = trial.future
-            trial.future = self._submit(spec, f"trial-{spec.trial_id}-unpinned", None)
-            trial.futures = [trial.future]
-            trial.future.add_done_callback(lambda f, t=spec.trial_id, n=notify: n("task", t, f))
-            stranded.cancel()  # its done-callback is ignored: it is no longer the trial's future
+            stranded = self._tasks[trial_id][0]
+            placement = {"resources": self.resources} if self.resources else {}
+            task = self._submit(self._task(spec, None), f"trial-{trial_id}-unpinned", **placement)
+            self._tasks[trial_id] = [task]
+            _on_end(task, trial_id, 0, notify)
+            stranded.cancel()  # its end is ignored (settle()): it is no longer the trial's task
 
     def present_workers(self) -> set[str]:
         """The cluster's workers, listed at most every WORKER_CHECK seconds."""
@@ -351,6 +420,11 @@ class DaskLauncher:
                 RuntimeWarning,
                 stacklevel=2,
             )
+
+
+def _on_end(task, trial_id: int, rank: int, notify: Callable[[TaskEnded], None]) -> None:
+    """Tell the loop when ``task`` ends (Dask calls back from its own thread)."""
+    task.add_done_callback(lambda future: notify(TaskEnded(trial_id, rank, future)))
 
 
 def _task_states(keys: list[str], dask_scheduler=None) -> dict[str, str | None]:

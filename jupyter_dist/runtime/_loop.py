@@ -2,9 +2,10 @@
 
 It knows nothing of Dask. A *source* decides what to run (HPO asks Optuna, ablation walks its plan), a *sink*
 records what happened (the experiment's record), and a *launcher* runs trials somewhere (runtime/_launcher.py:
-on Dask workers). Each trial in flight is a ``RunningTrial``: one task (_task_trial.py) or a gang of rank tasks
-(_gang.py). The loop runs on the kernel's main thread and calls ``idle()`` between waits, so a view can redraw
-and a Stop button can be heard; the launcher's IO thread only records and queues.
+on Dask workers), keeps their tasks, and says when a trial has ended. The loop runs on the kernel's main thread
+and calls ``idle()`` between waits, so a view can redraw and a Stop button can be heard; the launcher's IO thread
+only records and queues. What arrives is typed: a trial's reports (``ReportBatch``), its outcome (``Outcome``),
+one of its tasks ending (``TaskEnded``).
 """
 
 from __future__ import annotations
@@ -12,17 +13,33 @@ from __future__ import annotations
 import contextlib
 import queue
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ClusterLost, MetricError
-from ..protocol import CheckpointEvent, ErrorKind, LogLine, Objective, Outcome, ReportBatch, TrialState
+from ..protocol import (
+    CheckpointEvent,
+    ErrorKind,
+    LogLine,
+    Objective,
+    Outcome,
+    ReportBatch,
+    ReportRow,
+    TrialState,
+)
 from ._interrupts import StopSignal
 
-__all__ = ["RunningTrial", "TrialLauncher", "TrialLoop", "TrialSink", "TrialSource", "TrialSpec"]
+__all__ = [
+    "RunningTrial",
+    "TaskEnded",
+    "TrialLauncher",
+    "TrialLoop",
+    "TrialSink",
+    "TrialSource",
+    "TrialSpec",
+]
 
 # Between one trial's end and the next one's start on its worker there is a round trip of ~10 ms: the outcome
 # reaching the kernel, the sampler's next ask, Dask's dispatch (bench_trial_speed: 1.5-2% of a 0.6 s trial, the
@@ -49,6 +66,24 @@ class TrialSpec:
     continues: int | None = None
 
 
+@dataclass(frozen=True)
+class TaskEnded:
+    """One of a trial's tasks ended (it finished, failed or was cancelled): the launcher says what that means."""
+
+    trial_id: int
+    rank: int  # which of the trial's tasks (0 for a single-task trial)
+    task: Any  # the launcher's handle of the task (a Dask future)
+
+
+class RunningTrial:
+    """One trial in flight, as the loop knows it. The launcher that started it keeps its tasks and decides, from
+    what arrives, when it has ended (a launcher's trials add what they need to decide that)."""
+
+    def __init__(self, trial_id: int) -> None:
+        self.trial_id = trial_id
+        self.told_to_stop = False  # pruned, or stopped with the experiment
+
+
 class TrialSource(Protocol):
     prunes: bool  # whether report() can ever say stop; when False reports are not handed to it
 
@@ -57,9 +92,11 @@ class TrialSource(Protocol):
     def remaining(self) -> int | None:
         """How many more trials next_trial() will give; None when it does not know (until a timeout)."""
 
-    def report(self, trial_id: int, rows: list) -> bool: ...
+    def report(self, trial_id: int, rows: list[ReportRow]) -> bool:
+        """A running trial's new reports; True when it should stop (it is pruned)."""
 
-    def tell(self, record: Any) -> None: ...
+    def tell(self, outcome: Outcome) -> None:
+        """How a trial ended: its final state and (``value``) its objective, as the record keeps them."""
 
 
 class TrialSink(Protocol):
@@ -81,31 +118,7 @@ class TrialSink(Protocol):
 
     def trial_pruned(self, trial_id: int) -> None: ...
 
-    def trial_finished(self, outcome: Outcome) -> Any: ...
-
-
-class RunningTrial(ABC):
-    """One trial in flight, however it runs."""
-
-    def __init__(self, trial_id: int) -> None:
-        self.trial_id = trial_id
-        self.told_to_stop = False  # pruned, or stopped with the experiment
-
-    @abstractmethod
-    def on_event(self, kind: str, payload: Any) -> Outcome | None:
-        """An outcome event ("outcome") or one of its tasks ending ("task"): its outcome once it is settled."""
-
-    def poll(self, now: float) -> Outcome | None:
-        """Periodic checks between events (a late outcome, a lost worker); its outcome if that settled it."""
-        return None
-
-    @abstractmethod
-    def abandon(self, why: str) -> Outcome:
-        """Give up on it now (it did not stop in time, or the run was interrupted)."""
-
-    @abstractmethod
-    def cancel(self) -> None:
-        """Cancel its tasks, as the run is aborted."""
+    def trial_finished(self, outcome: Outcome) -> object: ...
 
 
 class TrialLauncher(Protocol):
@@ -121,8 +134,21 @@ class TrialLauncher(Protocol):
         """Where the trial would run; None while it cannot be placed yet (too few free workers). ``behind``: it
         is queued ahead, to wait on a worker that has fewer than ``behind`` trials of ours waiting already."""
 
-    def start(self, spec: TrialSpec, placement: Any, notify: Callable[[str, int, Any], None]) -> RunningTrial:
-        """Start it; ``notify(kind, trial_id, payload)`` is how its tasks' ends reach the loop."""
+    def start(self, spec: TrialSpec, placement: Any, notify: Callable[[TaskEnded], None]) -> RunningTrial:
+        """Start it; ``notify`` is how the ends of its tasks reach the loop (from any thread)."""
+
+    def settle(self, trial: RunningTrial, event: Outcome | TaskEnded) -> Outcome | None:
+        """An outcome (of the trial, or of one of its ranks) or a task's end arrived: the trial's outcome, once
+        that settles it."""
+
+    def poll(self, trial: RunningTrial, now: float) -> Outcome | None:
+        """Periodic checks between events (a late outcome, a lost worker); its outcome if that settled it."""
+
+    def abandon(self, trial: RunningTrial, why: str) -> Outcome:
+        """Give up on it now (it did not stop in time, or the run was interrupted)."""
+
+    def cancel(self, trial: RunningTrial) -> None:
+        """Cancel its tasks, as the run is aborted."""
 
     def stop(self, trial_ids: list[int] | None) -> None: ...
 
@@ -134,7 +160,8 @@ class TrialLauncher(Protocol):
 
     def tidy(self) -> None: ...
 
-    def settle(self) -> None: ...
+    def wind_down(self) -> None:
+        """The run is over: let go of what its trials left behind."""
 
 
 class TrialLoop:
@@ -170,7 +197,7 @@ class TrialLoop:
         self.stop_grace = stop_grace
         self.running: dict[int, RunningTrial] = {}
         self.pruned: set[int] = set()  # trials the source decided to stop
-        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.events: queue.SimpleQueue[ReportBatch | Outcome | TaskEnded] = queue.SimpleQueue()
         self.recent: list[float] = []  # durations of the last few completed trials, to spot short ones
         self.held: TrialSpec | None = None  # a trial waiting until it can be placed
         self.queued: set[int] = set()  # trials queued ahead (see BRIEF_TRIAL) that have not begun yet
@@ -183,7 +210,7 @@ class TrialLoop:
         trials are stopped, as with a stop); a callback that raises aborts the run."""
         sink = self.sink
         with self.launcher.events(
-            self._reports_arrived, sink.log_arrived, sink.checkpoint_arrived, self._outcome_arrived
+            self._reports_arrived, sink.log_arrived, sink.checkpoint_arrived, self.events.put
         ):
             try:
                 last_idle = 0.0
@@ -192,11 +219,11 @@ class TrialLoop:
                     if now - last_idle >= self.idle_interval:
                         last_idle = now
                         idle()
-                self.launcher.settle()
+                self.launcher.wind_down()
             except BaseException:
                 self.launcher.stop(None)
                 for trial in self.running.values():
-                    trial.cancel()
+                    self.launcher.cancel(trial)
                 raise
             finally:
                 idle()
@@ -224,11 +251,11 @@ class TrialLoop:
         ):
             why = "interrupted" if self.stop.interrupts > 1 else "it did not stop within the grace period"
             for trial in list(self.running.values()):
-                self._finish(trial, trial.abandon(why))
+                self._finish(trial, self.launcher.abandon(trial, why))
             return False
         now = time.monotonic()
         for trial in list(self.running.values()):
-            outcome = trial.poll(now)
+            outcome = self.launcher.poll(trial, now)
             if outcome is not None:
                 self._finish(trial, outcome)
         self.launcher.tidy()
@@ -258,7 +285,7 @@ class TrialLoop:
                 return
             # Recorded before it starts: its first reports may arrive before start() returns.
             self.sink.trial_started(spec.trial_id, spec.params, spec.labels, queued)
-            self.running[spec.trial_id] = self.launcher.start(spec, placement, self._notify)
+            self.running[spec.trial_id] = self.launcher.start(spec, placement, self.events.put)
             if queued:
                 self.queued.add(spec.trial_id)
 
@@ -281,30 +308,22 @@ class TrialLoop:
             self.launcher.stop(None)
 
     # --- what arrives --------------------------------------------------------------------------------------
-    def _notify(self, kind: str, trial_id: int, payload: Any) -> None:
-        self.events.put((kind, trial_id, payload))
-
-    def _outcome_arrived(self, outcome: Outcome) -> None:
-        """On the launcher's IO thread."""
-        self.events.put(("outcome", outcome.trial_id, outcome))
-
     def _reports_arrived(self, batch: ReportBatch) -> None:
         """On the launcher's IO thread: record at once; pruning decisions are the loop's (Optuna's study is not
         shared between threads, and decisions then follow the reports' order exactly)."""
         self.sink.reports_arrived(batch)
         if self.source.prunes:
-            self.events.put(("reports", batch.trial_id, batch.rows))
+            self.events.put(batch)
 
-    def _handle(self, item: tuple) -> None:
-        kind, trial_id, payload = item
-        trial = self.running.get(trial_id)
+    def _handle(self, event: ReportBatch | Outcome | TaskEnded) -> None:
+        trial = self.running.get(event.trial_id)
         if trial is None:
             return  # already finished through another path
-        if kind == "reports":
-            if trial_id not in self.pruned and self.source.report(trial_id, payload):
+        if isinstance(event, ReportBatch):
+            if trial.trial_id not in self.pruned and self.source.report(trial.trial_id, event.rows):
                 self._prune(trial)
             return
-        outcome = trial.on_event(kind, payload)
+        outcome = self.launcher.settle(trial, event)
         if outcome is not None:
             self._finish(trial, outcome)
 
@@ -330,9 +349,9 @@ class TrialLoop:
         elif outcome.state is TrialState.PRUNED:
             outcome.state = TrialState.STOPPED  # told to stop by the experiment, not by the pruner
         outcome = self.objective.judge(outcome)
-        record = self.sink.trial_finished(outcome)
+        self.sink.trial_finished(outcome)
         if outcome.error_kind is ErrorKind.METRIC and not self.completed_any:
             # The first trial to complete could not be judged: every other would fail the same way.
             raise MetricError(outcome.error)
         self.completed_any = self.completed_any or outcome.state is TrialState.COMPLETED
-        self.source.tell(record)
+        self.source.tell(outcome)

@@ -18,11 +18,11 @@ from typing import Any
 import cloudpickle
 
 from ..errors import JupyterDistError, TrialPruned
-from ..protocol import ErrorKind, Outcome, RankInfo, TrialState, encode_outcome
+from ..protocol import ErrorKind, Outcome, TrialState, TrialTask, encode_outcome
 from ._allocator import tensor_friendly_allocator
 from ._capture import TrialOutput
 from ._devices import holding_gpus
-from ._trial_context import FRESH, Reporter, TrialContext, activate, forget_experiment
+from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
 # with every task (cheap), but is unpickled once per worker process. The hash, because a resumed run keeps its
@@ -69,36 +69,24 @@ def _wants_reporter(fn: Callable) -> bool:
         return False
 
 
-def run_trial(
-    fn_key: tuple[str, str],
-    fn_blob: bytes,
-    params: dict[str, Any],
-    exp_id: str,
-    trial_id: int,
-    topic: str,
-    rank: RankInfo | None = None,
-    gpus: float = 0,
-    checkpoint_dir: str | None = None,
-    keep_checkpoints: int | None = None,
-    report_wait: float = FRESH,
-) -> Outcome:
+def run_trial(task: TrialTask) -> Outcome:
     """Run one trial attempt on this worker and say how it went.
 
     Every attempt gets a fresh id: when a worker dies Dask re-runs the task elsewhere, and the kernel must tell
-    the second attempt's reports from the first's. ``rank`` makes this one rank of a data-parallel trial: its
-    whole return value then comes back too, as ``result`` of the task's Outcome (never on the event stream).
-    ``gpus``: how many of the worker's declared GPUs the trial holds while it runs (``jupyter_dist.devices()``).
-    ``checkpoint_dir``: where this trial's ``jupyter_dist.checkpoint()`` saves (``keep_checkpoints`` of them).
-    ``report_wait``: how long a report may wait for others to travel with (runtime/_trial_context.py).
+    the second attempt's reports from the first's. A ``task.rank`` makes this one rank of a data-parallel trial:
+    its whole return value then comes back too, as ``result`` of the task's Outcome (never on the event stream).
     """
     from distributed import get_worker
 
-    fn = load_function(fn_key, fn_blob)
+    fn = load_function(task.function, task.pickled)
     worker = get_worker()
+    rank = task.rank
     attempt = rank.attempt if rank else uuid.uuid4().hex[:12]
-    ctx = TrialContext(exp_id, trial_id, attempt, topic, worker.log_event, rank, report_wait)
-    ctx.checkpoint_dir, ctx.keep_checkpoints = checkpoint_dir, keep_checkpoints
-    kwargs = dict(params)
+    ctx = TrialContext(
+        task.exp_id, task.trial_id, attempt, task.topic, worker.log_event, rank, task.report_wait
+    )
+    ctx.checkpoint_dir, ctx.keep_checkpoints = task.checkpoint_dir, task.keep_checkpoints
+    kwargs = dict(task.params)
     if _wants_reporter(fn):
         kwargs["reporter"] = Reporter(ctx)
 
@@ -110,7 +98,7 @@ def run_trial(
             if ctx.should_stop:  # queued before the stop, started after it
                 raise TrialPruned
             declared = worker.state.total_resources.get("GPU", 0)
-            with holding_gpus(int(gpus), declared) as ctx.devices, tensor_friendly_allocator():
+            with holding_gpus(int(task.gpus), declared) as ctx.devices, tensor_friendly_allocator():
                 returned = fn(**kwargs)
             if ctx.should_stop:
                 state = TrialState.PRUNED  # it returned by itself, but after it was told to stop
@@ -132,7 +120,7 @@ def run_trial(
         if error:
             state, kind = TrialState.FAILED, ErrorKind.RESULT
     outcome = Outcome(
-        trial_id,
+        task.trial_id,
         ctx.attempt,
         state,
         returned=returned,

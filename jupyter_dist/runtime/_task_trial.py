@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any
 
 from ..protocol import ErrorKind, Outcome, TrialState
 from ._loop import RunningTrial
@@ -14,22 +13,22 @@ OUTCOME_GRACE = 1.0
 
 
 class TaskTrial(RunningTrial):
-    def __init__(self, trial_id: int, future) -> None:
-        super().__init__(trial_id)
-        self.future = future
-        self.futures = [future]
-        self.unreported_since: float | None = None  # when the task ended without its outcome event
+    """What the launcher decides a single-task trial's end from. Its task is the launcher's."""
 
-    def on_event(self, kind: str, payload: Any) -> Outcome | None:
-        if kind == "outcome":
-            return payload  # the fast path: ~2 ms after the function returned
-        if payload is not self.future:
-            return None
-        if self.future.status == "finished":
+    def __init__(self, trial_id: int) -> None:
+        super().__init__(trial_id)
+        self.unreported_since: float | None = None  # when its task ended without its outcome event
+        self._finished_task = None
+
+    def task_ended(self, task) -> Outcome | None:
+        """Its task ended: an outcome when the task itself failed or was cancelled (when it finished, the
+        outcome event says how, ~2 ms after the function returned)."""
+        if task.status == "finished":
             self.unreported_since = self.unreported_since or time.monotonic()
-        elif self.future.status == "error":
-            return Outcome.lost(self.trial_id, TrialState.FAILED, task_error(self.future), ErrorKind.LOST)
-        elif self.future.status == "cancelled":
+            self._finished_task = task
+        elif task.status == "error":
+            return Outcome.lost(self.trial_id, TrialState.FAILED, task_error(task), ErrorKind.LOST)
+        elif task.status == "cancelled":
             if self.told_to_stop:
                 return Outcome.lost(self.trial_id, TrialState.STOPPED, None, None)
             # Not by us: Dask cancels every future when the client loses the scheduler (or someone cancelled
@@ -38,17 +37,11 @@ class TaskTrial(RunningTrial):
             return Outcome.lost(self.trial_id, TrialState.INTERRUPTED, why, ErrorKind.LOST)
         return None
 
-    def poll(self, now: float) -> Outcome | None:
+    def late_outcome(self, now: float) -> Outcome | None:
+        """The task's own result, when its outcome event is OUTCOME_GRACE late (lost or slow: it says the same)."""
         if self.unreported_since is not None and now - self.unreported_since > OUTCOME_GRACE:
-            return self.future.result()  # the event was lost or is slow: the task's result says the same
+            return self._finished_task.result()
         return None
-
-    def abandon(self, why: str) -> Outcome:
-        self.cancel()
-        return Outcome.lost(self.trial_id, TrialState.STOPPED, f"stopped: {why}", ErrorKind.ABANDONED)
-
-    def cancel(self) -> None:
-        self.future.cancel()
 
 
 def task_error(future) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._validate import check_positive
 from ..errors import ArgumentError
-from ..protocol import Objective, TrialState
+from ..protocol import Objective, Outcome, ReportRow, TrialState
 from ..runtime import TrialSpec
 from ..space import constants, searched
 from ._pruners import make_pruner
@@ -164,7 +164,7 @@ class OptunaSearch:
     def remaining(self) -> int | None:
         return None if self.total is None else max(0, self.total - self._asked)
 
-    def report(self, trial_id: int, batch: list) -> bool:
+    def report(self, trial_id: int, batch: list[ReportRow]) -> bool:
         """Give Optuna a trial's new reports of the objective; True when its pruner says stop.
 
         A trial reporting at a training loop's pace (batches of up to STEP_BY_STEP_BATCH reports, i.e. below
@@ -195,16 +195,16 @@ class OptunaSearch:
                 return True
         return False
 
-    def tell(self, record) -> None:
+    def tell(self, outcome: Outcome) -> None:
         import optuna
 
-        trial = self._pending.pop(record.trial_id)
-        self._steps_seen.pop(record.trial_id, None)
-        self._last_sampled.pop(record.trial_id, None)
+        trial = self._pending.pop(outcome.trial_id)
+        self._steps_seen.pop(outcome.trial_id, None)
+        self._last_sampled.pop(outcome.trial_id, None)
         with _quiet_optuna():
-            state = TrialState(record.state)
+            state = TrialState(outcome.state)
             if state is TrialState.COMPLETED:
-                self.study.tell(trial, record.value)
+                self.study.tell(trial, outcome.value)
             elif state is TrialState.FAILED:
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:  # pruned or stopped: Optuna keeps its last intermediate value

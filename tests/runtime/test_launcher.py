@@ -5,19 +5,13 @@ from __future__ import annotations
 
 from jupyter_dist.protocol import Outcome, TrialState
 from jupyter_dist.runtime._launcher import DaskLauncher
-
-
-class Ended:
-    """A single-task trial whose task has ended."""
-
-    def __init__(self, trial_id: int) -> None:
-        self.trial_id = trial_id
-        self.futures: list = []
+from jupyter_dist.runtime._task_trial import TaskTrial
 
 
 def end(launcher: DaskLauncher, trial_id: int, worker: str) -> int | None:
+    """A single-task trial ended on ``worker`` (its task already released)."""
     outcome = Outcome(trial_id, "a", TrialState.COMPLETED, returned=1.0, worker=worker)
-    return launcher.finished(Ended(trial_id), outcome)
+    return launcher.finished(TaskTrial(trial_id), outcome)
 
 
 def test_queued_trials_spread_over_the_workers_and_begin_as_the_trial_ahead_ends():

@@ -1,7 +1,7 @@
 """The trial loop on its own: a fake launcher and source, the real in-memory record, no Dask.
 
 The fake launcher runs each trial by a script: it ends at once with a given outcome, or runs until told to stop
-(then it ends pruned, as a worker's next report() would make it), or ignores every stop.
+(then it ends pruned, as a worker's next report() would make it), or ignores every stop, or its task fails.
 """
 
 from __future__ import annotations
@@ -12,27 +12,14 @@ import threading
 import pytest
 
 from jupyter_dist import ClusterLost, MetricError
-from jupyter_dist.protocol import Direction, ErrorKind, Objective, Outcome, TrialState
+from jupyter_dist.protocol import Direction, ErrorKind, Objective, Outcome, ReportBatch, TrialState
 from jupyter_dist.runtime import RunningTrial, StopSignal, TrialLoop, TrialSpec, _loop
+from jupyter_dist.runtime._loop import TaskEnded
 from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
 
 RUNS_UNTIL_STOPPED = "until stopped"
 IGNORES_STOP = "ignores stop"
-
-
-class FakeTrial(RunningTrial):
-    def __init__(self, trial_id: int) -> None:
-        super().__init__(trial_id)
-        self.cancelled = False
-
-    def on_event(self, kind, payload):
-        return payload if kind == "outcome" else None
-
-    def abandon(self, why: str) -> Outcome:
-        return Outcome.lost(self.trial_id, TrialState.STOPPED, f"stopped: {why}", ErrorKind.ABANDONED)
-
-    def cancel(self) -> None:
-        self.cancelled = True
+TASK_FAILS = "its task fails"  # on the cluster itself: no outcome event, only the task's end
 
 
 class FakeLauncher:
@@ -44,7 +31,8 @@ class FakeLauncher:
         self.in_flight: set[int] = set()
         self.most_in_flight = 0
         self.stops: list[list[int] | None] = []
-        self.trials: dict[int, FakeTrial] = {}
+        self.trials: dict[int, RunningTrial] = {}
+        self.cancelled: set[int] = set()
         self.behaviour: dict[int, object] = {}
         self.gone_after: int | None = None  # the cluster goes away once this many trials have started
 
@@ -56,14 +44,16 @@ class FakeLauncher:
     def place(self, trial_id, behind=0):
         return "anywhere"
 
-    def start(self, spec: TrialSpec, placement, notify) -> FakeTrial:
+    def start(self, spec: TrialSpec, placement, notify) -> RunningTrial:
         self.started.append(spec.trial_id)
         self.in_flight.add(spec.trial_id)
         self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
-        trial = self.trials[spec.trial_id] = FakeTrial(spec.trial_id)
+        trial = self.trials[spec.trial_id] = RunningTrial(spec.trial_id)
         behaviour = self.behaviour[spec.trial_id] = self.script(spec)
         if isinstance(behaviour, Outcome):
             self.on_outcome(behaviour)  # as the event channel would, from its own thread
+        elif behaviour == TASK_FAILS:
+            notify(TaskEnded(spec.trial_id, 0, "failed task"))  # as a task's done-callback would
         return trial
 
     def stop(self, trial_ids):
@@ -71,6 +61,21 @@ class FakeLauncher:
         for trial_id in trial_ids if trial_ids is not None else list(self.in_flight):
             if self.behaviour.get(trial_id) == RUNS_UNTIL_STOPPED:
                 self.on_outcome(Outcome(trial_id, "a", TrialState.PRUNED, last={"acc": 0.1}, steps=3))
+
+    def settle(self, trial, event):
+        if isinstance(event, TaskEnded):
+            return Outcome.lost(trial.trial_id, TrialState.FAILED, f"{event.task} on Dask", ErrorKind.LOST)
+        return event
+
+    def poll(self, trial, now):
+        return None
+
+    def abandon(self, trial, why):
+        self.cancel(trial)
+        return Outcome.lost(trial.trial_id, TrialState.STOPPED, f"stopped: {why}", ErrorKind.ABANDONED)
+
+    def cancel(self, trial):
+        self.cancelled.add(trial.trial_id)
 
     def finished(self, trial, outcome):
         self.in_flight.discard(trial.trial_id)
@@ -84,7 +89,7 @@ class FakeLauncher:
     def tidy(self):
         pass
 
-    def settle(self):
+    def wind_down(self):
         pass
 
 
@@ -109,8 +114,8 @@ class ListSource:
     def report(self, trial_id, rows):
         return trial_id in self.to_prune
 
-    def tell(self, record):
-        self.told.append((record.trial_id, record.state))
+    def tell(self, outcome):
+        self.told.append((outcome.trial_id, outcome.state))
 
 
 def completed(
@@ -179,7 +184,7 @@ def test_a_pruned_trial_is_recorded_pruned_not_stopped():
 
     def script(spec):
         if spec.trial_id == 1:
-            loop.events.put(("reports", 1, [[0, {"acc": 0.0}, 0.0]]))  # as a report batch would arrive
+            loop.events.put(ReportBatch(1, "a", [[0, {"acc": 0.0}, 0.0]]))  # as a report batch would arrive
             return RUNS_UNTIL_STOPPED
         return completed(spec)
 
@@ -205,6 +210,17 @@ def test_a_failed_trial_is_recorded_with_its_error_and_the_rest_go_on():
     assert failed.state is TrialState.FAILED and failed.error == "Traceback: boom"
     assert failed.error_kind is ErrorKind.TRIAL and failed.value is None
     assert (1, TrialState.FAILED) in source.told and len(launcher.started) == 4
+
+
+def test_a_task_that_ends_without_an_outcome_is_settled_by_its_launcher():
+    source = ListSource(3)
+    loop, launcher, record = make_loop(
+        lambda spec: TASK_FAILS if spec.trial_id == 1 else completed(spec), source
+    )
+    loop.run()
+    failed = record.trial(1)
+    assert failed.state is TrialState.FAILED and failed.error == "failed task on Dask"
+    assert failed.error_kind is ErrorKind.LOST and (1, TrialState.FAILED) in source.told
 
 
 def test_a_metric_never_reported_stops_the_run_at_the_first_completed_trial():
@@ -251,7 +267,7 @@ def test_a_callback_that_raises_aborts_the_run_and_cancels_what_runs():
 
     with pytest.raises(RuntimeError, match="the view broke"):
         loop.run(idle=broken_view)
-    assert all(trial.cancelled for trial in launcher.trials.values())
+    assert launcher.cancelled == set(launcher.trials)
 
 
 def test_outcomes_arriving_from_another_thread_are_handled_on_the_loops():
