@@ -3,7 +3,7 @@
 ``DataParallelTrial`` is what the workers run instead of the bare function. The rendezvous has its own timeout
 (Dask does not start a job's ranks together; a rank whose worker is busy never comes), separate from the
 collectives' timeout (a slow step is not a lost rank). A rank that fails leaves the process group at once, so
-that its worker can run the next job; peers blocked in a collective are the scheduler's to end (gloo wakes them
+that its worker can run the next job; peers blocked in a collective are the launcher's to end (gloo wakes them
 only once this rank's process group is freed and its sockets close: see runtime/_gang.py, GangTrial.stragglers).
 """
 

@@ -1,7 +1,7 @@
 """Experiment: what the user holds — an experiment's results as DataFrames, its best trial, its plots.
 
 It reads an ``ExperimentRecord`` (the trial loop writes to that) and never writes to it, so the same class
-serves a live run and, later, one read back from a store.
+serves a live run and one read back from the store (``load()``) alike.
 """
 
 from __future__ import annotations
