@@ -131,10 +131,16 @@ def test_brief_trials_read_queued_while_they_wait_and_never_once_the_run_has_end
     _write_notebook(lab.root / "brief.ipynb", BRIEF)
     _run_all(lab, page, "brief.ipynb")
     samples = []
+    shot = False
     deadline = time.monotonic() + 240
     while True:
         sample = page.evaluate(SAMPLE)
         samples.append(sample)
+        if not shot and any(state == "queued" for state, _ in sample["trials"]):
+            shot = True
+            _cell_view(page).locator(".jd-table").scroll_into_view_if_needed()
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "queued-cell-view.png"))
         if not sample["running"] and sample["state"] not in (None, "running"):
             break
         assert time.monotonic() < deadline, f"the cell did not finish; last samples {samples[-3:]}"
