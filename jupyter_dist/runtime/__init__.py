@@ -4,7 +4,14 @@ Nothing here knows about IPython or widgets. The trial loop (_loop.py) knows not
 launcher (_launcher.py) is where trials meet the cluster.
 """
 
-from ._cluster import ClusterInfo, close_local_cluster, cluster_info, get_client, use_cluster
+from ._cluster import (
+    ClusterInfo,
+    close_local_cluster,
+    cluster_info,
+    forget_cluster,
+    get_client,
+    use_cluster,
+)
 from ._dashboard import dashboard_link
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
@@ -27,6 +34,7 @@ __all__ = [
     "cluster_info",
     "current_trial",
     "dashboard_link",
+    "forget_cluster",
     "get_client",
     "interrupts_stop",
     "use_cluster",

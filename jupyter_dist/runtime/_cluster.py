@@ -21,13 +21,22 @@ from .._validate import check_positive
 from ..errors import ArgumentError, ClusterError
 from ._cluster_info import ClusterInfo, describe
 from ._dashboard import dashboard_link
-from ._gateway import check_sizing, gateway_adapt, gateway_client, gateway_cluster
+from ._gateway import check_sizing, close_gateway_cluster, gateway_adapt, gateway_client, gateway_cluster
 
-__all__ = ["ClusterInfo", "close_local_cluster", "cluster_info", "get_client", "use_cluster"]
+__all__ = [
+    "ClusterInfo",
+    "close_local_cluster",
+    "cluster_info",
+    "forget_cluster",
+    "get_client",
+    "use_cluster",
+]
 
 LOCAL = "local"
 GATEWAY = "gateway"
 CONNECT_TIMEOUT = "5s"
+# How long forgetting a client waits for it to close: its scheduler may be gone already.
+CLOSE_TIMEOUT = 5
 
 
 _lock = threading.Lock()
@@ -85,10 +94,12 @@ def _default_target() -> Any:
     )
 
 
-def get_client(cluster: Any = None, **local_options: Any):
+def get_client(cluster: Any = None, *, workers_wanted: int | None = None, **local_options: Any):
     """A ``distributed.Client`` for ``cluster``: None, "local", "gateway", "tcp://host:port", a Client, or a
     cluster object.
 
+    ``workers_wanted``: the most workers the experiment can use at once (its parallel=, times its ranks); it
+    sizes a gateway cluster whose size neither the admin nor the user chose (adaptive up to that many).
     ``local_options`` (n_workers, threads_per_worker, ...) apply only when the embedded cluster is first made.
     """
     from distributed import Client
@@ -101,7 +112,7 @@ def get_client(cluster: Any = None, **local_options: Any):
         if cluster == LOCAL:
             return local_client(**local_options)
         if cluster == GATEWAY:
-            return gateway_client()
+            return gateway_client(workers_wanted=workers_wanted)
         return _connect(cluster)
     if isinstance(getattr(cluster, "scheduler_address", None), str):  # LocalCluster, GatewayCluster, ...
         return _from_cluster_object(cluster)
@@ -109,6 +120,33 @@ def get_client(cluster: Any = None, **local_options: Any):
         f"cluster= takes 'local', 'gateway', a scheduler address like 'tcp://host:8786', a distributed.Client "
         f"or a Dask cluster object; got {type(cluster).__name__} {cluster!r:.60}"
     )
+
+
+def forget_cluster(cluster: Any) -> bool:
+    """Close this kernel's client of ``cluster`` and forget it, so that the next experiment naming it connects
+    afresh; True when there was one.
+
+    ``cluster``: a scheduler address or a cluster object, whose cluster runs on; "local" or "gateway", the
+    clusters made for this kernel, which are shut down (a gateway cluster kept past its kernel is left running).
+    """
+    if cluster == LOCAL:
+        held = "client" in _local
+        close_local_cluster()
+        return held
+    if cluster == GATEWAY:
+        held = gateway_cluster() is not None
+        close_gateway_cluster()
+        return held
+    with _lock:
+        if isinstance(cluster, str):
+            client = _remote.pop(cluster, None)
+        else:
+            held = _given.get(id(cluster))
+            client = _given.pop(id(cluster))[1] if held is not None and held[0] is cluster else None
+    if client is None:
+        return False
+    client.close(timeout=CLOSE_TIMEOUT)
+    return True
 
 
 def cluster_info(cluster: Any = None) -> ClusterInfo:

@@ -22,8 +22,8 @@ from ._cluster import adaptive_maximum
 from ._gateway import gateway_cluster, gateway_size
 from ._runner import probe_function
 
-# The module every trial task names (run_trial, probe_function): what a worker must be able to import.
-RUNNER_MODULE = "jupyter_dist.runtime._runner"
+# The module the trial tasks' functions come from: what a worker must be able to import.
+RUNNER_MODULE = probe_function.__module__
 
 
 def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes, key: str, timeout: float) -> None:
@@ -48,8 +48,9 @@ def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes, key: str, 
         if "deserialization of the task graph" not in str(exc):
             raise
         raise TrialFunctionError(
-            f"the Dask scheduler at {client.scheduler.address} cannot read jupyter_dist's tasks ({exc}): install "
-            f"jupyter_dist {_version()} (this kernel's version) where the scheduler runs, as on the workers"
+            f"the Dask scheduler at {client.scheduler.address} cannot read jupyter_dist's tasks (distributed: "
+            f"error during deserialization of the task graph): install jupyter_dist {_version()} (this kernel's "
+            "version) where the scheduler runs, as on the workers"
         ) from None
     if problem:
         raise TrialFunctionError(problem)
@@ -64,13 +65,12 @@ def _import_check():
         import sys
 
         try:
-            importlib.import_module(RUNNER)
+            importlib.import_module(RUNNER_MODULE)
         except Exception as exc:
             python = f"Python {sys.version.split()[0]} at {sys.executable}"
             raise ImportError(getattr(exc, "name", None), f"{type(exc).__name__}: {exc}", python) from None
         return blob
 
-    RUNNER = RUNNER_MODULE  # a local: the closure then carries the name, not a reference to this module
     return import_runner
 
 

@@ -20,12 +20,9 @@ from ..errors import ArgumentError, ClusterError
 # The most workers jupyter_dist's own adaptive size grows to when the experiment does not say how many it wants.
 DEFAULT_WORKERS = 2
 # Who asked for the cluster's size: the messages name the setting to change.
-USER_SIZE = "use_cluster('gateway', workers=/adapt=) (%distribute_cluster gateway --workers/--adapt)"
+USER_SIZE = "use_cluster('gateway', workers=/adapt=)"
 ADMIN_SIZE = "jupyter_dist.gateway.workers / jupyter_dist.gateway.adapt"
-DEFAULT_SIZE = (
-    "jupyter_dist's default size (adaptive, up to the experiment's parallel=; set jupyter_dist.gateway.workers or "
-    ".adapt to choose another)"
-)
+DEFAULT_SIZE = "jupyter_dist's default size (jupyter_dist.gateway.workers or .adapt set another)"
 # dask-gateway-server's words (routes.py, 2026.3) when it clips a scale or adapt request to the cluster's limit.
 CLIPPED = re.compile(r"exceed resource limit of (\d+) workers")
 
@@ -102,10 +99,10 @@ def _size(cluster, workers: int | None, adapt: tuple[int, int] | None, asked_in:
         _made["limit"] = limit
     if limit == 0:
         raise ClusterError(
-            f"this Dask Gateway allows your clusters no workers (cluster_max_workers, or cluster_max_cores / "
-            f"cluster_max_memory below one worker's), so no trial can run: ask the gateway's admin to raise "
-            f"c.ClusterConfig.cluster_max_workers (or the cores and memory limits) for you; {asked_in} cannot go "
-            "beyond it"
+            "this Dask Gateway allows your clusters no workers (c.ClusterConfig.cluster_max_workers is 0, or "
+            "cluster_max_cores / cluster_max_memory leave no room for one worker), so no trial can run on "
+            "cluster='gateway': ask the gateway's admin to raise that limit (jupyter_dist.gateway.workers and "
+            ".adapt cannot go beyond it)"
         )
     if adapt is not None:
         _made["size"] = ("adapt", adapt if limit is None else (min(adapt[0], limit), min(adapt[1], limit)))
@@ -164,6 +161,8 @@ def _size_to_the_experiment(cluster, wanted: int | None) -> None:
 def _open(dask_gateway, settings: dict[str, Any]):
     keep = not settings.get("shutdown-on-close", True)
     try:
+        # Left open: the cluster keeps a gateway client of its own, and a Gateway closed by hand raises from its
+        # __del__ later (dask-gateway 2026.3 with distributed 2026.8: its loop is no longer running).
         gateway = dask_gateway.Gateway()
         if keep:  # the cluster a previous kernel of this user left running
             running = gateway.list_clusters(status="running")

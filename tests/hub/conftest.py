@@ -1,4 +1,5 @@
-"""The ``hub`` fixture: JupyterHub and Dask Gateway processes for this module (see hubtools.py)."""
+"""The ``hub`` fixture: JupyterHub and Dask Gateway processes for this module; ``gateway``: a Dask Gateway alone
+(see hubtools.py)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,44 @@ import pytest
 from hubtools import (
     BIN,
     GATEWAY_CONFIG,
+    GATEWAY_ONLY_CONFIG,
     HUB_CONFIG,
     PASSWORD,
     USERS,
+    GatewayOnly,
     Hub,
     free_port,
     wait_for,
 )
 from process_tools import stop
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without the settings of jupyter_dist, Dask and JupyterHub that this process may have."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_DIST", "DASK_", "JUPYTERHUB"))}
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory):
+    """A dask-gateway-server alone (local backend, basic auth: any user name, one password), ~2 s to start."""
+    root = tmp_path_factory.mktemp("gateway")
+    ports = {name: free_port() for name in ("gateway_port", "proxy_port")}
+    config = GATEWAY_ONLY_CONFIG.format(**ports, root=root, dask=BIN / "dask", password=PASSWORD)
+    (root / "dask_gateway_config.py").write_text(config)
+    with open(root / "gateway.log", "wb") as log:
+        process = subprocess.Popen(
+            [str(BIN / "dask-gateway-server"), "-f", str(root / "dask_gateway_config.py")],
+            cwd=root,
+            env=_clean_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        address = f"http://127.0.0.1:{ports['proxy_port']}"
+        wait_for(f"{address}/api/health", process, root / "gateway.log")
+        yield GatewayOnly(address=address, root=root)
+    finally:
+        stop(process)  # it stops the clusters it started
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +76,7 @@ def hub(tmp_path_factory):
     )
     (root / "dask_gateway_config.py").write_text(GATEWAY_CONFIG.format(**values))
     (root / "jupyterhub_config.py").write_text(HUB_CONFIG.format(**values))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_DIST", "DASK_", "JUPYTERHUB"))}
+    env = _clean_env()
     env["PATH"] = f"{BIN}:{os.path.dirname(chp)}:{env.get('PATH', '')}"
     processes = []
     try:

@@ -44,6 +44,28 @@ c.Backend.cluster_options = Options(
 )
 """
 
+# A Dask Gateway on its own, with its shipped cluster defaults (no workers, no limits) but for some users: its
+# basic-auth users stand for a hub's users whose admin set limits (or broke their worker image).
+GATEWAY_ONLY_CONFIG = """
+c.DaskGateway.address = "127.0.0.1:{gateway_port}"
+c.Proxy.address = "127.0.0.1:{proxy_port}"
+c.DaskGateway.backend_class = "dask_gateway_server.backends.local.UnsafeLocalBackend"
+c.DaskGateway.authenticator_class = "dask_gateway_server.auth.SimpleAuthenticator"
+c.SimpleAuthenticator.password = "{password}"
+c.LocalBackend.clusters_directory = "{root}/gateway-clusters"
+c.ClusterConfig.scheduler_cmd = ["{dask}", "scheduler"]
+c.ClusterConfig.worker_cmd = ["{dask}", "worker"]
+c.ClusterConfig.worker_cores = 1
+c.ClusterConfig.worker_memory = 1.0
+from dask_gateway_server.options import Options
+LIMITS = {{
+    "starved": {{"cluster_max_workers": 0}},
+    "capped": {{"cluster_max_workers": 1}},
+    "broken": {{"worker_cmd": ["false"]}},
+}}
+c.Backend.cluster_options = Options(handler=lambda options, user: LIMITS.get(user.name, {{}}))
+"""
+
 HUB_CONFIG = """
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {hub_port}
@@ -79,6 +101,24 @@ c.JupyterHub.load_roles = [
     {{"name": "test-admin", "services": ["test-admin"], "scopes": ["admin:users", "admin:servers", "tokens"]}},
 ]
 """
+
+
+@dataclass
+class GatewayOnly:
+    address: str  # its public address (the proxy)
+    root: Path
+
+    def login(self, user: str) -> dict:
+        """The dask config of a kernel of ``user``'s, for dask.config.set."""
+        return {
+            "gateway.address": self.address,
+            "gateway.proxy-address": self.address.replace("http://", "gateway://"),
+            "gateway.auth.type": "basic",
+            "gateway.auth.kwargs": {"username": user, "password": PASSWORD},
+        }
+
+    def log(self) -> str:
+        return (self.root / "gateway.log").read_text(errors="replace")
 
 
 def free_port() -> int:

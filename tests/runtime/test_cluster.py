@@ -12,7 +12,7 @@ from dask_processes import DASK, dask_cluster, free_port, most_at_once
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import _cluster
+from jupyter_dist.runtime import _cluster, forget_cluster
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,18 @@ def test_an_existing_scheduler_runs_the_trials(scheduler_address):
     assert exp.state == "completed" and len(exp.trials) == 3
     assert len(exp.history) == 3
     assert jd.get_client(scheduler_address) is jd.get_client(scheduler_address)  # later cells reuse it
+
+
+def test_a_forgotten_cluster_is_connected_afresh_and_runs_on(scheduler_address):
+    first = jd.get_client(scheduler_address)
+    assert forget_cluster(scheduler_address)
+    assert first.status == "closed"
+    again = jd.get_client(scheduler_address)
+    assert again is not first and again.status == "running"
+    assert again.scheduler_info()["workers"]  # the cluster itself was left alone
+    assert not forget_cluster(
+        scheduler_address.replace("tcp://", "tls://")
+    )  # nothing held: nothing to forget
 
 
 def test_the_environment_variable_chooses_the_cluster(scheduler_address, monkeypatch):
@@ -234,9 +246,7 @@ def test_a_scheduler_that_goes_away_ends_the_run_within_seconds_as_interrupted()
         )
     finally:
         killer.cancel()
-        client = _cluster._remote.pop(address, None)
-        if client is not None:
-            client.close(timeout=5)
+        forget_cluster(address)
         for proc in (worker, scheduler):  # only the processes this test started, by their PID
             proc.kill()
             proc.wait(timeout=30)
@@ -269,5 +279,4 @@ def test_an_adaptive_cluster_is_filled_to_its_maximum_and_used_as_it_grows():
         assert exp.state == "completed" and len(exp.trials) == 12
         ran = [(r.started, r.started + r.duration) for r in exp.trial_records()]
         assert most_at_once(ran) == 2  # the cluster grew into the run
-        _cluster._given.pop(id(cluster))
-        client.close()
+        assert forget_cluster(cluster)

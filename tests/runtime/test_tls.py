@@ -13,7 +13,7 @@ from dask_processes import dask_cluster
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import _cluster
+from jupyter_dist.runtime import forget_cluster
 
 # The trial functions below travel by value: the `dask worker` processes cannot import this test module.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -107,9 +107,7 @@ def test_a_bare_tls_address_uses_dasks_tls_config(tls):
             )
         assert exp.state == "completed"
     finally:
-        client = _cluster._remote.pop(address, None)
-        if client is not None:
-            client.close()
+        forget_cluster(address)
 
 
 def test_data_parallel_ranks_meet_on_a_tls_cluster(tls):
@@ -160,4 +158,4 @@ def test_a_client_whose_certificate_another_ca_signed_is_refused(tls, tmp_path):
         pytest.raises(jd.ClusterError, match=f"could not reach the Dask scheduler at '{address}'"),
     ):
         jd.get_client(address)
-    assert address not in _cluster._remote
+    assert not forget_cluster(address)  # the refused client was not kept

@@ -1,0 +1,97 @@
+"""cluster="gateway" with nothing set but the gateway's address and login, against a real dask-gateway-server
+(local backend, no hub): a first experiment runs on the gateway's own defaults (0 workers), and where the gateway
+cannot give it any worker, the cell says so within seconds and names what to change."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+import warnings
+
+import dask
+import pytest
+from dask_gateway import Gateway, GatewayWarning
+
+import jupyter_dist as jd
+from jupyter_dist import space
+from jupyter_dist.runtime import DaskLauncher, forget_cluster
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def login(gateway):
+    """Log this kernel in to the gateway as a user; the user's cluster is shut down after the test."""
+    with contextlib.ExitStack() as settings:
+        yield lambda user: settings.enter_context(dask.config.set(gateway.login(user)))
+        forget_cluster("gateway")
+
+
+def hpo_on_the_gateway():
+    def train(x=0.0):  # defined in a function: pickled by value, for workers that cannot import this module
+        jd.report(step=0, y=x)
+        return x
+
+    return jd.hpo(train, {"x": space.uniform(0, 1)}, trials=4, metric="y", cluster="gateway", progress=False)
+
+
+def test_a_first_experiment_runs_on_the_gateways_own_defaults(login):
+    """No jupyter_dist.gateway.workers or adapt: the cluster adapts from 0 workers to the experiment's size.
+    Before, the gateway's default of 0 workers left the first task waiting 60 s, then blamed the workers."""
+    login("alice")
+    exp = hpo_on_the_gateway()
+    assert exp.state == "completed" and len(exp.trials) == 4
+    info = jd.cluster_info("gateway")
+    assert info.workers >= 1 and "adapting between 0 and 2 workers" in repr(info)
+    jd.get_client("gateway", workers_wanted=5)  # a later experiment that can use more
+    assert "adapting between 0 and 5 workers" in repr(jd.cluster_info("gateway"))
+
+
+def test_a_gateway_that_allows_no_workers_says_so_within_seconds(login):
+    login("starved")  # the admin's cluster_max_workers is 0 for this user
+    started = time.monotonic()
+    with pytest.raises(
+        jd.ClusterError,
+        match=r"this Dask Gateway allows your clusters no workers \(c\.ClusterConfig\.cluster_max_workers is 0",
+    ):
+        hpo_on_the_gateway()
+    assert time.monotonic() - started < 20
+    assert not Gateway().list_clusters()  # (a Gateway closed by hand raises from its __del__: left to it)  # the cluster no trial could run on was shut down
+
+
+def test_the_default_size_stays_within_the_gateways_limit(login):
+    login("capped")  # at most 1 worker
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GatewayWarning)  # clipping jupyter_dist's own default is not news
+        jd.get_client("gateway", workers_wanted=4)
+    assert "adapting between 0 and 1 workers" in repr(jd.cluster_info("gateway"))
+    with pytest.warns(GatewayWarning, match="exceed resource limit of 1 workers"):
+        jd.use_cluster("gateway", adapt=(0, 3))  # what the user asked for themselves: the gateway's word
+    assert "adapting between 0 and 1 workers" in repr(jd.cluster_info("gateway"))
+
+
+def test_a_gateway_cluster_scaled_to_no_workers_fails_at_once_naming_the_setting(login):
+    login("alice")
+    jd.use_cluster("gateway", workers=0)
+    started = time.monotonic()
+    with pytest.raises(
+        jd.TrialFunctionError,
+        match=r"has 0 workers and is not adaptive .*set jupyter_dist\.gateway\.workers / jupyter_dist\.gateway\.adapt",
+    ):
+        hpo_on_the_gateway()
+    assert time.monotonic() - started < 5
+
+
+def test_a_gateway_that_starts_no_worker_is_named_with_the_settings(login):
+    login("broken")  # its workers' command fails
+    client = jd.get_client("gateway")
+    launcher = DaskLauncher(client, lambda x=0.0: x, uuid.uuid4().hex)
+    with pytest.raises(
+        jd.TrialFunctionError,
+        match=(
+            r"no Dask worker joined the cluster within 8s: the Dask Gateway cluster \w+ adapts between 0 and 2 "
+            r"workers, and the gateway started none .* Set jupyter_dist\.gateway\.workers \(or \.adapt\)"
+        ),
+    ):
+        launcher.check_function(timeout=8)
