@@ -43,7 +43,7 @@ def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes, key: str, 
     except ImportError as exc:
         if checked.status != "error":
             raise
-        raise TrialFunctionError(_cannot_import_jupyter_dist(*exc.args)) from None
+        raise TrialFunctionError(_cannot_import_jupyter_dist(client, *exc.args)) from None
     except RuntimeError as exc:
         if "deserialization of the task graph" not in str(exc):
             raise
@@ -80,13 +80,15 @@ def _version() -> str:
     return __version__
 
 
-def _cannot_import_jupyter_dist(missing: str | None = None, detail: str = "", python: str = "") -> str:
+def _cannot_import_jupyter_dist(
+    client, missing: str | None = None, detail: str = "", python: str = ""
+) -> str:
     what = (
         "jupyter_dist"
         if missing in (None, "jupyter_dist") or missing.startswith("jupyter_dist.")
         else missing
     )
-    where = _where_workers_come_from()
+    where = _where_workers_come_from(client)
     if what == "jupyter_dist":
         return (
             f"the Dask workers cannot import jupyter_dist ({detail}; workers' {python}), so they cannot run "
@@ -99,8 +101,8 @@ def _cannot_import_jupyter_dist(missing: str | None = None, detail: str = "", py
     )
 
 
-def _where_workers_come_from() -> str:
-    if gateway_cluster() is None:
+def _where_workers_come_from(client) -> str:
+    if gateway_size(client) is None:
         return " (the Python that runs `dask worker`, or the cluster's image)"
     return (
         " (the image or environment the gateway starts workers with: the admin's worker image, or an option "
@@ -159,13 +161,14 @@ def _no_workers_because(client) -> str:
         asked = (
             f"adapts between {value[0]} and {value[1]} workers"
             if kind == "adapt"
-            else f"was scaled to {value}"
+            else f"was scaled to {value} workers"
         )
         return (
-            f"the Dask Gateway cluster {name} {asked}, and the gateway started none (its logs, or your cluster's "
-            "page there, say why: no capacity left, a worker image or command that fails). Set "
-            "jupyter_dist.gateway.workers (or .adapt) to a size the gateway allows, or ask its admin "
-            "(c.ClusterConfig.cluster_max_workers, cluster_max_cores, cluster_max_memory)"
+            f"the Dask Gateway cluster {name} {asked}, and the gateway started none: it is still starting them "
+            "(pulling a large image can take minutes: run the cell again), or cannot (its logs, or the cluster's "
+            "page there, say why: no capacity left, a worker image or command that fails). Check "
+            "jupyter_dist.gateway.options (image, worker_cores, worker_memory) and jupyter_dist.gateway.workers / "
+            ".adapt, or ask the gateway's admin"
         )
     maximum = adaptive_maximum(client)
     if maximum is not None:
