@@ -1,6 +1,8 @@
 """hpo() end to end on a real LocalCluster (2 worker processes)."""
 
+import itertools
 import os
+import signal
 import sys
 import time
 
@@ -269,3 +271,57 @@ def test_trials_are_asynchronous_not_rounds(tmp_path, run_hpo):
         r for r in recs if r is not slow and r.started >= slow.started and r.started + r.duration <= slow_end
     ]
     assert len(during) >= 5
+
+
+def killed_once_mid_trial(x=0.0, marker=""):
+    for step in range(5):
+        jd.report(step=step, v=x + step)
+        time.sleep(0.1)
+    try:
+        os.mkdir(marker)  # the first attempt only: its worker process is killed, the nanny restarts it
+    except FileExistsError:
+        return x
+    time.sleep(0.3)  # let the reports leave the worker, as in a crash some time into training
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_trial_restarts_neither_the_runs_clock_nor_the_trials(client, tmp_path, run_hpo):
+    seen = []  # (wall-clock time, the status line, trial-seconds so far) at every redraw
+
+    def watch(exp):
+        class Watch:
+            def start(self):
+                pass
+
+            def idle(self):
+                seen.append((time.time(), exp.status_line(), exp.compute()["trial_seconds"]))
+
+            finish = idle
+
+        return Watch()
+
+    began = time.time()
+    exp = run_hpo(
+        killed_once_mid_trial,
+        {"x": 1.0, "marker": str(tmp_path / "killed")},
+        trials=1,
+        metric="v",
+        parallel=1,
+        progress=watch,
+    )
+    wall = time.time() - began
+    trial = exp.trial_records()[0]
+    assert trial.state == "completed" and trial.attempts == 2
+    first_report = exp.history.query("attempt == 0").time.min().timestamp()
+    # The trial ran from its first attempt's start to its second one's end: its clock was not restarted.
+    assert trial.started <= first_report
+    assert trial.duration >= 2 * 0.5 + 0.3 and trial.started + trial.duration <= began + wall
+    # The status line's elapsed time is the run's, across the restart, and compute used never goes back.
+    for at, line, _ in seen:
+        shown = float(line.rsplit(" · ", 1)[-1].rstrip("s"))
+        assert shown == pytest.approx(at - exp.started, abs=0.15)
+    assert exp.elapsed == pytest.approx(exp.ended - exp.started) and exp.elapsed <= wall
+    trial_seconds = [used for _, _, used in seen]
+    assert all(later >= earlier - 0.01 for earlier, later in itertools.pairwise(trial_seconds))
+    assert trial_seconds[-1] == pytest.approx(trial.duration)
+    client.wait_for_workers(2, timeout=60)

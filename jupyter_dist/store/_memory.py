@@ -140,9 +140,17 @@ class InMemoryRecord(ExperimentRecord):
             rec.last.update(outcome.last)
             if outcome.steps is not None:
                 rec.steps = outcome.steps
-            if outcome.started is not None:
+            # A trial re-run after its worker was lost began with its first attempt, and took every attempt's
+            # time: the last attempt's start and duration (the outcome's) would restart its clock.
+            rerun = rec.attempts - self._attempts_before.get(rec.trial_id, 0) > 1
+            if outcome.started is not None and not rerun:
                 rec.started = outcome.started  # when the worker began it, not when it was queued
-            rec.duration = outcome.duration if outcome.duration is not None else time.time() - rec.started
+            if outcome.duration is None:
+                rec.duration = time.time() - rec.started
+            elif rerun and outcome.started is not None:
+                rec.duration = outcome.started + outcome.duration - rec.started
+            else:
+                rec.duration = outcome.duration
             rec.error, rec.error_kind = outcome.error, outcome.error_kind
             rec.stopped_at = outcome.stopped_at
             rec.result, rec.rank_results = outcome.result, outcome.rank_results
