@@ -23,10 +23,11 @@ def check_positive(name: str, value: Any, *, integer: bool = True, optional: boo
         raise ArgumentError(f"{name}={value!r}: give {what}{', or None' if optional else ''}")
 
 
-def check_metric(what: str, metric: Any) -> None:
+def check_metric(what: str, metric: Any, purpose: str) -> None:
+    """``what()`` needs the name of the metric it is to ``purpose`` ("optimise", "compare")."""
     if not isinstance(metric, str) or not metric:
         raise ArgumentError(
-            f"{what}() needs metric=..., the name of the metric to {'optimise' if what == 'hpo' else 'compare'}: "
+            f"{what}() needs metric=..., the name of the metric to {purpose}: "
             "one that the training function reports with jupyter_dist.report(...) or returns"
         )
 

@@ -53,10 +53,10 @@ class Repeat(Kind):
     """A toy kind: run the function several times and average its metric."""
 
     name = "repeat"
+    metric_for = "average"
     magic = MagicSpec(
         options=(option("--times", type=int, help="repeat: how many runs (default 3)"),),
         refuses=("direction", "parallel", "seed", "gpus_per_trial"),
-        metric="average",
     )
 
     def plan(self, fn, options: RunOptions, *, times: int, metric: str) -> TrialPlan:

@@ -19,6 +19,7 @@ from ._options import RunOptions, TrialPlan
 
 class AblationStudy(Kind):
     name = ExperimentKind.ABLATION
+    metric_for = "compare"
     magic = MagicSpec(
         options=(
             option("--features", help="ablation: features to leave out, comma-separated"),
@@ -27,7 +28,6 @@ class AblationStudy(Kind):
             option("--group", action="append", help="ablation: NAME=a,b leaves a and b out together"),
             option("--repeats", type=int, help="ablation: runs per variant (default 1)"),
         ),
-        metric="compare",
         view_shows_summary=True,
     )
 
@@ -48,7 +48,7 @@ class AblationStudy(Kind):
     ) -> TrialPlan:
         from ..ablation import AblationSource, AblationTrial, plan_study
 
-        check_metric(self.name, metric)
+        check_metric(self.name, metric, self.metric_for)
         objective = Objective(metric, Direction.parse(mode))
         check_positive("gpus_per_trial", options.gpus)
         if isinstance(seed, bool) or not isinstance(seed, int):

@@ -58,8 +58,6 @@ class MagicSpec:
 
     options: tuple[MagicOption, ...] = ()  # the kind's own options
     refuses: tuple[str, ...] = ()  # the shared options it has no use for (as the parser names them)
-    # What --metric is for ("optimise", "compare"): then the line must give it; None: it may leave it out.
-    metric: str | None = None
     takes_space: bool = False  # the cell's search space (--space) is the entry point's second argument
     view_shows_summary: bool = (
         False  # the view ends with what the Experiment would show: the cell returns None
@@ -70,6 +68,9 @@ class Kind(ABC):
     """One kind of experiment: everything about it that is not the same for every kind."""
 
     name: ExperimentKind | str  # the definition's kind, the store's, and the magic's MODE
+    # What its metric is for ("optimise", "compare"): it cannot run without one (metric=, --metric); None: a
+    # metric is optional.
+    metric_for: str | None = None
     magic: MagicSpec = MagicSpec()
 
     @abstractmethod

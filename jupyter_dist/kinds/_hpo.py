@@ -18,6 +18,7 @@ from ._options import RunOptions, TrialPlan
 
 class HyperparameterSearch(Kind):
     name = ExperimentKind.HPO
+    metric_for = "optimise"
     magic = MagicSpec(
         options=(
             option("--trials", type=int, help="hpo: number of trials (default 32; with --timeout: no limit)"),
@@ -26,7 +27,6 @@ class HyperparameterSearch(Kind):
             option("--max-steps", type=int, help="hpo: the most steps a trial reports (ASHA rungs)"),
             option("--space", help="hpo: the search-space dict (default: the one the cell defines)"),
         ),
-        metric="optimise",
         takes_space=True,
     )
 
@@ -47,7 +47,7 @@ class HyperparameterSearch(Kind):
     ) -> TrialPlan:
         from ..search import OptunaSearch
 
-        check_metric(self.name, metric)
+        check_metric(self.name, metric, self.metric_for)
         objective = Objective(metric, Direction.parse(mode))
         check_positive("max_steps", max_steps)
         check_positive("workers_per_trial", workers_per_trial, optional=False)

@@ -144,10 +144,8 @@ class DistributeMagics(Magics):
                 "--" + {"direction": "mode"}.get(name, name).replace("_", "-") for name in foreign
             )
             raise UsageError(f"{options}: not an option of %%distribute {args.kind}")
-        if not args.metric and kind.magic.metric:
-            raise UsageError(
-                f"%%distribute {args.kind} needs --metric NAME, the metric to {kind.magic.metric}"
-            )
+        if not args.metric and kind.metric_for:
+            raise UsageError(f"%%distribute {args.kind} needs --metric NAME, the metric to {kind.metric_for}")
         if not args.out.isidentifier():
             raise UsageError(f"--out {args.out}: not a valid variable name")
         given = _given(args, kind)
