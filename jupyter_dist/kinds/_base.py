@@ -59,9 +59,8 @@ class MagicSpec:
     options: tuple[MagicOption, ...] = ()  # the kind's own options
     refuses: tuple[str, ...] = ()  # the shared options it has no use for (as the parser names them)
     takes_space: bool = False  # the cell's search space (--space) is the entry point's second argument
-    view_shows_summary: bool = (
-        False  # the view ends with what the Experiment would show: the cell returns None
-    )
+    # The view ends with what the Experiment would show (an ablation study's summary): the cell returns None.
+    view_shows_summary: bool = False
 
 
 class Kind(ABC):
@@ -130,7 +129,7 @@ def kind_of(name: str) -> Kind:
         return _registry[str(name)]
     except KeyError:
         known = ", ".join(_registry)
-        raise ArgumentError(f"experiment kind {name!r} is not known; the kinds are {known}") from None
+        raise ArgumentError(f"experiment kind {name!r} is not known: use one of {known}") from None
 
 
 def experiment_of(
