@@ -15,6 +15,7 @@ FRONTEND_ENV = "JUPYTER_DIST_FRONTEND"
 JUPYTERLAB = "jupyterlab"
 # The jupyter-server extensions of the frontends that load prebuilt lab extensions, ours among them.
 LAB_FRONTENDS = ("jupyterlab", "notebook")
+LAB_EXTENSION = "jupyter-dist"  # our lab extension's name (labextension/package.json)
 
 
 def lab_extension_draws() -> bool:

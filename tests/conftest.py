@@ -27,11 +27,13 @@ def fresh_store(tmp_path, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _no_dashboard_proxy_left_behind():
-    """A jupyter server a test starts in this process with jupyter-server-proxy enabled tells its kernels
-    (through the environment) to link dashboards through it; the next test's runs are not under that server."""
+def _no_server_announcements_left_behind():
+    """A jupyter server a test starts in this process tells its kernels (through the environment) where to link
+    dashboards (with jupyter-server-proxy) and which view to draw (serving JupyterLab); the next test's runs are
+    not under that server."""
     yield
     os.environ.pop("JUPYTER_DIST_PROXY_PREFIX", None)
+    os.environ.pop("JUPYTER_DIST_FRONTEND", None)
 
 
 @pytest.fixture(scope="session")

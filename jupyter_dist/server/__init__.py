@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from .._frontend import FRONTEND_ENV, JUPYTERLAB, LAB_FRONTENDS
+from .._frontend import FRONTEND_ENV, JUPYTERLAB, LAB_EXTENSION, LAB_FRONTENDS
 from ..runtime._dashboard import PROXY_PREFIX_ENV
 from ..store import StoreReader, store_path
 from ._handlers import handlers
@@ -32,14 +32,30 @@ def _announce_the_frontend(serverapp) -> None:
     so a run's view is chosen from something true before the notebook's first cell runs."""
     enabled = serverapp.jpserver_extensions
     frontends = [name for name in LAB_FRONTENDS if enabled.get(name)]
-    if (
-        not frontends
-    ):  # a bare `jupyter server` (VS Code, nbclient through a server): they get the widget view
+    # A bare `jupyter server` (a remote kernel host for VS Code, nbclient through a server) serves no page of
+    # ours: its kernels keep the widget view, which those frontends draw. So does a server whose JupyterLab has
+    # jupyter_dist's extension disabled (`jupyter labextension disable jupyter-dist`).
+    if not frontends or _lab_extension_disabled(serverapp):
         return
     os.environ[FRONTEND_ENV] = JUPYTERLAB
     serverapp.log.info(
         "jupyter_dist: kernels started here draw runs with the extension (%s)", ", ".join(frontends)
     )
+
+
+def _lab_extension_disabled(serverapp) -> bool:
+    """Whether JupyterLab's page config (labconfig/page_config.json) disables jupyter_dist's lab extension."""
+    try:
+        from jupyter_core.paths import jupyter_path
+        from jupyterlab_server.config import get_page_config
+    except ImportError:  # no JupyterLab server: nothing disables it
+        return False
+    disabled = get_page_config(jupyter_path("labextensions"), logger=serverapp.log).get(
+        "disabledExtensions", {}
+    )
+    if isinstance(disabled, list):  # the older form: a list of names
+        return LAB_EXTENSION in disabled
+    return bool(disabled.get(LAB_EXTENSION))
 
 
 def _offer_the_dashboard_proxy(serverapp) -> None:

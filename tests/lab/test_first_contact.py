@@ -1,0 +1,214 @@
+"""A first run, whatever its timing, draws the extension's view in JupyterLab and Notebook 7.
+
+Each test clicks as early as a user can, through the frontend's own menus, and never waits for anything
+jupyter_dist's extension does first. Each asserts, for the run it makes: the extension's view in the cell (not
+the ipywidgets one), under MAX_KERNEL_BYTES over the kernel's websocket (the widget view sends plotly.js, ~5 MB),
+the kernel read Busy in at least BUSY_SHARE of the 0.5 s samples while the cell ran, and the saved notebook,
+reopened without its kernel, draws the curves with no "model not found".
+
+The view is chosen from the kernel's environment, which the server extension sets before it starts any kernel
+(jupyter_dist/_frontend.py). In 0.4 it was chosen by a silent execute the page sent once the kernel read idle:
+every timing here ran the user's cells first and got the widget view.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import websocket
+from notebook_runs import (
+    CURRENT,
+    api,
+    cell_view,
+    kernel_bytes,
+    open_notebook,
+    restart_and_run_all,
+    run_all,
+    save_and_reopen_without_kernel,
+    saved_view_of,
+    wait_for_a_kernel,
+    wait_for_cells,
+    watch_cell,
+    write_notebook,
+)
+from playwright.sync_api import expect
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart_hpo.ipynb"
+MAX_KERNEL_BYTES = 500_000
+BUSY_SHARE = 0.8
+
+SHORT = """%%distribute hpo --trials 8 --metric v --sampler random --pruner none
+import time
+from jupyter_dist import report, space
+sp = {"x": space.uniform(0, 1)}
+def short(x=0.0):
+    for step in range(20):
+        time.sleep(0.1)
+        report(step=step, v=x * step)
+"""
+
+API_FIRST = """import time
+import jupyter_dist as jd
+from jupyter_dist import report, space
+
+def short(x=0.0):
+    for step in range(20):
+        time.sleep(0.1)
+        report(step=step, v=x * step)
+
+exp = jd.hpo(short, {"x": space.uniform(0, 1)}, trials=8, metric="v", sampler="random", pruner=None)
+"""
+
+
+def _check_the_run(page, run, index: int = 1) -> None:
+    """The extension drew the cell, little came over the kernel's websocket, and the kernel read Busy."""
+    assert run.running, "the cell was never seen running"
+    assert not any(s["widget"] for s in run.samples), "the ipywidgets view was drawn"
+    expect(cell_view(page, index).locator(".jd-state")).to_have_text("completed", timeout=30_000)
+    assert run.bytes < MAX_KERNEL_BYTES, run.bytes
+    assert run.busy_share() >= BUSY_SHARE, [s["kernel"] for s in run.running]
+
+
+def _check_the_saved_notebook(lab, page, name: str, index: int = 1, app: str = "lab") -> None:
+    save_and_reopen_without_kernel(lab, page, name, app)
+    assert "snapshot" in saved_view_of(lab, name, index)
+    view = cell_view(page, index)
+    expect(view.locator(".jd-chart canvas").first).to_be_visible(timeout=30_000)
+    expect(view.locator(".jd-table tbody tr").first).to_be_visible()
+    expect(page.get_by_text("model not found")).to_have_count(0)
+
+
+def _errors(page) -> list[str]:
+    # Notebook 7.6 itself throws this one on every page load, with jupyter_dist's extension disabled as well.
+    return [e for e in page.errors if "reading 'schema'" not in e]
+
+
+def test_the_quickstart_run_all_the_moment_its_kernel_starts(lab, page):
+    shutil.copy(QUICKSTART, lab.root / "quickstart.ipynb")
+    sizes = kernel_bytes(page)
+    open_notebook(lab, page, "quickstart.ipynb")
+    wait_for_a_kernel(page)
+    run_all(page)
+    run = watch_cell(page, 1, sizes)
+    _check_the_run(page, run)
+    expect(cell_view(page, 1).locator(".jd-table tbody tr")).to_have_count(12)
+    _check_the_saved_notebook(lab, page, "quickstart.ipynb")
+    expect(cell_view(page, 1).locator(".jd-best")).to_contain_text("best val_acc=")
+    assert not _errors(page)
+
+
+def test_restart_kernel_and_run_all(lab, page):
+    # The experiment is the notebook's first cell (through the Python API): the cell 0.4's flag raced with.
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)"}
+    notebook.cells = [nbformat.v4.new_code_cell(API_FIRST)]
+    nbformat.write(notebook, lab.root / "restart.ipynb")
+    sizes = kernel_bytes(page)
+    open_notebook(lab, page, "restart.ipynb")
+    wait_for_a_kernel(page)
+    run_all(page)
+    watch_cell(page, 0, sizes)
+    before = len(sizes)
+    restart_and_run_all(page)
+    # The first run's view stays until the restarted kernel clears the cell: wait for this run's prompt.
+    expect(page.locator(f"{CURRENT} .jp-CodeCell").nth(0).locator(".jp-InputPrompt")).to_have_text(
+        "[*]:", timeout=60_000
+    )
+    run = watch_cell(page, 0, sizes, started=before)
+    _check_the_run(page, run, index=0)
+    _check_the_saved_notebook(lab, page, "restart.ipynb", index=0)
+    assert not _errors(page)
+
+
+def _busy_kernel(lab, name: str, seconds: float) -> tuple[str, threading.Thread]:
+    """A session for notebook ``name`` whose kernel is made busy for ``seconds`` before any page opens it: an
+    execute request sent over the kernel's websocket, as another client of the kernel would. Returns the
+    kernel's id and the thread that waits for it."""
+    session = api(
+        lab, "api/sessions", "POST", {"path": name, "type": "notebook", "kernel": {"name": "python3"}}
+    )
+    url = f"{lab.base.replace('http', 'ws')}/api/kernels/{session['kernel']['id']}/channels?token={lab.token}"
+    ws = websocket.create_connection(url, timeout=60)
+    ws.send(
+        '{"header": {"msg_id": "busy", "msg_type": "execute_request", "username": "test", "session": "busy",'
+        ' "version": "5.3"}, "parent_header": {}, "metadata": {}, "channel": "shell",'
+        f' "content": {{"code": "import time; time.sleep({seconds})", "silent": false}}}}'
+    )
+
+    def until_idle() -> None:
+        try:
+            while '"execution_state": "idle"' not in ws.recv():
+                pass
+        finally:
+            ws.close()
+
+    waiter = threading.Thread(target=until_idle)
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while api(lab, f"api/kernels/{session['kernel']['id']}")["execution_state"] != "busy":
+        assert time.monotonic() < deadline, "the kernel never read busy"
+        time.sleep(0.05)
+    return session["kernel"]["id"], waiter
+
+
+def test_a_notebook_opened_while_its_kernel_is_busy(lab, page):
+    write_notebook(lab.root / "busy.ipynb", SHORT)
+    kernel_id, waiter = _busy_kernel(lab, "busy.ipynb", seconds=8)
+    try:
+        sizes = kernel_bytes(page)
+        open_notebook(lab, page, "busy.ipynb")
+        wait_for_a_kernel(page)
+        # Still sleeping (the page may read Idle meanwhile: ipykernel answers its kernel_info on another thread).
+        assert api(lab, f"api/kernels/{kernel_id}")["execution_state"] == "busy"
+        run_all(page)
+        run = watch_cell(page, 1, sizes)
+    finally:
+        waiter.join(60)
+    _check_the_run(page, run)
+    _check_the_saved_notebook(lab, page, "busy.ipynb")
+    assert not _errors(page)
+
+
+def test_a_second_notebook_on_the_same_kernel(lab, page):
+    write_notebook(lab.root / "first.ipynb", SHORT)
+    write_notebook(lab.root / "second.ipynb", SHORT.replace("short", "again"))
+    sizes = kernel_bytes(page)
+    open_notebook(lab, page, "first.ipynb")
+    wait_for_a_kernel(page)
+    run_all(page)
+    _check_the_run(page, watch_cell(page, 1, sizes))
+
+    # The second notebook joins the first one's kernel (as Kernel > Change Kernel > the first one's session
+    # does), is opened from the file browser in the same page, and runs.
+    (first,) = api(lab, "api/sessions")
+    api(
+        lab,
+        "api/sessions",
+        "POST",
+        {"path": "second.ipynb", "type": "notebook", "kernel": {"id": first["kernel"]["id"]}},
+    )
+    before = len(sizes)
+    page.locator(".jp-DirListing-item[title^='Name: second.ipynb']").dblclick()
+    wait_for_cells(page, 2)
+    wait_for_a_kernel(page)
+    run_all(page)
+    run = watch_cell(page, 1, sizes, started=before)
+    _check_the_run(page, run)
+    _check_the_saved_notebook(lab, page, "second.ipynb")
+    assert not _errors(page)
+
+
+def test_notebook_7_run_all_the_moment_its_kernel_starts(lab, page):
+    write_notebook(lab.root / "nb7.ipynb", SHORT)
+    sizes = kernel_bytes(page)
+    open_notebook(lab, page, "nb7.ipynb", app="notebooks")
+    wait_for_a_kernel(page)
+    run_all(page)
+    run = watch_cell(page, 1, sizes)
+    _check_the_run(page, run)
+    _check_the_saved_notebook(lab, page, "nb7.ipynb", app="notebooks")
+    assert not _errors(page)
