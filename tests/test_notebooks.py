@@ -189,14 +189,15 @@ def test_interrupting_the_kernel_stops_gracefully(kernel):
 
 
 LAB_MIME = "application/vnd.jupyter-dist.experiment+json"
-# What the JupyterLab extension runs, silently, in each Python kernel it shows (labextension/src/kernelflag.ts).
-LAB_FLAG = 'import os as _jd_os; _jd_os.environ["JUPYTER_DIST_FRONTEND"] = "jupyterlab"; del _jd_os'
+# What a Jupyter server serving JupyterLab with jupyter_dist's server extension sets in the environment of the
+# kernels it starts (jupyter_dist/_frontend.py); set here in a running kernel, as if it had started it.
+LAB_FRONTEND = 'import os as _jd_os; _jd_os.environ["JUPYTER_DIST_FRONTEND"] = "jupyterlab"; del _jd_os'
 
 
 @pytest.fixture
 def lab_flagged(kernel):
     _, kc = kernel
-    kc.execute_interactive(LAB_FLAG, timeout=60)
+    kc.execute_interactive(LAB_FRONTEND, timeout=60)
     yield kernel
     kc.execute_interactive('import os; os.environ.pop("JUPYTER_DIST_FRONTEND")', timeout=60)
 
@@ -222,7 +223,7 @@ def test_under_jupyterlab_the_cell_sends_a_few_small_messages_and_saves_the_fina
 
 
 def test_under_jupyterlab_a_stop_asked_through_the_store_stops_the_cell(lab_flagged):
-    from jupyter_dist.store._sqlite import Database
+    from jupyter_dist.store import StoreReader
 
     _, kc = lab_flagged
     store = _result_of(kc, "from jupyter_dist.store import store_path; print(store_path())")
@@ -232,9 +233,8 @@ def test_under_jupyterlab_a_stop_asked_through_the_store_stops_the_cell(lab_flag
         lambda m: LAB_MIME in m["content"].get("data", {}) and "id" in m["content"]["data"][LAB_MIME]
     )
     time.sleep(1.0)  # trials are running
-    db = Database(store)  # what the server extension does when the Stop button is clicked
-    db.request_stop(shown["content"]["data"][LAB_MIME]["id"])
-    db.close()
+    # What the server extension does when the Stop button is clicked.
+    StoreReader(store).request_stop(shown["content"]["data"][LAB_MIME]["id"])
     log.read(_idle)
     assert time.monotonic() - started < 20
     final = [m for _, m in log.messages if m["msg_type"] == "update_display_data"][-1]

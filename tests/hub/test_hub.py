@@ -14,8 +14,7 @@ from hubtools import request
 
 pytestmark = pytest.mark.timeout(600)
 
-# What the extension runs silently in every kernel JupyterLab shows (labextension/src/kernelflag.ts).
-LAB_FLAG = 'import os as _jd_os; _jd_os.environ["JUPYTER_DIST_FRONTEND"] = "jupyterlab"; del _jd_os'
+LAB_MIME = "application/vnd.jupyter-dist.experiment+json"
 
 CELLS = [
     "%load_ext jupyter_dist",
@@ -59,13 +58,13 @@ def alice_run(hub):
     home = hub.root / "home" / "alice"
     nbformat.write(notebook, home / "hub.ipynb")
     kernel = _new_kernel(server, token, "hub.ipynb")
-    execute(server, token, kernel, LAB_FLAG)
-    last = None
+    ran = []
     for cell in nbformat.read(home / "hub.ipynb", as_version=4).cells:
         outputs = execute(server, token, kernel, cell.source)
         assert not [o for o in outputs if o["type"] == "error"], text(outputs) + hub.log()[-3000:]
-        last = outputs
-    return {"token": token, "server": server, "kernel": kernel, **json.loads(text(last))}
+        ran.append(outputs)
+    views = sorted({mime for o in ran[1] for mime in o.get("data", {})})
+    return {"token": token, "server": server, "kernel": kernel, "views": views, **json.loads(text(ran[-1]))}
 
 
 def test_the_users_server_has_both_extensions(hub, alice_run):
@@ -77,6 +76,8 @@ def test_the_users_server_has_both_extensions(hub, alice_run):
     config = json.loads(page.split('id="jupyter-config-data"', 1)[1].split(">", 1)[1].split("</script>")[0])
     federated = {e["name"] for e in config["federated_extensions"]}
     assert "jupyter-dist" in federated and "jupyter-dist" not in config.get("disabled_labextensions", {})
+    # ... so the kernels it starts draw runs with the extension's view, with no message from any page first.
+    assert LAB_MIME in alice_run["views"], alice_run["views"]
 
 
 def test_the_cell_ran_on_the_users_own_gateway_cluster(hub, alice_run):
