@@ -58,7 +58,9 @@ def run_experiment(
     try:
         if preamble:
             preamble.phase("connecting to the Dask cluster…")
-        client = get_client(options.cluster)
+        # The most workers this run can use: it sizes a gateway cluster nobody sized (adaptive up to that).
+        wanted = (options.parallel or 1) * plan.ranks if plan.ranks else options.parallel
+        client = get_client(options.cluster, workers_wanted=wanted)
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         checkpoints = checkpoint_plan(definition.details, definition.id)
         launcher = DaskLauncher(
@@ -72,9 +74,8 @@ def run_experiment(
         )
         parallel, follow = options.parallel, None
         if plan.ranks:
-            fits = (
-                launcher.capacity()
-            )  # too few workers for one data-parallel trial: said before anything starts
+            # Too few workers for one data-parallel trial: said before anything starts.
+            fits = launcher.capacity()
             parallel = min(parallel or fits, fits)
         else:
             # One scheduler round trip, also when parallel is given: trials needing resources no worker declares

@@ -360,8 +360,7 @@ class TrialTask:
     topic: str  # the Dask event topic its reports, output and outcome go to
     rank: RankInfo | None  # one rank of a data-parallel trial; None: a single-task trial
     gpus: float  # how many of the worker's declared GPUs it holds while it runs (jupyter_dist.devices())
-    checkpoint_dir: (
-        str | None
-    )  # where its jupyter_dist.checkpoint() saves (keep_checkpoints of them); None: nowhere
+    # Where its jupyter_dist.checkpoint() saves (keep_checkpoints of them); None: nowhere.
+    checkpoint_dir: str | None
     keep_checkpoints: int | None
     report_wait: float  # how long a report may wait for others to travel with (runtime/_trial_context.py)

@@ -123,10 +123,8 @@ class HyperparameterSearch(Kind):
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
         arguments = dict(given)
-        if "timeout" in arguments:
-            arguments.setdefault(
-                "trials", None
-            )  # --timeout without --trials: as many trials as fit in the time
+        if "timeout" in arguments:  # --timeout without --trials: as many trials as fit in the time
+            arguments.setdefault("trials", None)
         if arguments.get("pruner") == "none":
             arguments["pruner"] = None
         return arguments

@@ -24,9 +24,8 @@ class RunOptions:
     progress: Any = "auto"
     store: Any = None  # None: the default store; a file path; False: memory only
     resume: bool = False
-    name: str | None = (
-        None  # None: the training function's name (the first free name-2, name-3... in a store)
-    )
+    # None: the training function's name (the first free name-2, name-3... in a store)
+    name: str | None = None
     timeout: float | None = None
     # GPUs each task of a trial holds: a single-task trial's (gpus_per_trial=), each rank's (gpus_per_worker=).
     # Its own kind checks it, as the argument its user named.
