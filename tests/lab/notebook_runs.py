@@ -119,6 +119,13 @@ def wait_for_a_kernel(page) -> None:
     )
 
 
+def open_and_run_all(lab, page, name: str, app: str = "lab") -> None:
+    """Open ``name`` and click Run All the first moment it runs anything."""
+    open_notebook(lab, page, name, app)
+    wait_for_a_kernel(page)
+    run_all(page)
+
+
 def menu(page, title: str, command: str) -> None:
     """Click ``title`` in the menu bar, then the item running ``command``, as a user does."""
     page.locator(".lm-MenuBar-itemLabel", has_text=title).first.click()

@@ -25,6 +25,7 @@ from notebook_runs import (
     api,
     cell_view,
     kernel_bytes,
+    open_and_run_all,
     open_notebook,
     restart_and_run_all,
     run_all,
@@ -90,9 +91,7 @@ def _errors(page) -> list[str]:
 def test_the_quickstart_run_all_the_moment_its_kernel_starts(lab, page):
     shutil.copy(QUICKSTART, lab.root / "quickstart.ipynb")
     sizes = kernel_bytes(page)
-    open_notebook(lab, page, "quickstart.ipynb")
-    wait_for_a_kernel(page)
-    run_all(page)
+    open_and_run_all(lab, page, "quickstart.ipynb")
     run = watch_cell(page, 1, sizes)
     _check_the_run(page, run)
     expect(cell_view(page, 1).locator(".jd-table tbody tr")).to_have_count(12)
@@ -108,9 +107,7 @@ def test_restart_kernel_and_run_all(lab, page):
     notebook.cells = [nbformat.v4.new_code_cell(API_FIRST)]
     nbformat.write(notebook, lab.root / "restart.ipynb")
     sizes = kernel_bytes(page)
-    open_notebook(lab, page, "restart.ipynb")
-    wait_for_a_kernel(page)
-    run_all(page)
+    open_and_run_all(lab, page, "restart.ipynb")
     watch_cell(page, 0, sizes)
     before = len(sizes)
     restart_and_run_all(page)
@@ -177,9 +174,7 @@ def test_a_second_notebook_on_the_same_kernel(lab, page):
     write_notebook(lab.root / "first.ipynb", SHORT)
     write_notebook(lab.root / "second.ipynb", SHORT.replace("short", "again"))
     sizes = kernel_bytes(page)
-    open_notebook(lab, page, "first.ipynb")
-    wait_for_a_kernel(page)
-    run_all(page)
+    open_and_run_all(lab, page, "first.ipynb")
     _check_the_run(page, watch_cell(page, 1, sizes))
 
     # The second notebook joins the first one's kernel (as Kernel > Change Kernel > the first one's session
@@ -205,9 +200,7 @@ def test_a_second_notebook_on_the_same_kernel(lab, page):
 def test_notebook_7_run_all_the_moment_its_kernel_starts(lab, page):
     write_notebook(lab.root / "nb7.ipynb", SHORT)
     sizes = kernel_bytes(page)
-    open_notebook(lab, page, "nb7.ipynb", app="notebooks")
-    wait_for_a_kernel(page)
-    run_all(page)
+    open_and_run_all(lab, page, "nb7.ipynb", app="notebooks")
     run = watch_cell(page, 1, sizes)
     _check_the_run(page, run)
     _check_the_saved_notebook(lab, page, "nb7.ipynb", app="notebooks")

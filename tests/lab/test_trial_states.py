@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import nbformat
+from notebook_runs import cell_view, open_and_run_all, write_notebook
 from playwright.sync_api import expect
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -78,34 +78,10 @@ SAMPLE = """() => {
 }"""
 
 
-def _write_notebook(path: Path, cell: str) -> None:
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in ("%load_ext jupyter_dist", cell)]
-    nbformat.write(notebook, path)
-
-
-def _run_all(lab, page, name: str) -> None:
-    """Open notebook ``name`` in JupyterLab and run all its cells once its kernel is idle, as a user would."""
-    page.goto(lab.url(f"lab/tree/{name}"))
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-    expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=60_000)
-    # Not awaited: the command's promise resolves only when every cell has run.
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-
-def _cell_view(page):
-    return page.locator(".jp-Notebook .jp-CodeCell").nth(1).locator(".jd-cell-view")
-
-
 def test_a_trial_resumed_from_its_checkpoint_says_so_in_the_cell_and_in_the_panel(lab, page, tmp_path):
-    _write_notebook(lab.root / "resume.ipynb", RESUMING.format(marker=str(tmp_path / "died")))
-    _run_all(lab, page, "resume.ipynb")
-    view = _cell_view(page)
+    write_notebook(lab.root / "resume.ipynb", RESUMING.format(marker=str(tmp_path / "died")))
+    open_and_run_all(lab, page, "resume.ipynb")
+    view = cell_view(page, 1)
     expect(view.locator(".jd-detail-header .jd-state")).to_have_text("completed", timeout=240_000)
     assert (tmp_path / "died").exists()  # the worker did die mid-trial
     resumed = "completed · resumed from step 10"
@@ -128,8 +104,8 @@ def test_a_trial_resumed_from_its_checkpoint_says_so_in_the_cell_and_in_the_pane
 
 
 def test_brief_trials_read_queued_while_they_wait_and_never_once_the_run_has_ended(lab, page):
-    _write_notebook(lab.root / "brief.ipynb", BRIEF)
-    _run_all(lab, page, "brief.ipynb")
+    write_notebook(lab.root / "brief.ipynb", BRIEF)
+    open_and_run_all(lab, page, "brief.ipynb")
     samples = []
     shot = False
     deadline = time.monotonic() + 240
@@ -138,7 +114,7 @@ def test_brief_trials_read_queued_while_they_wait_and_never_once_the_run_has_end
         samples.append(sample)
         if not shot and any(state == "queued" for state, _ in sample["trials"]):
             shot = True
-            _cell_view(page).locator(".jd-table").scroll_into_view_if_needed()
+            cell_view(page, 1).locator(".jd-table").scroll_into_view_if_needed()
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "queued-cell-view.png"))
         if not sample["running"] and sample["state"] not in (None, "running"):
@@ -152,7 +128,7 @@ def test_brief_trials_read_queued_while_they_wait_and_never_once_the_run_has_end
     ended = [s for s in samples if s["state"] not in (None, "running")]
     assert ended and not [s for s in ended if any(state == "queued" for state, _ in s["trials"])], ended
     # The run has ended: every trial completed, none left reading queued (the saved final view included).
-    view = _cell_view(page)
+    view = cell_view(page, 1)
     expect(view.locator(".jd-detail-header .jd-state")).to_have_text("completed")
     states = view.locator(".jd-table tbody tr td:nth-child(2)")
     expect(states).to_have_count(40)

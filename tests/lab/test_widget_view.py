@@ -2,8 +2,8 @@
 real browser: a reader following a trial's output stays at its newest lines while it prints, and a reader who
 scrolled up stays where they were."""
 
+from notebook_runs import cell_view, open_and_run_all, write_notebook
 from playwright.sync_api import expect
-from test_cell_view import _cell_view, _open_and_run_all, _write_notebook
 
 PRINTING = """import time
 import jupyter_dist
@@ -39,8 +39,8 @@ def _last_line(page) -> int:
 
 
 def test_the_output_tab_follows_a_printing_trial_and_keeps_a_reader_who_scrolled(lab, page):
-    _write_notebook(lab.root / "widget.ipynb", PRINTING)
-    _open_and_run_all(lab, page, "widget.ipynb")
+    write_notebook(lab.root / "widget.ipynb", PRINTING)
+    open_and_run_all(lab, page, "widget.ipynb")
     cell = page.locator(".jp-Notebook .jp-CodeCell").nth(1)
     cell.get_by_role("tab", name="Output").click(timeout=120_000)
     page.wait_for_function(f"() => {{ const p = ({PANE})(); return p && p.scrollable; }}", timeout=60_000)
@@ -63,5 +63,5 @@ def test_the_output_tab_follows_a_printing_trial_and_keeps_a_reader_who_scrolled
     page.wait_for_function(f"() => ({PANE})().last > {seen + 10}", timeout=30_000)
     pane = page.evaluate(PANE)
     assert pane["gap"] < 4, pane
-    expect(_cell_view(page)).to_have_count(0)  # the widget view, not the extension's
+    expect(cell_view(page, 1)).to_have_count(0)  # the widget view, not the extension's
     assert not page.errors
