@@ -239,3 +239,36 @@ def test_under_jupyterlab_a_stop_asked_through_the_store_stops_the_cell(lab_flag
     assert time.monotonic() - started < 20
     final = [m for _, m in log.messages if m["msg_type"] == "update_display_data"][-1]
     assert final["content"]["data"][LAB_MIME]["snapshot"]["state"] == "stopped"
+
+
+def _busy_times(log: IopubLog) -> list[float]:
+    return [
+        t for t, m in log.messages if m["msg_type"] == "status" and m["content"]["execution_state"] == "busy"
+    ]
+
+
+def test_while_an_experiment_runs_the_kernel_says_busy_every_second_and_never_after_its_cell(lab_flagged):
+    """JupyterLab's status bar shows the last status it saw, and other requests (the debugger's probe of a
+    notebook that connects) end in an idle of their own while the cell runs: the cell says busy again every
+    second, for its own request, and stops when the cell ends, whichever way it ends."""
+    _, kc = lab_flagged
+    log = IopubLog(kc, kc.execute(CELL.format(trials=8, steps=60)))  # ~6 s
+    final = log.read(_idle)
+    ended = next(t for t, m in log.messages if m is final)
+    said = _busy_times(log)
+    assert len(said) >= 4, said  # the kernel's own busy at the cell's start, then one a second
+    assert max(b - a for a, b in zip(said, said[1:], strict=False)) < 2.5
+    time.sleep(2.5)  # nothing more once the cell has ended
+    late = IopubLog(kc, log.msg_id)
+    with pytest.raises(AssertionError):
+        late.read(lambda m: True, timeout=2)
+    assert ended > said[-1]
+
+    # A cell that fails after its view appeared (a name already taken) stops saying busy too.
+    _result_of(kc, "import jupyter_dist; jupyter_dist.hpo(slow, sp, trials=1, metric='v', name='taken')")
+    failing = IopubLog(kc, kc.execute("jupyter_dist.hpo(slow, sp, trials=1, metric='v', name='taken')"))
+    failing.read(_idle)
+    assert any(m["msg_type"] == "error" for _, m in failing.messages)
+    late = IopubLog(kc, failing.msg_id)
+    with pytest.raises(AssertionError):
+        late.read(lambda m: True, timeout=2.5)

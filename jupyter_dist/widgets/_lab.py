@@ -10,7 +10,7 @@ and best. The bundle's JSON types are the store's wire types, which the extensio
 
 Stopping: the extension's Stop button asks through the server, which writes a stop request into the store; the
 run's store writer sees it within a flush. No comm, no subshell: the kernel stays busy, as a running cell should,
-and says so again every BUSY_EVERY_S (``restate_busy``).
+and says so every second from the preamble on (widgets/_busy.py).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import Any
 from ..experiment import Experiment, best_first
 from ..store import CurvesSnapshot, ExperimentBundle, ExperimentDetail, experiment_detail, finite
 from ._base import ExperimentView
+from ._busy import KernelBusy
 
 MIME_TYPE = "application/vnd.jupyter-dist.experiment+json"
 BUNDLE_VERSION = 1
 LINE_EVERY_S = 2.0
-BUSY_EVERY_S = 1.0
 # In the saved snapshot: at most this many trials' curves (best first), each strided to at most this many points.
 SNAPSHOT_CURVES = 40
 SNAPSHOT_POINTS = 200
@@ -50,11 +50,13 @@ class Preamble:
 
         self.started = time.time()
         self.handle = display(phase_bundle("starting…", self.started), raw=True, display_id=True)
+        self.busy = KernelBusy()  # until the view that takes over has finished, or the cell has ended
 
     def phase(self, text: str) -> None:
         self.handle.update(phase_bundle(text, self.started), raw=True)
 
     def clear(self) -> None:
+        self.busy.stop()
         self.handle.update({"text/plain": ""}, raw=True)
 
 
@@ -88,33 +90,14 @@ def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
     return finite({"metric": exp.curve_metric, "trials": trials})
 
 
-def restate_busy() -> None:
-    """Say again, on the kernel's IOPub, that it is busy running the cell that runs the experiment.
-
-    JupyterLab shows the kernel's last status message. ipykernel 7 answers control-channel requests (the
-    debugger's ``debug_request``s, which JupyterLab sends whenever a notebook connects to a kernel) with a
-    busy/idle pair of their own, even while a cell runs; a cell started just before them (Run All in a notebook
-    just opened on a running kernel) then reads Idle until it ends. Measured: a plain ``time.sleep(12)`` cell read
-    Idle in every 0.5 s sample. The status names the cell's own request as its parent, as ipykernel's does.
-    Uses ipykernel's ``_publish_status``; on a kernel without it, nothing is said.
-    """
-    from IPython import get_ipython
-
-    kernel = getattr(get_ipython(), "kernel", None)
-    publish = getattr(kernel, "_publish_status", None)
-    if publish is not None:
-        publish("busy", "shell")
-
-
 class LabView(ExperimentView):
-    max_rate = 1.0 / BUSY_EVERY_S
+    max_rate = 1.0 / LINE_EVERY_S
 
     def __init__(self, exp: Experiment, preamble: Preamble | None = None) -> None:
         super().__init__(exp)
         self._preamble = preamble
         self._handle = None
         self._line = ""
-        self._line_at = 0.0
 
     def _bundle(self, ended: bool = False) -> dict[str, Any]:
         data: ExperimentBundle = {"version": BUNDLE_VERSION, "id": self.exp.id}
@@ -131,17 +114,13 @@ class LabView(ExperimentView):
     def start(self) -> None:
         bundle = self._bundle()
         self._handle = show(bundle, self._preamble)
-        self._line, self._line_at = bundle["text/plain"], time.monotonic()
-        restate_busy()
+        self._line = bundle["text/plain"]
 
     def draw(self) -> None:
-        restate_busy()
         # Only the status line for frontends without the extension: the extension reads the server.
-        if self._handle is None or time.monotonic() - self._line_at < LINE_EVERY_S:
-            return
         line = self.exp.status_line()
-        if line != self._line:
-            self._line, self._line_at = line, time.monotonic()
+        if line != self._line and self._handle is not None:
+            self._line = line
             self._handle.update(self._bundle(), raw=True)
 
     def finish(self) -> None:
@@ -153,3 +132,5 @@ class LabView(ExperimentView):
             self._handle.update(bundle, raw=True)
         for output in self.exp.final_outputs():
             display(output)
+        if self._preamble is not None:  # several experiments in one cell: one says busy at a time
+            self._preamble.busy.stop()

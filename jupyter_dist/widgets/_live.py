@@ -119,6 +119,8 @@ class LiveView(ExperimentView):
             self._display.update(bundle, raw=True)
         for output in self.exp.final_outputs():
             display(output)
+        if self._preamble is not None:  # several experiments in one cell: one says busy at a time
+            self._preamble.busy.stop()
 
     def _on_stop(self, _button) -> None:
         self.stop_button.description = "Stopping…"
