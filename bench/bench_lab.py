@@ -1,19 +1,24 @@
-"""The notebook experience in JupyterLab, measured in a real browser: the extension's view vs the widget view.
+"""A first run in JupyterLab, measured in a real browser: the extension's view vs the widget view, at the timings
+users meet.
 
-A real ``jupyter lab`` (127.0.0.1, a store in a temporary directory) and Debian's chromium driven by Playwright.
-Two notebooks run the same cells, one per view: "lab" (the extension draws the MIME bundle the kernel sends and
-follows the run through the REST API) and "widget" (``JUPYTER_DIST_PROGRESS=widget``: the ipywidgets view with
-its plotly FigureWidget, what every frontend got before). Each notebook runs, in its own fresh kernel:
+A real ``jupyter lab`` (127.0.0.1, a store in a temporary directory) and Debian's chromium driven by Playwright,
+clicking through JupyterLab's own menus as the browser tests do (tests/lab/notebook_runs.py). One notebook per
+view: "lab" (what a kernel JupyterLab starts draws: the MIME bundle the extension renders from the REST API) and
+"widget" (``JUPYTER_DIST_PROGRESS=widget``: the ipywidgets view with its plotly FigureWidget, what every frontend
+got in 0.4 whenever the page's flag lost the race). Each notebook is a set-up cell, a short HPO (TRIALS trials x
+STEPS steps) and 2 trials calling ``report()`` in a tight loop for STREAM_S seconds; it is run three ways:
 
-  1. a short HPO (TRIALS trials x STEPS reported steps) on a cold kernel: the embedded cluster starts;
-  2. the same again, warm (the cluster is up);
-  3. 2 trials calling ``report()`` in a tight loop for STREAM_S seconds (about 20,000 reports/s in all).
+  1. ``new kernel``: Run All the moment the notebook's kernel exists (the embedded cluster starts in the run);
+  2. ``restart``: Kernel > Restart Kernel and Run All Cells (a new kernel process, a new cluster);
+  3. ``idle kernel``: the HPO cell alone, Shift+Enter, on the kernel left idle after (2) — the timing at which
+     0.4's flag had reached the kernel, so the one its "flagged kernel" figures describe.
 
-Measured from the page: bytes received over the kernel's websocket during each cell, the time from running the
-cell to the view's first frame, and during (3) the browser's frame rate (requestAnimationFrame) and long tasks
-(the Performance API's ``longtask`` entries: main-thread work over 50 ms, when the page cannot respond).
+Measured from the page, for the HPO cell: the time from the click to the view's first frame in the cell, the
+bytes received over the kernel's websocket while it ran, and the share of 0.5 s samples in which the kernel read
+Busy; for the stream cell of run (1): the browser's frame rate (requestAnimationFrame) and long tasks (the
+Performance API's ``longtask`` entries: main-thread work over 50 ms).
 
-Run: ``.venv/bin/python bench/bench_lab.py`` (writes bench/results/lab.json).
+Run: ``.venv/bin/python bench/bench_lab.py`` (~2 min; writes bench/results/lab.json).
 """
 
 from __future__ import annotations
@@ -23,13 +28,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import CpuMonitor, contention_note, header, jupyter_server, write_result  # noqa: E402
+from _common import CpuMonitor, contention_note, header, jupyter_server, write_result
 
 CHROMIUM = "/usr/bin/chromium"
+TESTS_LAB = Path(__file__).resolve().parent.parent / "tests" / "lab"  # notebook_runs.py: how tests click
 TRIALS, STEPS, STREAM_S = 32, 50, 10.0
+HPO_CELL, STREAM_CELL = 1, 2
 
 HPO = f"""%%distribute hpo --trials {TRIALS} --metric v --sampler random --pruner none
 from jupyter_dist import report, space
@@ -60,103 +66,99 @@ WATCH = """() => {
   }).observe({ type: 'longtask', buffered: false });
 }"""
 
-FIRST_FRAME = {"lab": ".jd-cell-view", "widget": ".jupyter-widgets.widget-vbox"}
+DRAWN = {"lab": "view", "widget": "widget"}  # the sample's field saying the cell shows that view
 
 
-def _notebook(path: Path, view: str) -> None:
+def _notebook(runs, path: Path, view: str) -> None:
     import nbformat
 
-    setup = "%load_ext jupyter_dist"
+    runs.write_notebook(path, HPO, STREAM)
     if view == "widget":
-        setup = "import os\nos.environ['JUPYTER_DIST_PROGRESS'] = 'widget'\n" + setup
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in (setup, HPO, HPO, STREAM)]
-    nbformat.write(nb, path)
+        notebook = nbformat.read(path, as_version=4)
+        notebook.cells[
+            0
+        ].source = "import os\nos.environ['JUPYTER_DIST_PROGRESS'] = 'widget'\n%load_ext jupyter_dist"
+        nbformat.write(notebook, path)
 
 
-def _run_cell(page, index: int, view: str, received: list[int]) -> dict:
-    """Run cell ``index`` (selected, Shift+Enter) and wait for it to finish."""
-    cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").nth(index)
-    cell.locator(".jp-InputPrompt").click()
-    before = sum(received)
-    t0 = time.perf_counter()
-    page.keyboard.press("Shift+Enter")
-    cell.locator(FIRST_FRAME[view]).first.wait_for(state="visible", timeout=120_000)
-    first_frame = time.perf_counter() - t0
-    page.wait_for_function(
-        f"""() => {{
-            const panel = [...document.querySelectorAll('.jp-NotebookPanel')]
-                .find(p => !p.classList.contains('lm-mod-hidden'));
-            const p = panel.querySelectorAll('.jp-CodeCell')[{index}].querySelector('.jp-InputPrompt').innerText;
-            return !p.includes('*') && /\\d/.test(p);
-        }}""",
-        timeout=300_000,
-    )
-    return {
+def _follow(runs, page, view: str, sizes: list[int], clicked: float, watch_stream: bool = False) -> dict:
+    """Follow the HPO cell until it has run, looking every 50 ms for the view's first frame and keeping a sample
+    every 0.5 s (as the tests do) for the kernel's state; with ``watch_stream``, the stream cell's run after it."""
+    first_frame = started = None
+    samples: list[dict] = []
+    sampled_at = 0.0
+    deadline = time.monotonic() + 300
+    while True:
+        sample = page.evaluate(runs.SAMPLE, [runs.CURRENT, HPO_CELL])
+        running = "[*]" in sample["prompt"]
+        if not running and any(ch.isdigit() for ch in sample["prompt"]):
+            break
+        if running:  # its outputs are cleared when it starts: a view seen now is this run's
+            if started is None:
+                started = len(sizes)
+            if first_frame is None and sample[DRAWN[view]]:
+                first_frame = time.perf_counter() - clicked
+            if time.monotonic() - sampled_at >= runs.SAMPLE_EVERY_MS / 1000:
+                samples.append(sample)
+                sampled_at = time.monotonic()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the HPO cell did not finish; last sample {sample}")
+        page.wait_for_timeout(50)
+    result = {
         "first_frame_s": first_frame,
-        "cell_s": time.perf_counter() - t0,
-        "kernel_bytes": sum(received) - before,
+        "cell_s": time.perf_counter() - clicked,
+        "kernel_bytes": sum(sizes[started or 0 :]),
+        "busy_share": sum(s["kernel"] == "busy" for s in samples) / max(1, len(samples)),
+        "drawn": view if first_frame is not None else None,
     }
-
-
-def measure(page, lab_url: str, folder: Path, view: str) -> dict:
-    from playwright.sync_api import expect
-
-    name = f"{view}.ipynb"
-    _notebook(folder / name, view)
-    received: list[int] = []
-
-    def count(ws):
-        if "/api/kernels/" in ws.url:
-            ws.on("framereceived", lambda payload: received.append(len(payload)))
-
-    page.on("websocket", count)
-    page.goto(f"{lab_url}/tree/{name}?reset")  # a fresh layout: only this notebook open
-    page.wait_for_selector(".jp-NotebookPanel[data-jupyter-dist='flagged']", timeout=120_000)
-    cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").nth(0)  # the set-up cell: no view
-    cell.locator(".jp-InputPrompt").click()
-    page.keyboard.press("Shift+Enter")
-    expect(cell.locator(".jp-InputPrompt")).to_have_text("[1]:", timeout=60_000)
-    cold = _run_cell(page, 1, view, received)
-    warm = _run_cell(page, 2, view, received)
-    page.evaluate(WATCH)
-    t0 = time.perf_counter()
-    stream = _run_cell(page, 3, view, received)
-    watched = page.evaluate("() => window.__jd")
-    seconds = time.perf_counter() - t0
-    page.remove_listener("websocket", count)
-    return {
-        "cold": cold,
-        "warm": warm,
-        "stream": {
-            **stream,
+    if watch_stream:
+        page.evaluate(WATCH)
+        t0, before = time.perf_counter(), len(sizes)
+        runs.watch_cell(page, STREAM_CELL, sizes)
+        watched = page.evaluate("() => window.__jd")
+        seconds = time.perf_counter() - t0
+        result["stream"] = {
+            "kernel_bytes": sum(sizes[before:]),
             "frames_per_s": watched["frames"] / seconds,
             "long_tasks": len(watched["longtasks"]),
             "long_task_total_s": sum(watched["longtasks"]) / 1000,
             "long_task_max_s": max(watched["longtasks"], default=0) / 1000,
-        },
-    }
+        }
+    return result
 
 
-def _stream_reports(store: str) -> list[int]:
-    """How many reports each stream run delivered (from the store: every one is there)."""
-    import sqlite3
+def measure(runs, page, lab, view: str) -> dict:
+    name = f"{view}.ipynb"
+    _notebook(runs, lab.root / name, view)
+    sizes = runs.kernel_bytes(page)
+    runs.open_notebook(lab, page, name)
+    runs.wait_for_a_kernel(page)
+    clicked = time.perf_counter()
+    runs.run_all(page)
+    new_kernel = _follow(runs, page, view, sizes, clicked, watch_stream=True)
 
-    with sqlite3.connect(store) as conn:
-        rows = conn.execute(
-            "SELECT e.name, count(r.seq) FROM experiments e JOIN reports r ON r.experiment_id = e.id "
-            "GROUP BY e.id ORDER BY e.created"
-        ).fetchall()
-    return [n for name, n in rows if name.startswith("stream")]
+    runs.menu(page, "Kernel", "runmenu:restart-and-run-all")
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    clicked = time.perf_counter()
+    page.locator(f"{runs.CURRENT} .jp-CodeCell").nth(HPO_CELL).locator(".jp-InputPrompt").filter(
+        has_text="[*]"
+    ).wait_for(timeout=60_000)
+    restart = _follow(runs, page, view, sizes, clicked)
+    runs.watch_cell(page, STREAM_CELL, sizes)
+
+    page.wait_for_timeout(2000)  # the kernel idle, as when 0.4's flag had reached it
+    page.locator(f"{runs.CURRENT} .jp-CodeCell").nth(HPO_CELL).locator(".jp-InputPrompt").click()
+    clicked = time.perf_counter()
+    page.keyboard.press("Shift+Enter")
+    idle = _follow(runs, page, view, sizes, clicked)
+    return {"new_kernel": new_kernel, "restart": restart, "idle_kernel": idle}
 
 
 def main() -> dict:
     from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(TESTS_LAB))
+    import notebook_runs as runs
 
     wall0 = time.perf_counter()
     cpu = CpuMonitor()
@@ -164,53 +166,63 @@ def main() -> dict:
         folder = Path(tmp)
         root = folder / "root"
         root.mkdir()
-        settings = folder / "settings" / "@jupyterlab" / "notebook-extension"
-        settings.mkdir(parents=True)
-        (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-        store = str(folder / "experiments.sqlite")
+        for plugin, values in {
+            "notebook-extension/tracker": {"windowingMode": "none"},
+            "apputils-extension/notification": {"fetchNews": "false"},
+        }.items():
+            path = folder / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
         lab_args = (
             f"--LabApp.user_settings_dir={folder / 'settings'}",
             f"--LabApp.workspaces_dir={folder / 'ws'}",
         )
         views = {}
         with (
-            jupyter_server("jupyterlab", str(root), store, *lab_args) as (base, token),
+            jupyter_server("jupyterlab", str(root), str(folder / "experiments.sqlite"), *lab_args) as (
+                base,
+                token,
+            ),
             sync_playwright() as p,
         ):
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
             for view in ("lab", "widget"):
+                # A workspace of its own: only this view's notebook open in the page.
+                lab = SimpleNamespace(
+                    root=root,
+                    url=lambda path, ws=view: (
+                        f"{base}/{path.replace('lab/', f'lab/workspaces/{ws}/', 1)}?token={token}"
+                    ),
+                )
                 page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
-                page.goto(f"{base}/lab?token={token}")
                 print(f"  {view} view...", flush=True)
-                views[view] = measure(page, f"{base}/lab", root, view)
+                views[view] = measure(runs, page, lab, view)
                 page.context.close()
             browser.close()
-        delivered = _stream_reports(store)
-    for view, n in zip(("lab", "widget"), delivered, strict=False):
-        s = views[view]["stream"]
-        s["reports"] = n
-        s["kernel_bytes_per_1000_reports"] = s["kernel_bytes"] / (n / 1000) if n else None
     result = header(
         "lab",
         {
             "hpo": f"{TRIALS} trials x {STEPS} steps, random sampler, embedded cluster (2 workers)",
             "stream": f"2 trials x {STREAM_S:.0f} s of report() in a tight loop",
             "browser": "Debian chromium, headless, 1400x900, JupyterLab with windowing off",
+            "timings": "new_kernel: Run All once the kernel exists; restart: Restart Kernel and Run All; "
+            "idle_kernel: the HPO cell again, Shift+Enter, on the idle kernel (0.4's 'flagged kernel')",
         },
     )
-    lab, widget = views["lab"], views["widget"]
+    lab_view, widget = views["lab"], views["widget"]
+    timings = ("new_kernel", "restart", "idle_kernel")
     result.update(
         views=views,
         ratios_lab_over_widget={
-            "kernel_bytes_cold": lab["cold"]["kernel_bytes"] / widget["cold"]["kernel_bytes"],
-            "first_frame_cold": lab["cold"]["first_frame_s"] / widget["cold"]["first_frame_s"],
-            "first_frame_warm": lab["warm"]["first_frame_s"] / widget["warm"]["first_frame_s"],
+            f"{what}_{timing}": lab_view[timing][key] / widget[timing][key]
+            for timing in timings
+            for what, key in (("kernel_bytes", "kernel_bytes"), ("first_frame", "first_frame_s"))
         },
-        target={"kernel_bytes_per_run_below": 500_000, "first_frame_s_below": 1.0},
+        target={"kernel_bytes_per_run_below": 500_000, "busy_share_at_least": 0.8},
         met={
-            "kernel_bytes_per_run": lab["cold"]["kernel_bytes"] < 500_000
-            and lab["warm"]["kernel_bytes"] < 500_000,
-            "first_frame_within_1s": lab["cold"]["first_frame_s"] < 1.0,
+            "extension_view_every_timing": all(lab_view[t]["drawn"] == "lab" for t in timings),
+            "kernel_bytes_per_run": all(lab_view[t]["kernel_bytes"] < 500_000 for t in timings),
+            "busy_share": all(lab_view[t]["busy_share"] >= 0.8 for t in timings),
         },
         cpu_contention=cpu.stop(),
         wall_s=time.perf_counter() - wall0,
@@ -221,15 +233,16 @@ def main() -> dict:
 def summary(result: dict) -> str:
     lines = []
     for view, r in result["views"].items():
-        s = r["stream"]
-        per_k = s.get("kernel_bytes_per_1000_reports")
+        for timing in ("new_kernel", "restart", "idle_kernel"):
+            t = r[timing]
+            lines.append(
+                f"  {view:>6} {timing:>11}: first frame {t['first_frame_s']:.2f} s, "
+                f"{t['kernel_bytes'] / 1e3:,.0f} KB over the kernel's websocket, Busy {t['busy_share']:.0%}"
+            )
+        s = r["new_kernel"]["stream"]
         lines.append(
-            f"  {view:>6}: first frame cold {r['cold']['first_frame_s']:.2f} s, warm {r['warm']['first_frame_s']:.2f} s;"
-            f" kernel websocket {r['cold']['kernel_bytes'] / 1e3:,.0f} KB cold run, {r['warm']['kernel_bytes'] / 1e3:,.0f}"
-            f" KB warm run; stream: {s['frames_per_s']:.0f} frames/s, {s['long_tasks']} long tasks"
-            f" ({s['long_task_total_s']:.2f} s, max {s['long_task_max_s'] * 1e3:.0f} ms),"
-            f" {s['kernel_bytes'] / 1e3:,.0f} KB"
-            + (f" = {per_k / 1e3:.2f} KB per 1,000 reports" if per_k else "")
+            f"  {view:>6}      stream: {s['frames_per_s']:.0f} frames/s, {s['long_tasks']} long tasks"
+            f" ({s['long_task_total_s']:.2f} s, max {s['long_task_max_s'] * 1e3:.0f} ms), {s['kernel_bytes'] / 1e3:,.0f} KB"
         )
     return "\n".join(
         ["JupyterLab, extension view vs widget view:", *lines, contention_note(result["cpu_contention"])]
