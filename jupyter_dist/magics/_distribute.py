@@ -155,6 +155,9 @@ class DistributeMagics(Magics):
         except ArgumentError as exc:
             raise UsageError(str(exc)) from None
 
+        from ..widgets import say_busy_while_the_cell_runs
+
+        say_busy_while_the_cell_runs()  # the body may import torch for seconds before the experiment shows
         namespace = self.shell.user_ns
         before = {k: id(v) for k, v in namespace.items()}
         self.shell.ex(cell)

@@ -9,9 +9,17 @@ from .._frontend import lab_extension_draws
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ._base import ExperimentView
+from ._busy import say_busy_while_the_cell_runs
 from ._text import TextView
 
-__all__ = ["ExperimentView", "TextView", "LiveView", "view_for", "preamble_for"]
+__all__ = [
+    "ExperimentView",
+    "TextView",
+    "LiveView",
+    "view_for",
+    "preamble_for",
+    "say_busy_while_the_cell_runs",
+]
 
 PROGRESS = ("auto", "lab", "widget", "text")
 

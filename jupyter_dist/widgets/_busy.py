@@ -8,8 +8,9 @@ All in a second notebook just opened on the kernel, read Idle in every 0.5 s sam
 runs for minutes, and Busy is how a user knows it still does.
 
 A thread publishes ``busy`` on the kernel's IOPub (thread-safe: ipykernel's prints from threads take the same
-way) with the cell's own request as its parent, as ipykernel's status does, from the moment the cell shows its
-first output until the cell ends. It stops at the cell's end by itself (IPython's ``post_run_cell``, which runs
+way) with the cell's own request as its parent, as ipykernel's status does, from the moment ``%%distribute``
+starts (its cell body may import torch for seconds first) or the experiment's first output shows, until the
+cell ends. It stops at the cell's end by itself (IPython's ``post_run_cell``, which runs
 before the kernel says idle), so no path out of the cell can leave the kernel reading Busy. It uses ipykernel's
 ``_publish_status``; on a kernel without it, nothing is said.
 """
@@ -24,19 +25,28 @@ BUSY_EVERY_S = 1.0
 class KernelBusy:
     """Say busy every BUSY_EVERY_S until ``stop()`` or the end of the cell that made it."""
 
+    _current: KernelBusy | None = None
+
+    @classmethod
+    def for_this_cell(cls) -> KernelBusy:
+        """The one saying busy for the running cell: the one already at it, or a new one."""
+        current = cls._current
+        if current is None or current._thread is None or current._request != _request_id(_cell_parent()):
+            current = cls._current = cls()
+        return current
+
     def __init__(self) -> None:
         from IPython import get_ipython
 
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
-        shell = get_ipython()
-        kernel = getattr(shell, "kernel", None)
-        publish = getattr(kernel, "_publish_status", None)
-        if publish is None:
+        self._shell = get_ipython()
+        publish = getattr(getattr(self._shell, "kernel", None), "_publish_status", None)
+        parent = _cell_parent()  # read here, on the thread running the cell
+        self._request = _request_id(parent)
+        if publish is None or self._request is None:
             return
-        parent = kernel.get_parent("shell")  # the cell's request: read here, on the thread running the cell
-        self._shell = shell
-        shell.events.register("post_run_cell", self._cell_ended)
+        self._shell.events.register("post_run_cell", self._cell_ended)
         self._thread = threading.Thread(
             target=self._say_busy, args=(publish, parent), name="jupyter_dist-busy", daemon=True
         )
@@ -56,3 +66,20 @@ class KernelBusy:
 
     def _cell_ended(self, _result) -> None:
         self.stop()
+
+
+def _cell_parent() -> dict | None:
+    """The request the running cell answers (None outside a kernel)."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    return kernel.get_parent("shell") if hasattr(kernel, "get_parent") else None
+
+
+def _request_id(parent: dict | None) -> str | None:
+    return (parent or {}).get("header", {}).get("msg_id")
+
+
+def say_busy_while_the_cell_runs() -> None:
+    """From now until the cell ends (or its experiment's view has finished), the kernel says busy every second."""
+    KernelBusy.for_this_cell()

@@ -50,7 +50,9 @@ class Preamble:
 
         self.started = time.time()
         self.handle = display(phase_bundle("starting…", self.started), raw=True, display_id=True)
-        self.busy = KernelBusy()  # until the view that takes over has finished, or the cell has ended
+        self.busy = (
+            KernelBusy.for_this_cell()
+        )  # until the view that takes over has finished, or the cell ends
 
     def phase(self, text: str) -> None:
         self.handle.update(phase_bundle(text, self.started), raw=True)
