@@ -60,7 +60,7 @@ def run_experiment(
             preamble.phase("connecting to the Dask cluster…")
         # The most workers this run can use: it sizes a gateway cluster nobody sized (adaptive up to that).
         wanted = (options.parallel or 1) * plan.ranks if plan.ranks else options.parallel
-        client = get_client(options.cluster, workers_wanted=wanted)
+        client = get_client(options.cluster, workers_wanted=wanted, workers_at_once=plan.ranks)
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         checkpoints = checkpoint_plan(definition.details, definition.id)
         launcher = DaskLauncher(

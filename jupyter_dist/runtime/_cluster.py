@@ -94,12 +94,20 @@ def _default_target() -> Any:
     )
 
 
-def get_client(cluster: Any = None, *, workers_wanted: int | None = None, **local_options: Any):
+def get_client(
+    cluster: Any = None,
+    *,
+    workers_wanted: int | None = None,
+    workers_at_once: int | None = None,
+    **local_options: Any,
+):
     """A ``distributed.Client`` for ``cluster``: None, "local", "gateway", "tcp://host:port", a Client, or a
     cluster object.
 
     ``workers_wanted``: the most workers the experiment can use at once (its parallel=, times its ranks); it
     sizes a gateway cluster whose size neither the admin nor the user chose (adaptive up to that many).
+    ``workers_at_once``: the workers one of its trials needs at the same time (a data-parallel trial's ranks):
+    such a cluster keeps that many.
     ``local_options`` (n_workers, threads_per_worker, ...) apply only when the embedded cluster is first made.
     """
     from distributed import Client
@@ -112,7 +120,7 @@ def get_client(cluster: Any = None, *, workers_wanted: int | None = None, **loca
         if cluster == LOCAL:
             return local_client(**local_options)
         if cluster == GATEWAY:
-            return gateway_client(workers_wanted=workers_wanted)
+            return gateway_client(workers_wanted=workers_wanted, workers_at_once=workers_at_once)
         return _connect(cluster)
     if isinstance(getattr(cluster, "scheduler_address", None), str):  # LocalCluster, GatewayCluster, ...
         return _from_cluster_object(cluster)

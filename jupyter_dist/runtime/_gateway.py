@@ -111,14 +111,23 @@ def _size(cluster, workers: int | None, adapt: tuple[int, int] | None, asked_in:
     _made["asked_in"] = asked_in
 
 
-def gateway_client(workers: int | None = None, adapt: Any = None, *, workers_wanted: int | None = None):
+def gateway_client(
+    workers: int | None = None,
+    adapt: Any = None,
+    *,
+    workers_wanted: int | None = None,
+    workers_at_once: int | None = None,
+):
     """The client of this kernel's gateway cluster: made on first use (or, when clusters are kept past their
     kernel, the user's running one), resized when ``workers`` or ``adapt`` is given.
 
     A new cluster takes the admin's size (``jupyter_dist.gateway.workers`` / ``.adapt``); with neither set it
     adapts between 0 and ``workers_wanted`` (the experiment's parallelism; DEFAULT_WORKERS when not said), within
-    the gateway's limit, and a later experiment wanting more raises that maximum. A gateway that allows no
-    worker at all is a ClusterError now rather than a first task that never runs.
+    the gateway's limit, and a later experiment wanting more raises that maximum. ``workers_at_once``: the
+    workers one trial needs at the same time (a data-parallel trial's ranks), which that size keeps as its
+    minimum: the ranks are submitted only once they can all start, so adaptive scaling, which follows queued
+    tasks, would never grow the cluster for them. A gateway that allows no worker at all is a ClusterError now
+    rather than a first task that never runs.
     """
     adapt = check_sizing(workers, adapt)
     dask_gateway = _gateway_module()
@@ -138,7 +147,7 @@ def gateway_client(workers: int | None = None, adapt: Any = None, *, workers_wan
                 admin = check_sizing(settings.get("workers"), settings.get("adapt"))
                 _size(cluster, settings.get("workers"), admin, ADMIN_SIZE)
             elif new or _made.get("asked_in") == DEFAULT_SIZE:
-                _size_to_the_experiment(cluster, workers_wanted)
+                _size_to_the_experiment(cluster, workers_wanted, workers_at_once)
         except ClusterError:
             if new:  # a cluster no trial can run on is not worth keeping
                 _made.clear()
@@ -148,14 +157,16 @@ def gateway_client(workers: int | None = None, adapt: Any = None, *, workers_wan
         return client
 
 
-def _size_to_the_experiment(cluster, wanted: int | None) -> None:
-    """jupyter_dist's own size: adaptive from 0 to what the experiment wants (within the gateway's limit, once
-    known), only ever raised: a maximum above what a run uses costs nothing, as adaptive scaling follows the
-    tasks."""
-    maximum = _made.get("size", ("adapt", (0, 0)))[1][1]
-    wanted = min(wanted or DEFAULT_WORKERS, _made.get("limit", float("inf")))
-    if maximum < wanted:
-        _size(cluster, None, (0, wanted), DEFAULT_SIZE)
+def _size_to_the_experiment(cluster, wanted: int | None, at_once: int | None) -> None:
+    """jupyter_dist's own size: adaptive from 0 (or the workers one trial needs at once) to what the experiment
+    wants, within the gateway's limit once known; only ever raised: a maximum above what a run uses costs
+    nothing, as adaptive scaling follows the tasks."""
+    minimum, maximum = _made.get("size", ("adapt", (0, 0)))[1]
+    limit = _made.get("limit", float("inf"))
+    wanted = min(max(wanted or DEFAULT_WORKERS, at_once or 0), limit)
+    at_once = min(at_once or 0, limit)
+    if maximum < wanted or minimum < at_once:
+        _size(cluster, None, (max(minimum, at_once), max(maximum, wanted)), DEFAULT_SIZE)
 
 
 def _open(dask_gateway, settings: dict[str, Any]):

@@ -34,6 +34,7 @@ from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
 from ._cluster import adaptive_maximum
 from ._first_task import load_on_a_worker
 from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, trials_that_fit
+from ._gateway import gateway_adapt
 from ._loop import RunningTrial, TaskEnded, TrialSpec
 from ._runner import run_trial
 from ._task_trial import TaskTrial
@@ -46,6 +47,8 @@ WORKER_CHECK = 1.0
 # How long a data-parallel trial waits for enough workers when none of ours is running (a restarted worker
 # coming back, an adaptive cluster scaling up) before the run fails with a PlacementError.
 WORKER_WAIT = 30.0
+# How long the start of a data-parallel run waits for the ranks' workers a gateway cluster is starting for it.
+WORKERS_COMING_S = 120.0
 # How long the end of a run waits for tasks whose outcome already arrived (normally a few ms behind it).
 SETTLE_WAIT = 2.0
 # The client cut off from the scheduler this long: the cluster is gone (Dask's client keeps trying to reconnect).
@@ -110,11 +113,23 @@ class DaskLauncher:
         how many jobs fit, or (for trials that need resources, gpus_per_trial=) how many the workers' declared
         resources allow; a PlacementError saying what is needed when none fits."""
         if self.ranks:
+            self._wait_for_coming_workers()
             return check_placement(self.client, self.ranks, self.resources)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         if self.resources:
             return trials_that_fit(workers, self.resources)
         return max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+
+    def _wait_for_coming_workers(self) -> None:
+        """A gateway cluster that keeps a trial's ranks as its minimum (runtime/_gateway.py) may still be
+        starting them: wait for them (up to WORKERS_COMING_S), rather than refuse a run they are coming for."""
+        span = gateway_adapt(self.client)
+        if span is None or span[0] < self.ranks:
+            return
+        try:
+            self.client.wait_for_workers(self.ranks, timeout=WORKERS_COMING_S)
+        except TimeoutError:
+            pass  # check_placement says how many came
 
     def capacity_to_fill(self) -> int:
         """How many single-task trials to keep in flight when the user fixed no number: the cluster's threads

@@ -48,6 +48,26 @@ def test_a_first_experiment_runs_on_the_gateways_own_defaults(login):
     assert "adapting between 0 and 5 workers" in repr(jd.cluster_info("gateway"))
 
 
+def test_a_first_data_parallel_run_gets_its_ranks_on_the_gateways_own_defaults(login):
+    """A data-parallel trial's ranks are submitted only once all can start, so adaptive scaling (which follows
+    queued tasks) would never start workers for them: the default size keeps a trial's ranks as its minimum,
+    and the run waits for them instead of refusing at once with too few workers."""
+    login("alice")
+
+    def ranks_agree(steps=3):
+        import torch
+
+        total = torch.ones(1)
+        torch.distributed.all_reduce(total)
+        for step in range(steps):
+            jd.report(step=step, world=float(total))
+        return int(total)
+
+    exp = jd.data_parallel(ranks_agree, workers=2, cluster="gateway", progress=False)
+    assert exp.state == "completed" and exp.result == 2
+    assert "adapting between 2 and 2 workers" in repr(jd.cluster_info("gateway"))
+
+
 def test_a_gateway_that_allows_no_workers_says_so_within_seconds(login):
     login("starved")  # the admin's cluster_max_workers is 0 for this user
     started = time.monotonic()
@@ -57,7 +77,9 @@ def test_a_gateway_that_allows_no_workers_says_so_within_seconds(login):
     ):
         hpo_on_the_gateway()
     assert time.monotonic() - started < 20
-    assert not Gateway().list_clusters()  # (a Gateway closed by hand raises from its __del__: left to it)  # the cluster no trial could run on was shut down
+    # The cluster no trial could run on was shut down. (This Gateway is not closed by hand: it would raise from
+    # its __del__ later.)
+    assert not Gateway().list_clusters()
 
 
 def test_the_default_size_stays_within_the_gateways_limit(login):
