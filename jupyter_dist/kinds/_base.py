@@ -135,8 +135,10 @@ def kind_of(name: str) -> Kind:
 def experiment_of(
     record: ExperimentRecord, stop: Callable[[], None] | None = None, source: TrialSource | None = None
 ) -> Experiment:
-    """The Experiment class of the record's kind over it."""
-    return kind_of(record.definition.kind).experiment(record, stop, source)
+    """The Experiment class of the record's kind over it; a plain Experiment for a kind this version does not
+    know (a stored run of a later version's kind still loads, as its trials and history)."""
+    kind = _registry.get(str(record.definition.kind))
+    return Experiment(record, stop) if kind is None else kind.experiment(record, stop, source)
 
 
 # --- continuing a stored run ----------------------------------------------------------------------------------

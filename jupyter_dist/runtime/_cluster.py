@@ -136,7 +136,11 @@ def forget_cluster(cluster: Any) -> bool:
 
     ``cluster``: a scheduler address or a cluster object, whose cluster runs on; "local" or "gateway", the
     clusters made for this kernel, which are shut down (a gateway cluster kept past its kernel is left running).
+    When it is the cluster ``use_cluster()`` chose, experiments naming none go back to the default
+    (``JUPYTER_DIST_CLUSTER``, dask config ``jupyter_dist.cluster``, else the embedded cluster).
     """
+    if _chosen and (_chosen[0] is cluster or (isinstance(cluster, str) and _chosen[0] == cluster)):
+        _chosen.clear()
     if cluster == LOCAL:
         held = "client" in _local
         close_local_cluster()

@@ -135,9 +135,10 @@ def gateway_client(
     with _lock:
         cluster, client = _made.get("cluster"), _made.get("client")
         new = cluster is None or client is None or client.status != "running"
+        made = False  # a cluster made now, not one a previous kernel kept running
         if new:
             _made.clear()
-            cluster = _open(dask_gateway, settings)
+            cluster, made = _open(dask_gateway, settings)
             client = cluster.get_client(set_as_default=False)
             _made.update(cluster=cluster, client=client)
         try:
@@ -146,10 +147,10 @@ def gateway_client(
             elif new and (settings.get("workers") is not None or settings.get("adapt") is not None):
                 admin = check_sizing(settings.get("workers"), settings.get("adapt"))
                 _size(cluster, settings.get("workers"), admin, ADMIN_SIZE)
-            elif new or _made.get("asked_in") == DEFAULT_SIZE:
+            elif made or _made.get("asked_in") == DEFAULT_SIZE:  # a kept cluster keeps the size it was given
                 _size_to_the_experiment(cluster, workers_wanted, workers_at_once)
         except ClusterError:
-            if new:  # a cluster no trial can run on is not worth keeping
+            if made:  # a cluster no trial can run on is not worth keeping
                 _made.clear()
                 client.close()
                 cluster.close()
@@ -169,7 +170,8 @@ def _size_to_the_experiment(cluster, wanted: int | None, at_once: int | None) ->
         _size(cluster, None, (max(minimum, at_once), max(maximum, wanted)), DEFAULT_SIZE)
 
 
-def _open(dask_gateway, settings: dict[str, Any]):
+def _open(dask_gateway, settings: dict[str, Any]) -> tuple[Any, bool]:
+    """The user's gateway cluster, and whether it was made now (False: one a previous kernel kept running)."""
     keep = not settings.get("shutdown-on-close", True)
     try:
         # Left open: the cluster keeps a gateway client of its own, and a Gateway closed by hand raises from its
@@ -178,7 +180,7 @@ def _open(dask_gateway, settings: dict[str, Any]):
         if keep:  # the cluster a previous kernel of this user left running
             running = gateway.list_clusters(status="running")
             if running:
-                return gateway.connect(running[0].name, shutdown_on_close=False)
+                return gateway.connect(running[0].name, shutdown_on_close=False), False
         options = gateway.cluster_options()
         for key, value in (settings.get("options") or {}).items():
             if key not in options:
@@ -187,7 +189,7 @@ def _open(dask_gateway, settings: dict[str, Any]):
                     f"(it offers: {', '.join(options) or 'no options'})"
                 )
             options[key] = value
-        return gateway.new_cluster(options, shutdown_on_close=not keep)
+        return gateway.new_cluster(options, shutdown_on_close=not keep), True
     except (ClusterError, ArgumentError):
         raise
     except Exception as exc:  # no address configured, gateway down, login refused...

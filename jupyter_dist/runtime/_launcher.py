@@ -197,7 +197,8 @@ class DaskLauncher:
             now = time.monotonic()
             self._short_of_workers_since = self._short_of_workers_since or now
             if now - self._short_of_workers_since > WORKER_WAIT:
-                self.capacity()  # a PlacementError saying what is needed and what is there
+                # A PlacementError saying what is needed and what is there (no waiting: the loop runs here).
+                check_placement(self.client, self.ranks, self.resources)
         return None
 
     def start(

@@ -2,7 +2,9 @@
 
 Enabled on install (jupyter-config/jupyter_server_config.d/jupyter_dist.json); ``jupyter server extension
 list`` shows it. It serves the store the kernels write by default (``JUPYTER_DIST_STORE``, dask config
-``jupyter_dist.store``, or Jupyter's data directory), as the server's user sees it.
+``jupyter_dist.store``, or Jupyter's data directory), as the server's user sees it. Before the server starts
+any kernel, it tells them (through its environment, which they inherit) which view their cells draw and where
+its jupyter-server-proxy is.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ def resolve(progress: str, stored: bool) -> str:
 
     "auto": ``JUPYTER_DIST_PROGRESS`` if set; else, in a kernel started by a Jupyter server that serves
     JupyterLab or Notebook 7 with this extension (jupyter_dist/_frontend.py), "lab"; in any other kernel
-    "widget"; outside a kernel "text". The lab view follows the run through the store: a run that is not stored gets the widget.
+    "widget"; outside a kernel "text". The lab view follows the run through the store: a run that is not
+    stored gets the widget.
     """
     if progress not in PROGRESS:
         raise ArgumentError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")

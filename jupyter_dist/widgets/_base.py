@@ -1,6 +1,6 @@
 """The one observer base of the live views: they read an Experiment, throttled, and draw it.
 
-The scheduler calls ``idle()`` from the kernel's main thread between waits, so drawing happens there — at most
+The trial loop calls ``idle()`` from the kernel's main thread between waits, so drawing happens there — at most
 ``max_rate`` times a second however fast reports arrive — and outputs land in the cell that runs the experiment.
 """
 

@@ -50,9 +50,8 @@ class Preamble:
 
         self.started = time.time()
         self.handle = display(phase_bundle("starting…", self.started), raw=True, display_id=True)
-        self.busy = (
-            KernelBusy.for_this_cell()
-        )  # until the view that takes over has finished, or the cell ends
+        # Until the view that takes over has finished, or the cell ends.
+        self.busy = KernelBusy.for_this_cell()
 
     def phase(self, text: str) -> None:
         self.handle.update(phase_bundle(text, self.started), raw=True)

@@ -77,7 +77,7 @@ export function trialDuration(t: ITrialSummary, now: number): number | null {
   if (t.duration !== null) {
     return t.duration;
   }
-  if (t.state !== 'running' || t.queued || t.began === null) {
+  if (t.state !== 'running' || t.queued || typeof t.began !== 'number') {
     return null;
   }
   return now - t.began;

@@ -47,9 +47,18 @@ def test_a_forgotten_cluster_is_connected_afresh_and_runs_on(scheduler_address):
     again = jd.get_client(scheduler_address)
     assert again is not first and again.status == "running"
     assert again.scheduler_info()["workers"]  # the cluster itself was left alone
-    assert not forget_cluster(
-        scheduler_address.replace("tcp://", "tls://")
-    )  # nothing held: nothing to forget
+    # Nothing held: nothing to forget.
+    assert not forget_cluster(scheduler_address.replace("tcp://", "tls://"))
+
+
+def test_forgetting_the_chosen_cluster_puts_the_default_back(scheduler_address, monkeypatch):
+    monkeypatch.setattr(_cluster, "_chosen", [])
+    monkeypatch.delenv("JUPYTER_DIST_CLUSTER", raising=False)
+    local = jd.get_client("local")
+    assert jd.use_cluster(scheduler_address).scheduler.address == scheduler_address
+    assert jd.get_client().scheduler.address == scheduler_address  # experiments naming none run there
+    forget_cluster(scheduler_address)
+    assert jd.get_client() is local  # ... and, once it is forgotten, on the default again
 
 
 def test_the_environment_variable_chooses_the_cluster(scheduler_address, monkeypatch):
