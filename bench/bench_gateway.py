@@ -173,7 +173,7 @@ def main() -> dict:
             runs["direct"].append(channel_figures(direct_client))
             runs["gateway"].append(channel_figures(gateway_client))
         direct_client.close()
-        jupyter_dist.runtime._gateway.close_gateway_cluster()
+        jupyter_dist.runtime.forget_cluster("gateway")
     finally:
         for process in reversed(processes):
             process.terminate()
