@@ -176,8 +176,7 @@ class Experiment:
     @property
     def done(self) -> int:
         """Trials done, as counted against the total (not running, not interrupted)."""
-        counts = self.counts()
-        return sum(counts[s.value] for s in TrialState if s.done)
+        return self.record.done()
 
     def compute(self) -> dict[str, float]:
         """Compute used so far: reported steps and trial-seconds, all trials; and, with ``max_steps``, the

@@ -207,6 +207,11 @@ class ExperimentRecord(ABC):
             counts[QUEUED if rec.queued else rec.state.value] += 1
         return counts
 
+    def done(self) -> int:
+        """Trials done, as counted against the total (not running, not interrupted)."""
+        counts = self.counts()
+        return sum(counts[s.value] for s in TrialState if s.done)
+
     def add_report_listener(self, listener: Callable[[int, list], None]) -> None:
         """Call ``listener(trial_id, rows)`` as reports arrive, ``rows`` a list of ``[step, metrics, sent_at]``;
         on the Dask IO thread, so it must be quick and must not draw."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 
-from ..protocol import TrialState
 from ._base import ExperimentRecord, TrialRecord
 from ._codec import definition_to_json, finite, plain
 from ._wire import ExperimentDetail, TrialSummary
@@ -52,7 +51,6 @@ def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> Ex
     """
     definition = record.definition
     objective = definition.objective
-    counts = record.counts()
     # Nothing to optimise (a data-parallel run): no best, though its trials have a value for the table.
     best = record.best() if objective.metric else None
     ended = record.ended if record.ended is not None else time.time()
@@ -61,7 +59,7 @@ def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> Ex
         "name": definition.name,
         "kind": definition.kind,
         "state": record.state.value,
-        "trials_done": sum(counts[s.value] for s in TrialState if s.done),
+        "trials_done": record.done(),
         "trials_total": definition.total,
         "metric": objective.metric,
         "mode": objective.direction.value,

@@ -17,7 +17,8 @@ import {
   paramsAsPython,
   progressText,
   trialDuration,
-  trialState
+  trialState,
+  trialValue
 } from './format';
 import { bestTrial, paramNames, sortByColumn, sortTrials } from './ordering';
 import { ParallelChart } from './parallel';
@@ -239,7 +240,7 @@ export class ExperimentDisplay {
     ];
     const rows = trials.map(t => {
       // A running trial shows its latest value and how long it has run so far (a queued one: nothing yet).
-      const value = t.value ?? t.last[metric] ?? null;
+      const value = trialValue(t, metric);
       const state = trialState(t);
       const row = h(
         'tr',

@@ -69,6 +69,11 @@ export function trialState(t: ITrialSummary): string {
   return t.state === 'running' && t.queued ? 'queued' : t.state;
 }
 
+/** The metric's value a trial shows: its objective once it has one, else the latest it reported. */
+export function trialValue(t: ITrialSummary, metric: string): number | null {
+  return t.value ?? t.last[metric] ?? null;
+}
+
 /**
  * How long a trial has run: its duration once it has ended; while it runs, the time since it began (not since
  * it was sent: a queued trial has not begun); none while it is queued.

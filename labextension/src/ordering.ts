@@ -1,6 +1,6 @@
 /** The order trials are listed in: best first by default, or by a column of the trials table. */
 
-import { trialState } from './format';
+import { trialState, trialValue } from './format';
 import type { ITrialSummary, Mode } from './wire';
 
 /** Parameter names in the order the first trial that has them lists them (the search space's order). */
@@ -76,7 +76,7 @@ export function columnValue(
     case 'duration':
       return t.duration;
     case metric:
-      return t.value ?? t.last[metric] ?? null;
+      return trialValue(t, metric);
   }
   const v = column in t.params ? t.params[column] : t.labels[column];
   return typeof v === 'number' || typeof v === 'string'
