@@ -25,38 +25,40 @@ USERS = ("alice", "bob")
 PASSWORD = "hub-test-password"
 START_TIMEOUT_S = 90
 
-GATEWAY_CONFIG = """
+# What both gateways of the tests share: on 127.0.0.1, the local backend, 1-core workers from this venv's dask.
+_GATEWAY_ON_THIS_MACHINE = """
 c.DaskGateway.address = "127.0.0.1:{gateway_port}"
 c.Proxy.address = "127.0.0.1:{proxy_port}"
 c.DaskGateway.backend_class = "dask_gateway_server.backends.local.UnsafeLocalBackend"
-c.DaskGateway.authenticator_class = "dask_gateway_server.auth.JupyterHubAuthenticator"
-c.JupyterHubAuthenticator.jupyterhub_api_url = "http://127.0.0.1:{hub_api_port}/hub/api"
-c.JupyterHubAuthenticator.jupyterhub_api_token = "{gateway_token}"
 c.LocalBackend.clusters_directory = "{root}/gateway-clusters"
 c.ClusterConfig.scheduler_cmd = ["{dask}", "scheduler"]
 c.ClusterConfig.worker_cmd = ["{dask}", "worker"]
 c.ClusterConfig.worker_cores = 1
 c.ClusterConfig.worker_memory = 1.0
+"""
+
+# The hub's gateway: the hub's users, the admin's limit and options.
+GATEWAY_CONFIG = (
+    _GATEWAY_ON_THIS_MACHINE
+    + """
+c.DaskGateway.authenticator_class = "dask_gateway_server.auth.JupyterHubAuthenticator"
+c.JupyterHubAuthenticator.jupyterhub_api_url = "http://127.0.0.1:{hub_api_port}/hub/api"
+c.JupyterHubAuthenticator.jupyterhub_api_token = "{gateway_token}"
 c.ClusterConfig.cluster_max_workers = 3
 from dask_gateway_server.options import Integer, Options
 c.Backend.cluster_options = Options(
     Integer("worker_cores", 1, min=1, max=2), handler=lambda options: {{"worker_cores": options.worker_cores}}
 )
 """
+)
 
 # A Dask Gateway on its own, with its shipped cluster defaults (no workers, no limits) but for some users: its
 # basic-auth users stand for a hub's users whose admin set limits (or broke their worker image).
-GATEWAY_ONLY_CONFIG = """
-c.DaskGateway.address = "127.0.0.1:{gateway_port}"
-c.Proxy.address = "127.0.0.1:{proxy_port}"
-c.DaskGateway.backend_class = "dask_gateway_server.backends.local.UnsafeLocalBackend"
+GATEWAY_ONLY_CONFIG = (
+    _GATEWAY_ON_THIS_MACHINE
+    + """
 c.DaskGateway.authenticator_class = "dask_gateway_server.auth.SimpleAuthenticator"
 c.SimpleAuthenticator.password = "{password}"
-c.LocalBackend.clusters_directory = "{root}/gateway-clusters"
-c.ClusterConfig.scheduler_cmd = ["{dask}", "scheduler"]
-c.ClusterConfig.worker_cmd = ["{dask}", "worker"]
-c.ClusterConfig.worker_cores = 1
-c.ClusterConfig.worker_memory = 1.0
 from dask_gateway_server.options import Options
 LIMITS = {{
     "starved": {{"cluster_max_workers": 0}},
@@ -65,6 +67,7 @@ LIMITS = {{
 }}
 c.Backend.cluster_options = Options(handler=lambda options, user: LIMITS.get(user.name, {{}}))
 """
+)
 
 HUB_CONFIG = """
 c.JupyterHub.ip = "127.0.0.1"
