@@ -41,15 +41,19 @@ class MagicOption:
 
     flags: tuple[str, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # The option names a variable of the notebook (``--enqueue known_good``): the magic passes the entry point
+    # that variable's value, looked up once the cell has run (the cell may define it).
+    variable: bool = False
 
     @property
     def dest(self) -> str:
         return self.settings.get("dest") or self.flags[0].lstrip("-").replace("-", "_")
 
 
-def option(*flags: str, **settings: Any) -> MagicOption:
-    """``option("--trials", type=int, help=...)``, as argparse's ``add_argument`` is called."""
-    return MagicOption(flags, {"default": None, **settings})
+def option(*flags: str, variable: bool = False, **settings: Any) -> MagicOption:
+    """``option("--trials", type=int, help=...)``, as argparse's ``add_argument`` is called; ``variable=True``:
+    its value names a notebook variable (``MagicOption.variable``)."""
+    return MagicOption(flags, {"default": None, **settings}, variable)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,14 @@ def pick_space(named: str | None, namespace: dict[str, Any], new: list[str]) -> 
     return namespace[spaces[0]]
 
 
+def pick_variable(option: str, named: str, namespace: dict[str, Any]) -> Any:
+    """The value of the notebook variable an option names (``--enqueue known_good``)."""
+    if named not in namespace:
+        flag = "--" + option.replace("_", "-")
+        raise UsageError(f"{flag} {named}: no variable named {named!r} in the notebook")
+    return namespace[named]
+
+
 def pick_function(named: str | None, namespace: dict[str, Any], new: list[str], needs: Iterable[str]):
     """The training function: the one ``--fn`` names, or the one function the cell defines (among several, the
     one that takes every argument in ``needs``)."""

@@ -18,7 +18,7 @@ import jupyter_dist
 
 from ..errors import ArgumentError
 from ..kinds import Kind, registered
-from ._cell import new_names, pick_function, pick_space
+from ._cell import new_names, pick_function, pick_space, pick_variable
 
 # The options of every kind (or of several); a kind that has no use for one says so (MagicSpec.refuses).
 SHARED_OPTIONS = (
@@ -162,6 +162,8 @@ class DistributeMagics(Magics):
         before = {k: id(v) for k, v in namespace.items()}
         self.shell.ex(cell)
         new = new_names(before, namespace)
+        for name in (o.dest for o in kind.magic.options if o.variable and o.dest in arguments):
+            arguments[name] = pick_variable(name, arguments[name], namespace)
         if kind.magic.takes_space:
             space = pick_space(space_name, namespace, new)
             picked = (pick_function(args.fn, namespace, new, space), space)
