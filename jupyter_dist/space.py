@@ -1,7 +1,9 @@
 """Search-space primitives and their validation.
 
 A search space is a plain dict ``{argument_name: space_object}``; plain values are constants passed to every
-trial. Everything here is checked before any work starts, and every message names the argument at fault.
+trial. Or it is a function ``space(trial)`` (Optuna's define-by-run idiom, for conditional parameters), which
+search/ runs and checks, since it needs Optuna. Everything here is checked before any work starts, and every
+message names the argument at fault.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from .errors import SearchSpaceError
@@ -38,11 +41,30 @@ def _check_number(name: str, what: str, value: Any) -> float:
     return value
 
 
+def _off_the_steps(lo: float, hi: float, step: float) -> Decimal | None:
+    """How far ``hi`` lies past the last multiple of ``step`` above ``lo`` (None when it lies on one).
+
+    In decimal, as Optuna checks it (``str`` of each number): ``uniform(0.1, 0.7, step=0.2)`` is on its steps
+    although 0.7 - 0.1 is 0.59999... in binary floating point."""
+    rest = (Decimal(str(hi)) - Decimal(str(lo))) % Decimal(str(step))
+    return rest or None
+
+
+def _step_error(name: str, what: str, lo: float, hi: float, step: float, rest: Decimal) -> SearchSpaceError:
+    below = Decimal(str(hi)) - rest
+    above = below + Decimal(str(step))
+    return SearchSpaceError(
+        f"{name}: {what}: hi - lo = {Decimal(str(hi)) - Decimal(str(lo))} is not a multiple of step={step}; "
+        f"use hi={below} or hi={above} (Optuna would quietly move hi to {below})"
+    )
+
+
 @dataclass(frozen=True)
 class Uniform(Space):
     lo: float
     hi: float
     log: bool = False
+    step: float | None = None  # quantised: lo, lo + step, ..., hi (Optuna's FloatDistribution(step=))
 
     def validate(self, name: str) -> None:
         kind = "loguniform" if self.log else "uniform"
@@ -52,35 +74,64 @@ class Uniform(Space):
             raise SearchSpaceError(f"{name}: {kind}(lo={self.lo}, hi={self.hi}) needs lo < hi")
         if self.log and self.lo <= 0:
             raise SearchSpaceError(f"{name}: loguniform(lo={self.lo}, hi={self.hi}) needs lo > 0")
+        if self.step is None:
+            return
+        if self.log:
+            raise SearchSpaceError(
+                f"{name}: a log-scale float takes no step (Optuna samples it continuously); "
+                "drop step= or use uniform(lo, hi, step=...)"
+            )
+        _check_number(name, "uniform step", self.step)
+        if self.step <= 0:
+            raise SearchSpaceError(f"{name}: {self!r} needs step > 0")
+        rest = _off_the_steps(self.lo, self.hi, self.step)
+        if rest is not None:
+            raise _step_error(name, repr(self), self.lo, self.hi, self.step, rest)
 
     def to_optuna(self, name: str):
         from optuna.distributions import FloatDistribution
 
-        return FloatDistribution(float(self.lo), float(self.hi), log=self.log)
+        step = None if self.step is None else float(self.step)
+        return FloatDistribution(float(self.lo), float(self.hi), log=self.log, step=step)
 
     def __repr__(self) -> str:
-        return f"{'loguniform' if self.log else 'uniform'}({self.lo}, {self.hi})"
+        step = "" if self.step is None else f", step={self.step}"
+        return f"{'loguniform' if self.log else 'uniform'}({self.lo}, {self.hi}{step})"
 
 
 @dataclass(frozen=True)
 class Integer(Space):
     lo: int
     hi: int
+    step: int = 1
+    log: bool = False  # sampled on a log scale (layer widths, batch sizes): needs lo > 0 and step 1
 
     def validate(self, name: str) -> None:
-        for what, value in (("lo", self.lo), ("hi", self.hi)):
+        for what, value in (("lo", self.lo), ("hi", self.hi), ("step", self.step)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise SearchSpaceError(f"{name}: integer {what} must be an int, got {value!r}")
         if self.lo >= self.hi:
             raise SearchSpaceError(f"{name}: integer(lo={self.lo}, hi={self.hi}) needs lo < hi")
+        if self.step <= 0:
+            raise SearchSpaceError(f"{name}: {self!r} needs step > 0")
+        if self.log and self.lo <= 0:
+            raise SearchSpaceError(f"{name}: {self!r} needs lo > 0 on a log scale")
+        if self.log and self.step != 1:
+            raise SearchSpaceError(
+                f"{name}: {self!r}: a log-scale integer takes no step (as in Optuna); drop step= or log=True"
+            )
+        rest = _off_the_steps(self.lo, self.hi, self.step)
+        if rest is not None:
+            raise _step_error(name, repr(self), self.lo, self.hi, self.step, rest)
 
     def to_optuna(self, name: str):
         from optuna.distributions import IntDistribution
 
-        return IntDistribution(self.lo, self.hi)
+        return IntDistribution(self.lo, self.hi, log=self.log, step=self.step)
 
     def __repr__(self) -> str:
-        return f"integer({self.lo}, {self.hi})"
+        extra = (f", step={self.step}" if self.step != 1 else "") + (", log=True" if self.log else "")
+        return f"integer({self.lo}, {self.hi}{extra})"
 
 
 _OPTUNA_CHOICE_TYPES = (type(None), bool, int, float, str)
@@ -122,19 +173,29 @@ class Choice(Space):
         return f"choice({list(self.options)!r})"
 
 
-def uniform(lo: float, hi: float) -> Uniform:
-    """A float drawn uniformly from ``[lo, hi]``."""
-    return Uniform(lo, hi)
+def uniform(lo: float, hi: float, step: float | None = None) -> Uniform:
+    """A float drawn uniformly from ``[lo, hi]`` (Optuna's ``suggest_float``, Ray's ``tune.uniform``).
+
+    ``step``: only ``lo, lo + step, ..., hi`` (Optuna's ``suggest_float(step=)``, Ray's ``tune.quniform``);
+    ``hi - lo`` must be a multiple of it.
+    """
+    return Uniform(lo, hi, step=step)
 
 
 def loguniform(lo: float, hi: float) -> Uniform:
-    """A float whose logarithm is uniform in ``[log lo, log hi]``; needs ``0 < lo < hi``."""
+    """A float whose logarithm is uniform in ``[log lo, log hi]``; needs ``0 < lo < hi`` (Optuna's
+    ``suggest_float(log=True)``, Ray's ``tune.loguniform``)."""
     return Uniform(lo, hi, log=True)
 
 
-def integer(lo: int, hi: int) -> Integer:
-    """An int in ``[lo, hi]``, both ends inclusive."""
-    return Integer(lo, hi)
+def integer(lo: int, hi: int, step: int = 1, log: bool = False) -> Integer:
+    """An int in ``[lo, hi]``, both ends inclusive (Optuna's ``suggest_int``; Ray's ``tune.randint(lo, hi + 1)``).
+
+    ``step``: only ``lo, lo + step, ..., hi`` (``hi - lo`` must be a multiple of it; Ray's ``tune.qrandint``).
+    ``log=True``: drawn on a log scale, for widths and batch sizes (needs ``lo > 0`` and no step, as in Optuna;
+    Ray's ``tune.lograndint``).
+    """
+    return Integer(lo, hi, step=step, log=log)
 
 
 def choice(options: Sequence[Any]) -> Choice:
@@ -150,13 +211,33 @@ def validate_space(fn: Callable, space: Mapping[str, Any]) -> None:
         raise SearchSpaceError(f"a search space is a dict {{argument: space}}, got {type(space).__name__}")
     accepted = accepted_arguments(fn)
     for name, value in space.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise SearchSpaceError(f"{name!r}: search-space keys are argument names")
-        if accepted is not None and name not in accepted:
-            known = ", ".join(sorted(accepted)) or "none"
-            raise SearchSpaceError(f"{name}: {fn.__name__}() has no argument {name!r} (it accepts: {known})")
+        check_argument(fn, name, accepted)
         if isinstance(value, Space):
             value.validate(name)
+
+
+def check_argument(fn: Callable, name: Any, accepted: set[str] | None) -> None:
+    """Refuse ``name`` unless it is an argument ``fn`` takes by keyword (``accepted``: accepted_arguments(fn))."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise SearchSpaceError(f"{name!r}: search-space keys are argument names")
+    if accepted is not None and name not in accepted:
+        known = ", ".join(sorted(accepted)) or "none"
+        raise SearchSpaceError(f"{name}: {fn.__name__}() has no argument {name!r} (it accepts: {known})")
+
+
+def is_space_function(space: Any) -> bool:
+    """Whether ``space`` is a define-by-run space: a function ``space(trial)`` that calls Optuna's
+    ``trial.suggest_*`` (conditionally) and may return a dict of further arguments."""
+    return callable(space) and not isinstance(space, Mapping)
+
+
+def takes_only_trial(obj: Any) -> bool:
+    """Whether ``obj`` is a function whose one parameter is named ``trial``: how a notebook cell's space function
+    is told from its training function."""
+    if not inspect.isfunction(obj):
+        return False
+    params = list(inspect.signature(obj).parameters.values())
+    return len(params) == 1 and params[0].name == "trial"
 
 
 def accepted_arguments(fn: Callable) -> set[str] | None:

@@ -42,8 +42,15 @@ def space_to_json(space: dict[str, Any]) -> dict[str, Any]:
     for name, value in space.items():
         if isinstance(value, Uniform):
             out[name] = {"uniform": [value.lo, value.hi], "log": value.log}
+            if value.step is not None:
+                out[name]["step"] = value.step
         elif isinstance(value, Integer):
+            # step and log only when set: a space stored before they existed reads the same
             out[name] = {"integer": [value.lo, value.hi]}
+            if value.step != 1:
+                out[name]["step"] = value.step
+            if value.log:
+                out[name]["log"] = True
         elif isinstance(value, Choice):
             out[name] = {"choice": [plain(o) for o in value.options]}
         elif isinstance(value, Space):
@@ -57,9 +64,9 @@ def space_from_json(stored: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, spec in stored.items():
         if "uniform" in spec:
-            out[name] = Uniform(*spec["uniform"], log=spec.get("log", False))
+            out[name] = Uniform(*spec["uniform"], log=spec.get("log", False), step=spec.get("step"))
         elif "integer" in spec:
-            out[name] = Integer(*spec["integer"])
+            out[name] = Integer(*spec["integer"], step=spec.get("step", 1), log=spec.get("log", False))
         elif "choice" in spec:
             out[name] = Choice(tuple(spec["choice"]))
         else:
