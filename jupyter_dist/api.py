@@ -42,6 +42,7 @@ def hpo(
     gpus_per_trial: int | None = None,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
+    enqueue: list[dict[str, Any]] | None = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -52,7 +53,11 @@ def hpo(
         ``jupyter_dist.report(...)`` and returns a number, a dict of metrics, or None.
     search_space
         ``{argument: space.uniform(...) | space.loguniform(...) | space.integer(...) | space.choice([...])}``;
-        plain values are constants passed to every trial.
+        plain values are constants passed to every trial. Or a function ``space(trial)`` taking an
+        ``optuna.Trial`` (Optuna's define-by-run idiom, for conditional parameters): it calls
+        ``trial.suggest_*``, only where its branch needs them, and may return a dict of further arguments;
+        each trial gets exactly what it suggested plus that dict (a parameter not suggested is absent, so its
+        default applies). It is run on a throwaway study before any work starts.
     trials
         How many trials to run (with ``sampler="grid"``: at most the grid's size; None means the whole grid,
         or, with ``timeout``, as many as fit in the time).
@@ -100,6 +105,12 @@ def hpo(
     checkpoint_dir, keep_checkpoints
         Where the trials' ``jupyter_dist.checkpoint()`` calls save (default: ``checkpoints`` beside the store;
         a shared path or an fsspec URL on several hosts), and how many each trial keeps (the newest).
+    enqueue
+        Known configurations to run first, in order, e.g. ``[{"lr": 1e-3, "layers": 2}, {"lr": 3e-4}]``
+        (Optuna's ``study.enqueue_trial``, Ray Tune's ``points_to_evaluate``). A partial one has the rest
+        sampled; each counts towards ``trials`` and is told to the sampler as its own trial; its trial carries
+        the configuration as the label ``enqueued``. Unknown names and values outside their space are refused
+        before any work starts; a resumed run skips the configurations that already ran.
     """
     options = RunOptions(
         cluster=cluster,
@@ -126,6 +137,7 @@ def hpo(
         seed=seed,
         max_steps=max_steps,
         workers_per_trial=workers_per_trial,
+        enqueue=enqueue,
     )
 
 

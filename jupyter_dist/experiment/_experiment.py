@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ArgumentError, NoResultError
-from ..protocol import Direction, ExperimentState, Objective, TrialState
+from ..protocol import Direction, ExperimentKind, ExperimentState, Objective, TrialState
 from ..store import ExperimentRecord, TrialRecord
 
 # The counts a status line shows, when not zero (completed ones are in "N/M trials done").
@@ -194,11 +194,31 @@ class Experiment:
         return used
 
     def plot(self):
-        """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters."""
+        """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters, and
+        (HPO, with enough completed trials) the parameters' importances."""
         from ._plots import experiment_figure
 
         self.record.load_details()  # the learning curves of a stored experiment
-        return experiment_figure(self.record.definition, self.trial_records(), self.status_line())
+        importances = None
+        if self.kind == ExperimentKind.HPO:
+            from ..search import param_importances
+
+            importances = param_importances(self.record)
+        return experiment_figure(
+            self.record.definition, self.trial_records(), self.status_line(), importances=importances
+        )
+
+    @property
+    def study(self):
+        """The experiment as a real ``optuna.Study`` (in memory, built anew from its record at each call): every
+        finished trial with its params and distributions, value, state, the objective's intermediate values and
+        user_attrs ``trial_id``, ``attempts``, ``duration``. For ``optuna.visualization.*``,
+        ``optuna.importance.get_param_importances(exp.study)``, or optuna-dashboard after
+        ``optuna.copy_study(from_study_name=exp.name, from_storage=exp.study._storage,
+        to_storage="sqlite:///optuna.db")``. Only an HPO experiment has one."""
+        from ..search import study_of
+
+        return study_of(self.record)
 
     def stop(self) -> None:
         """Stop gracefully: no new trials, running ones told to stop, finished ones kept. Safe from any thread."""

@@ -42,18 +42,32 @@ def _best_so_far(values: list[float], direction: Direction) -> list[float]:
     return out
 
 
-def experiment_figure(definition: ExperimentDefinition, records: list[TrialRecord], title: str):
-    """Learning curves, the objective by trial, and parallel coordinates of the parameters."""
+def experiment_figure(
+    definition: ExperimentDefinition,
+    records: list[TrialRecord],
+    title: str,
+    importances: dict[str, float] | None = None,
+):
+    """Learning curves, the objective by trial, parallel coordinates of the parameters, and (``importances``,
+    search/_study.param_importances) a bar chart of the parameters' importances."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    from ..search import IMPORTANCE_EVALUATOR
+
     metric = definition.objective.metric
+    specs = [[{"type": "xy"}, {"type": "xy"}], [{"type": "domain", "colspan": 2}, None]]
+    titles = [f"learning curves ({metric})", f"{metric} by trial", ""]
+    if importances:
+        specs.append([{"type": "xy", "colspan": 2}, None])
+        titles.append(f"parameter importances for {metric} ({IMPORTANCE_EVALUATOR}, Optuna)")
     fig = make_subplots(
-        rows=2,
+        rows=len(specs),
         cols=2,
-        specs=[[{"type": "xy"}, {"type": "xy"}], [{"type": "domain", "colspan": 2}, None]],
-        subplot_titles=(f"learning curves ({metric})", f"{metric} by trial"),
-        vertical_spacing=0.15,
+        specs=specs,
+        subplot_titles=titles,
+        vertical_spacing=0.15 if not importances else 0.1,
+        row_heights=None if not importances else [0.38, 0.38, 0.24],
     )
     for rec in records:
         if rec.curve_steps:
@@ -99,10 +113,19 @@ def experiment_figure(definition: ExperimentDefinition, records: list[TrialRecor
             row=2,
             col=1,
         )
+    if importances:
+        # least important at the bottom, as optuna.visualization.plot_param_importances draws them
+        names = list(importances)[::-1]
+        fig.add_trace(
+            go.Bar(x=[importances[n] for n in names], y=names, orientation="h", name="importance"),
+            row=3,
+            col=1,
+        )
+        fig.update_xaxes(title_text="importance (sums to 1)", row=3, col=1)
     fig.update_xaxes(title_text="step", row=1, col=1)
     fig.update_xaxes(title_text="trial", row=1, col=2)
     fig.update_layout(
-        height=760,
+        height=760 if not importances else 760 + 60 + 28 * len(importances),
         # left-aligned and wrapped, so a long status line is not cut at the right edge
         title={"text": _wrapped(title), "x": 0.01, "xanchor": "left", "font": {"size": 13}},
         margin={"t": 90},

@@ -10,10 +10,13 @@ from .._validate import check_metric, check_positive
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ..protocol import Direction, ExperimentKind, Objective
-from ..space import searched, validate_space
+from ..space import is_space_function, searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
 from ._options import RunOptions, TrialPlan
+
+# The definition's details key that marks a define-by-run space (the function's name).
+SPACE_FUNCTION = "space_function"
 
 
 class HyperparameterSearch(Kind):
@@ -25,7 +28,15 @@ class HyperparameterSearch(Kind):
             option("--sampler", help="hpo: tpe, random, grid, gp or cmaes (default tpe)"),
             option("--pruner", help="hpo: asha (default), median, hyperband or none"),
             option("--max-steps", type=int, help="hpo: the most steps a trial reports (ASHA rungs)"),
-            option("--space", help="hpo: the search-space dict (default: the one the cell defines)"),
+            option(
+                "--space",
+                help="hpo: the search-space dict, or a function space(trial) (default: the one the cell defines)",
+            ),
+            option(
+                "--enqueue",
+                variable=True,
+                help="hpo: a list of configurations (dicts) to run first, e.g. known good ones",
+            ),
         ),
         takes_space=True,
     )
@@ -35,7 +46,7 @@ class HyperparameterSearch(Kind):
         fn: Callable,
         options: RunOptions,
         *,
-        search_space: dict[str, Any],
+        search_space: dict[str, Any] | Callable,
         trials: int | None,
         metric: str | None,
         mode: str,
@@ -44,6 +55,7 @@ class HyperparameterSearch(Kind):
         seed: int | None,
         max_steps: int | None,
         workers_per_trial: int,
+        enqueue: list[dict[str, Any]] | None = None,
     ) -> TrialPlan:
         from ..search import OptunaSearch
 
@@ -57,7 +69,9 @@ class HyperparameterSearch(Kind):
                 "gpus_per_trial= places single-process trials; it is not combined with workers_per_trial > 1 "
                 "(GPUs for each rank of an HPO trial): use one or the other"
             )
-        validate_space(fn, search_space)
+        space_function = is_space_function(search_space)
+        if not space_function:
+            validate_space(fn, search_space)
         search = OptunaSearch(
             search_space,
             trials=trials,
@@ -67,12 +81,14 @@ class HyperparameterSearch(Kind):
             max_steps=max_steps,
             seed=seed,
             unlimited=options.timeout is not None,
+            fn=fn,
+            enqueue=enqueue,
         )
         definition = ExperimentDefinition(
             self.name,
             options.experiment_name(fn),
             objective,
-            dict(search_space),
+            {} if space_function else dict(search_space),
             total=search.total,
             max_steps=max_steps,
             timeout=options.timeout,
@@ -81,6 +97,13 @@ class HyperparameterSearch(Kind):
                 "pruner": repr(pruner),
                 "seed": seed,
                 "workers_per_trial": workers_per_trial,
+                # A define-by-run space: its function's name (each trial keeps its own distributions).
+                **(
+                    {SPACE_FUNCTION: getattr(search_space, "__qualname__", repr(search_space))}
+                    if space_function
+                    else {}
+                ),
+                **({"enqueue": search.enqueued} if search.enqueued else {}),
             },
         )
         if workers_per_trial == 1:
@@ -94,6 +117,12 @@ class HyperparameterSearch(Kind):
         """Tell the search the stored trials; the trials the last run left unfinished run again first."""
         definition, search = plan.definition, plan.source
         check_same_objective(prior, definition.objective, options.name)
+        was_function = SPACE_FUNCTION in prior.definition.details
+        if was_function != (search.space_function is not None):
+            stored_as = "a function space(trial)" if was_function else "a dict of space objects"
+            raise ArgumentError(
+                f"{prior.definition.name!r} searched {stored_as}; resume it with the same kind of search space"
+            )
         stored = set(searched(prior.definition.space))
         if stored != set(search.searched):
             raise ArgumentError(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..space import Space, accepted_arguments
+from ..space import Space, accepted_arguments, is_space_function, takes_only_trial
 
 
 def new_names(before: dict[str, int], namespace: dict[str, Any]) -> list[str]:
@@ -16,22 +16,26 @@ def new_names(before: dict[str, int], namespace: dict[str, Any]) -> list[str]:
     return [k for k, v in namespace.items() if not k.startswith("_") and before.get(k) != id(v)]
 
 
-def pick_space(named: str | None, namespace: dict[str, Any], new: list[str]) -> dict[str, Any]:
-    """The search space: the dict ``--space`` names, or the one dict of space objects the cell defines."""
+def pick_space(named: str | None, namespace: dict[str, Any], new: list[str]) -> dict[str, Any] | Callable:
+    """The search space: the dict or space function ``--space`` names, or the one the cell defines: a dict of
+    space objects, or a function whose only parameter is ``trial`` (define-by-run)."""
     if named:
         space = namespace.get(named)
-        if not isinstance(space, dict):
-            raise UsageError(f"--space {named}: no dict named {named!r} in the notebook")
+        if not isinstance(space, dict) and not is_space_function(space):
+            raise UsageError(
+                f"--space {named}: no dict or function space(trial) named {named!r} in the notebook"
+            )
         return space
     spaces = [
         n
         for n in new
-        if isinstance(namespace[n], dict) and any(isinstance(v, Space) for v in namespace[n].values())
+        if (isinstance(namespace[n], dict) and any(isinstance(v, Space) for v in namespace[n].values()))
+        or takes_only_trial(namespace[n])
     ]
     if not spaces:
         raise UsageError(
             "the cell defines no search space: define a dict like {'lr': space.loguniform(1e-4, 1e-1)} "
-            "in the cell, or name one with --space NAME"
+            "or a function space(trial) calling trial.suggest_* in the cell, or name one with --space NAME"
         )
     if len(spaces) > 1:
         raise UsageError(
@@ -48,7 +52,9 @@ def pick_variable(option: str, named: str, namespace: dict[str, Any]) -> Any:
     return namespace[named]
 
 
-def pick_function(named: str | None, namespace: dict[str, Any], new: list[str], needs: Iterable[str]):
+def pick_function(
+    named: str | None, namespace: dict[str, Any], new: list[str], needs: Iterable[str] | Callable
+):
     """The training function: the one ``--fn`` names, or the one function the cell defines (among several, the
     one that takes every argument in ``needs``)."""
     if named:
@@ -58,14 +64,21 @@ def pick_function(named: str | None, namespace: dict[str, Any], new: list[str], 
         return fn
     # Functions the cell defined, not ones it imported (`from jupyter_dist import report`).
     here = namespace.get("__name__", "__main__")
-    functions = [n for n in new if inspect.isfunction(namespace[n]) and namespace[n].__module__ == here]
+    functions = [
+        n
+        for n in new
+        if inspect.isfunction(namespace[n])
+        and namespace[n].__module__ == here
+        and not takes_only_trial(namespace[n])  # the cell's space function, not a training function
+    ]
     if not functions:
         raise UsageError(
             "the cell defines no training function: define it in the cell, or name it with --fn NAME"
         )
     if len(functions) > 1:
-        # Helpers beside the training function are common: pick the one function that takes what it must.
-        needs = set(needs)
+        # Helpers beside the training function are common: pick the one function that takes what it must. A
+        # space function's names are known only as it runs: then there is nothing to go by.
+        needs = set() if is_space_function(needs) else set(needs)
         fits = [n for n in functions if _accepts(namespace[n], needs)]
         if len(fits) != 1:
             raise UsageError(

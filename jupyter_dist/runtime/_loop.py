@@ -64,6 +64,9 @@ class TrialSpec:
     # A resumed run's re-run of a trial its last kernel left running: that trial's id, whose checkpoints it
     # goes on from (it gets a new id of its own).
     continues: int | None = None
+    # A define-by-run HPO trial's Optuna distributions (as JSON), which differ trial by trial: kept with its
+    # record.
+    distributions: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,12 @@ class TrialSink(Protocol):
     ``checkpoint_arrived`` on the launcher's IO thread, the rest on the loop's thread."""
 
     def trial_started(
-        self, trial_id: int, params: dict[str, Any], labels: dict[str, Any], queued: bool = False
+        self,
+        trial_id: int,
+        params: dict[str, Any],
+        labels: dict[str, Any],
+        queued: bool = False,
+        distributions: dict[str, Any] | None = None,
     ) -> None:
         """A trial was sent to run; ``queued``: it waits on a worker behind another one until trial_began()."""
 
@@ -284,7 +292,9 @@ class TrialLoop:
                 self.held = spec  # it waits for enough free workers (or a worker to queue it on)
                 return
             # Recorded before it starts: its first reports may arrive before start() returns.
-            self.sink.trial_started(spec.trial_id, spec.params, spec.labels, queued)
+            self.sink.trial_started(
+                spec.trial_id, spec.params, spec.labels, queued, distributions=spec.distributions
+            )
             self.running[spec.trial_id] = self.launcher.start(spec, placement, self.events.put)
             if queued:
                 self.queued.add(spec.trial_id)

@@ -1,7 +1,20 @@
-"""Search: sampler wiring and the ask/tell trial source for HPO. Optuna does the searching."""
+"""Search: sampler wiring, the ask/tell trial source for HPO, and an experiment's trials as an Optuna study.
+Optuna does the searching."""
 
 from ._optuna_search import OptunaSearch
 from ._pruners import PRUNERS, make_pruner
 from ._samplers import SAMPLERS, grid_size, make_sampler
+from ._study import IMPORTANCE_EVALUATOR, MIN_TRIALS_FOR_IMPORTANCE, param_importances, study_of
 
-__all__ = ["OptunaSearch", "PRUNERS", "SAMPLERS", "grid_size", "make_pruner", "make_sampler"]
+__all__ = [
+    "IMPORTANCE_EVALUATOR",
+    "MIN_TRIALS_FOR_IMPORTANCE",
+    "OptunaSearch",
+    "PRUNERS",
+    "SAMPLERS",
+    "grid_size",
+    "make_pruner",
+    "make_sampler",
+    "param_importances",
+    "study_of",
+]

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from .._validate import check_positive
-from ..errors import ArgumentError
+from ..errors import ArgumentError, SearchSpaceError
 from ..protocol import Objective, Outcome, ReportRow, TrialState
 from ..runtime import TrialSpec
-from ..space import constants, searched
+from ..space import accepted_arguments, constants, is_space_function, searched
+from ._define_by_run import distributions_from_json, distributions_to_json, suggest
+from ._enqueue import ENQUEUED, check_enqueue
 from ._pruners import make_pruner
 from ._samplers import grid_size, make_sampler
 
@@ -53,7 +58,7 @@ class OptunaSearch:
 
     def __init__(
         self,
-        space: dict[str, Any],
+        space: dict[str, Any] | Callable,
         *,
         trials: int | None,
         objective: Objective,
@@ -62,13 +67,29 @@ class OptunaSearch:
         max_steps: int | None = None,
         seed: int | None = None,
         unlimited: bool = False,
+        fn: Callable | None = None,
+        enqueue: list[dict[str, Any]] | None = None,
     ) -> None:
+        """``space``: a dict of space objects and constants, or a function ``space(trial)`` (define-by-run; then
+        ``fn``, the training function, is what each trial's suggested names are checked against). ``enqueue``:
+        configurations asked first, in order (checked here, before any work starts)."""
         import optuna
 
-        self.searched = searched(space)
-        self.constants = constants(space)
+        # A define-by-run space: Optuna's trial calls it; its distributions are known trial by trial.
+        self.space_function = space if is_space_function(space) else None
+        if self.space_function is not None and sampler == "grid":
+            raise SearchSpaceError(
+                "sampler='grid' needs a dict of space.choice([...]) arguments: a function search space says "
+                "its parameters only as each trial runs; use another sampler, or write the grid as a dict"
+            )
+        self.fn = fn
+        self._accepted = accepted_arguments(fn) if fn is not None else None
+        self.searched = {} if self.space_function else searched(space)
+        self.constants = {} if self.space_function else constants(space)
         self.distributions = {name: s.to_optuna(name) for name, s in self.searched.items()}
         self.objective = objective
+        # Known configurations: as given (each trial's label) and as Optuna holds them (what is enqueued).
+        self._known, self._known_optuna = check_enqueue(enqueue, space, fn, trials, sampler)
         if sampler == "grid":
             size = grid_size(self.searched)
             trials = size if trials is None else min(trials, size)
@@ -92,9 +113,11 @@ class OptunaSearch:
         self._last_sampled: dict[int, float] = {}
         self._asked = 0
         self._next_id = 0
-        self._reruns: list[
-            tuple[int, dict[str, Any]]
-        ] = []  # a resumed search's unfinished trials: (id, params)
+        # What each trial waiting in Optuna's queue is (Optuna asks them first, in the order they were enqueued):
+        # a resumed search's unfinished trial (its record), or a known configuration (its index in _known).
+        self._waiting: deque[tuple[str, Any]] = deque()
+        self._known_enqueued = False
+        self._numbers: dict[int, int] = {}  # our trial id -> Optuna's trial number
 
     def resume(self, finished: list, rerun: list, curves: dict[int, dict[int, float]]) -> None:
         """Continue a stored search: tell Optuna the ``finished`` trials (records: completed, pruned, failed),
@@ -111,21 +134,28 @@ class OptunaSearch:
         with _quiet_optuna():
             for rec in finished:
                 completed = rec.state is TrialState.COMPLETED
-                params = self._optuna_params(rec.params)
+                params = self._optuna_params(rec)
                 self.study.add_trial(
                     optuna.trial.create_trial(
                         params=params,
-                        distributions=self.distributions,
+                        distributions=self._distributions_of(rec),
                         value=rec.value if completed else None,
                         state=states[rec.state],
                         intermediate_values=curves.get(rec.trial_id, {}),
                         system_attrs=self._grid_attrs(params),
                     )
                 )
+                self._numbers[rec.trial_id] = self.study.get_trials(deepcopy=False)[-1].number
             for rec in rerun:
-                self.study.enqueue_trial(self._optuna_params(rec.params), skip_if_exists=False)
-        # Optuna asks the enqueued trials first, in order: each goes on from its stored trial's checkpoints.
-        self._reruns = [(rec.trial_id, rec.params) for rec in rerun]
+                self.study.enqueue_trial(self._optuna_params(rec), skip_if_exists=False)
+                # Optuna asks the enqueued trials first, in order: each goes on from its stored trial's
+                # checkpoints.
+                self._waiting.append(("rerun", rec))
+        # A known configuration a stored trial ran (or left unfinished, to run again above) is not run again
+        # (Optuna's skip_if_exists; theirs reads fixed_params, which the stored trials do not keep).
+        ran = [rec.labels.get(ENQUEUED) for rec in [*finished, *rerun]]
+        known = [(c, o) for c, o in zip(self._known, self._known_optuna, strict=True) if c not in ran]
+        self._known, self._known_optuna = [c for c, _ in known], [o for _, o in known]
         self._asked = len(finished)
         self._next_id = 1 + max((rec.trial_id for rec in [*finished, *rerun]), default=-1)
 
@@ -142,24 +172,73 @@ class OptunaSearch:
             return {}
         return {"grid_id": sampler._all_grids.index(point), "search_space": sampler._search_space}
 
-    def _optuna_params(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {name: space.to_optuna_value(params[name]) for name, space in self.searched.items()}
+    def _optuna_params(self, rec) -> dict[str, Any]:
+        """A stored trial's searched parameters as Optuna holds them."""
+        if self.space_function is not None:
+            return {name: rec.params[name] for name in rec.distributions or {}}
+        return {name: space.to_optuna_value(rec.params[name]) for name, space in self.searched.items()}
+
+    def _distributions_of(self, rec) -> dict[str, Any]:
+        if self.space_function is not None:
+            return distributions_from_json(rec.distributions or {})
+        return self.distributions
+
+    def _enqueue_known(self) -> None:
+        """Enqueue the known configurations, behind a resumed search's unfinished trials: at the first ask, once
+        resume() has said which of them ran already."""
+        self._known_enqueued = True
+        with _quiet_optuna():
+            for index, params in enumerate(self._known_optuna):
+                self.study.enqueue_trial(params, skip_if_exists=False)
+                self._waiting.append(("known", index))
 
     def next_trial(self) -> TrialSpec | None:
         if self.total is not None and self._asked >= self.total:
             return None
+        if not self._known_enqueued:
+            self._enqueue_known()
         with _quiet_optuna():
-            trial = self.study.ask(self.distributions)
+            trial = self.study.ask() if self.space_function else self.study.ask(self.distributions)
         self._asked += 1
         # Our trial ids count on from the stored ones; a fresh search's equal Optuna's trial numbers.
         trial_id, self._next_id = self._next_id, self._next_id + 1
         self._pending[trial_id] = trial
-        params = dict(self.constants)
-        params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
-        continues = None
-        if self._reruns and self._reruns[0][1] == params:
-            continues = self._reruns.pop(0)[0]
-        return TrialSpec(trial_id, params, continues=continues)
+        self._numbers[trial_id] = trial.number
+        distributions = None
+        if self.space_function is not None:
+            try:
+                params = suggest(self.space_function, trial, self.fn, self._accepted)
+            except SearchSpaceError:
+                import optuna
+
+                del self._pending[trial_id]
+                with _quiet_optuna():
+                    self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                raise
+            distributions = distributions_to_json(trial.distributions)
+        else:
+            params = dict(self.constants)
+            params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
+        continues, labels = None, {}
+        what, which = self._waiting.popleft() if self._waiting else (None, None)
+        if what == "rerun":
+            continues, labels = which.trial_id, dict(which.labels)
+        elif what == "known":
+            labels = {ENQUEUED: self._known[which]}
+        return TrialSpec(trial_id, params, labels=labels, continues=continues, distributions=distributions)
+
+    @property
+    def enqueued(self) -> list[dict[str, Any]]:
+        """The known configurations still to run first, as given (a resumed search leaves out those it ran)."""
+        return list(self._known)
+
+    def frozen_trial(self, trial_id: int):
+        """The ``optuna.trial.FrozenTrial`` of our trial ``trial_id`` in the search's study, as told (its state,
+        value, params, distributions, intermediate values); a copy."""
+        number = self._numbers.get(trial_id)
+        if number is None:
+            raise ArgumentError(f"trial_id={trial_id!r}: this search has no such trial")
+        return copy.deepcopy(self.study.get_trials(deepcopy=False)[number])
 
     def remaining(self) -> int | None:
         return None if self.total is None else max(0, self.total - self._asked)

@@ -93,6 +93,9 @@ class TrialRecord:
     error_kind: ErrorKind | None = None
     # What the trial is, beyond its parameters (an ablation study's left-out component, its repeat).
     labels: dict[str, Any] = field(default_factory=dict)
+    # A define-by-run HPO trial's Optuna distributions (Optuna's JSON of each), as its search asked them: a
+    # loaded experiment's study and a resumed search know them. None: the definition's space says them.
+    distributions: dict[str, Any] | None = None
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     # The curve metric's learning curve of the current attempt, for live plots.
@@ -135,7 +138,12 @@ class ExperimentRecord(ABC):
     # --- written by the trial loop --------------------------------------------------------------------------
     @abstractmethod
     def trial_started(
-        self, trial_id: int, params: dict[str, Any], labels: dict[str, Any], queued: bool = False
+        self,
+        trial_id: int,
+        params: dict[str, Any],
+        labels: dict[str, Any],
+        queued: bool = False,
+        distributions: dict[str, Any] | None = None,
     ) -> None:
         """A trial was sent to run; ``queued``: it waits on a worker behind another one until trial_began()."""
 

@@ -40,10 +40,17 @@ class InMemoryRecord(ExperimentRecord):
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(
-        self, trial_id: int, params: dict[str, Any], labels: dict[str, Any], queued: bool = False
+        self,
+        trial_id: int,
+        params: dict[str, Any],
+        labels: dict[str, Any],
+        queued: bool = False,
+        distributions: dict[str, Any] | None = None,
     ) -> None:
         earlier = self._trials.get(trial_id)  # a resumed run running a trial of the run it continues again
-        rec = TrialRecord(trial_id, dict(params), labels=dict(labels), queued=queued)
+        rec = TrialRecord(
+            trial_id, dict(params), labels=dict(labels), queued=queued, distributions=distributions
+        )
         self._trials[trial_id] = rec
         self._attempts[trial_id] = {}
         if earlier is not None:

@@ -366,9 +366,9 @@ def run_queueing(n: int, duration: float, parallel: int = 2):
     )
     started = record.trial_started
 
-    def spy(trial_id, params, labels, queued=False):
+    def spy(trial_id, params, labels, queued=False, **more):
         sent_queued[trial_id] = queued
-        started(trial_id, params, labels, queued)
+        started(trial_id, params, labels, queued, **more)
 
     record.trial_started = spy
     loop.run()

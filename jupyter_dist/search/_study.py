@@ -1,0 +1,122 @@
+"""An experiment's trials as a real Optuna study, built from its record (a live run's or one read from the store):
+what ``optuna.visualization``, ``optuna.importance`` and optuna-dashboard (through ``optuna.copy_study``) read.
+
+It reads the record only, so ``Experiment.study`` and the server can both use it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from typing import Any
+
+from ..errors import ArgumentError
+from ..protocol import ExperimentKind, TrialState
+from ..space import searched
+from ..store import ExperimentRecord, TrialRecord
+from ._define_by_run import distributions_from_json
+
+__all__ = ["IMPORTANCE_EVALUATOR", "MIN_TRIALS_FOR_IMPORTANCE", "param_importances", "study_of"]
+
+# Fewer completed trials than this give importances that are noise (and PED-ANOVA, Optuna's default evaluator,
+# compares the top 10% of them with the rest).
+MIN_TRIALS_FOR_IMPORTANCE = 5
+# What param_importances uses, named in the chart's title: Optuna's default evaluator, named here so the chart
+# says which one even if Optuna's default changes.
+IMPORTANCE_EVALUATOR = "PED-ANOVA"
+
+
+def _states():
+    import optuna
+
+    return {
+        TrialState.COMPLETED: optuna.trial.TrialState.COMPLETE,
+        TrialState.PRUNED: optuna.trial.TrialState.PRUNED,
+        # the user's Stop: Optuna has no such state, and our search told it so too
+        TrialState.STOPPED: optuna.trial.TrialState.PRUNED,
+        TrialState.FAILED: optuna.trial.TrialState.FAIL,
+    }
+
+
+def study_of(record: ExperimentRecord):
+    """A new in-memory ``optuna.Study`` holding every finished trial of the HPO experiment ``record``: its params
+    and distributions, value, state (completed, pruned, failed; a stopped trial is pruned), the objective's
+    intermediate values (its last attempt's reports), and user_attrs ``trial_id``, ``attempts``, ``duration``.
+    Running and interrupted trials are left out."""
+    import optuna
+
+    definition = record.definition
+    if definition.kind != ExperimentKind.HPO:
+        raise ArgumentError(
+            f"experiment {definition.name!r} is a {definition.kind} run: only an hpo experiment has an "
+            "Optuna study (its trials' parameters were searched)"
+        )
+    states = _states()
+    finished = [rec for rec in record.trial_records() if rec.state in states]
+    curves = _objective_curves(record, finished)
+    spaces = searched(definition.space)
+    fixed = {name: space.to_optuna(name) for name, space in spaces.items()}
+    from ._optuna_search import _quiet_optuna
+
+    with _quiet_optuna():
+        study = optuna.create_study(
+            study_name=definition.name, direction=definition.objective.direction.optuna
+        )
+        for rec in finished:
+            if rec.distributions is not None:  # a define-by-run trial: its own distributions
+                distributions = distributions_from_json(rec.distributions)
+                params = {name: rec.params[name] for name in distributions}
+            else:
+                distributions = fixed
+                params = {name: space.to_optuna_value(rec.params[name]) for name, space in spaces.items()}
+            state = states[rec.state]
+            value = rec.value if state is optuna.trial.TrialState.COMPLETE else None
+            if state is optuna.trial.TrialState.COMPLETE and (value is None or not math.isfinite(value)):
+                state, value = optuna.trial.TrialState.FAIL, None  # as Optuna tells a NaN objective
+            started = datetime.datetime.fromtimestamp(rec.started)
+            study.add_trial(
+                optuna.trial.FrozenTrial(
+                    number=-1,  # add_trial numbers it
+                    trial_id=-1,
+                    state=state,
+                    value=value,
+                    datetime_start=started,
+                    datetime_complete=started + datetime.timedelta(seconds=rec.duration or 0.0),
+                    params=params,
+                    distributions=distributions,
+                    user_attrs={"trial_id": rec.trial_id, "attempts": rec.attempts, "duration": rec.duration},
+                    system_attrs={},
+                    intermediate_values=curves.get(rec.trial_id, {}),
+                )
+            )
+    return study
+
+
+def _objective_curves(record: ExperimentRecord, finished: list[TrialRecord]) -> dict[int, dict[int, float]]:
+    """Trial id -> step -> the objective's first reported value at that step, in the trial's last attempt."""
+    metric = record.definition.objective.metric
+    last_attempt = {rec.trial_id: rec.attempts - 1 for rec in finished}
+    curves: dict[int, dict[int, float]] = {}
+    for trial_id, attempt, step, name, value, _ in record.report_rows():
+        if name == metric and last_attempt.get(trial_id) == attempt:
+            curves.setdefault(trial_id, {}).setdefault(step, value)
+    return curves
+
+
+def param_importances(record_or_study: Any) -> dict[str, float] | None:
+    """Each parameter's importance for the objective (PED-ANOVA, Optuna's default evaluator; they sum to 1),
+    most important first; None with fewer than MIN_TRIALS_FOR_IMPORTANCE completed trials. Parameters that a
+    define-by-run space did not suggest in every completed trial are left out (as Optuna does)."""
+    import optuna
+
+    study = record_or_study if isinstance(record_or_study, optuna.Study) else study_of(record_or_study)
+    completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    if len(completed) < MIN_TRIALS_FOR_IMPORTANCE:
+        return None
+    try:
+        importances = optuna.importance.get_param_importances(
+            study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()
+        )
+    except (ValueError, RuntimeError):  # no parameter common to the trials, or every value the same
+        return None
+    return importances or None
