@@ -1,7 +1,9 @@
 """Define-by-run (conditional) search spaces on the real LocalCluster: a trial gets exactly what its branch
 suggested, stored with its distributions, checked before any work starts, resumable."""
 
+import json
 import math
+import sqlite3
 import time
 
 import pytest
@@ -103,3 +105,32 @@ def test_a_function_space_run_resumes_with_its_stored_distributions(run_hpo):
         assert set(frozen.distributions) == set(frozen.params)
         assert ("momentum" in frozen.params) == (frozen.params["opt"] == "sgd")
         assert math.isfinite(frozen.value)
+
+
+def test_a_cut_function_space_run_runs_its_unfinished_enqueued_trial_again_and_not_its_configuration(
+    run_hpo, fresh_store
+):
+    known = [{"opt": "sgd", "momentum": 0.5}, {"opt": "adam"}]
+    run_hpo(train, conditional, trials=3, metric="acc", parallel=1, name="cut", enqueue=known)
+    # as if its kernel had died while trial 1 ran: the store says it runs, trial 2 never started
+    with sqlite3.connect(fresh_store) as conn:
+        conn.execute("DELETE FROM trials WHERE trial_id = 2")
+        (text,) = conn.execute("SELECT record FROM trials WHERE trial_id = 1").fetchone()
+        record = json.loads(text)
+        record.update(state="running", value=None, duration=None)
+        conn.execute(
+            "UPDATE trials SET state = 'running', record = ? WHERE trial_id = 1", (json.dumps(record),)
+        )
+        conn.execute("UPDATE experiments SET state = 'running', owner_pid = 999999999")
+    interrupted = jd.load("cut").trial_records()[1]
+    assert interrupted.state == "interrupted"
+    exp = run_hpo(
+        train, conditional, trials=4, metric="acc", parallel=1, name="cut", enqueue=known, resume=True
+    )
+    records = {r.trial_id: r for r in exp.trial_records()}
+    assert sorted(records) == [0, 1, 2, 3, 4] and exp.done == 4
+    # trial 1 runs again as trial 2, with its parameters and label; {"opt": "adam"} is not enqueued once more
+    assert records[2].params == interrupted.params and records[2].labels == {"enqueued": {"opt": "adam"}}
+    assert records[2].distributions == interrupted.distributions
+    assert [records[i].labels for i in (3, 4)] == [{}, {}]
+    assert len(exp.study.trials) == 4  # the interrupted trial is left out of the study

@@ -86,3 +86,28 @@ def test_only_an_hpo_experiment_has_a_study(run_ablation):
         jd.ArgumentError, match="is a ablation run: only an hpo experiment has an Optuna study"
     ):
         _ = exp.study
+
+
+def test_pruned_and_stopped_trials_are_pruned_in_the_study_and_unfinished_ones_left_out():
+    from jupyter_dist.protocol import Direction, Objective, Outcome, ReportBatch, TrialState
+    from jupyter_dist.search import study_of
+    from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
+
+    record = InMemoryRecord(
+        ExperimentDefinition("hpo", "states", Objective("acc", Direction.MIN), {"lr": space.uniform(0, 1)})
+    )
+    ends = {0: TrialState.COMPLETED, 1: TrialState.PRUNED, 2: TrialState.STOPPED, 3: None}
+    for trial_id, state in ends.items():
+        record.trial_started(trial_id, {"lr": trial_id / 10}, {})
+        record.reports_arrived(ReportBatch(trial_id, "a", [[0, {"acc": 1.0}, 0.0], [1, {"acc": 0.5}, 0.0]]))
+        if state is not None:
+            record.trial_finished(Outcome(trial_id, "a", state, value=0.5, duration=1.0))
+    study = study_of(record)
+    assert study.direction == optuna.study.StudyDirection.MINIMIZE
+    assert [(t.user_attrs["trial_id"], t.state) for t in study.trials] == [
+        (0, optuna.trial.TrialState.COMPLETE),
+        (1, optuna.trial.TrialState.PRUNED),
+        (2, optuna.trial.TrialState.PRUNED),
+    ]
+    assert all(t.intermediate_values == {0: 1.0, 1: 0.5} for t in study.trials)
+    assert study.trials[0].duration.total_seconds() == pytest.approx(1.0)
