@@ -11,11 +11,14 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, NoResultError
 from ..protocol import Direction, ExperimentKind, ExperimentState, Objective, TrialState
 from ..store import ExperimentRecord, TrialRecord
+
+if TYPE_CHECKING:
+    import optuna
 
 # The counts a status line shows, when not zero (completed ones are in "N/M trials done").
 SHOWN_COUNTS = ("running", "queued", "pruned", "failed", "stopped", "interrupted")
@@ -209,7 +212,7 @@ class Experiment:
         )
 
     @property
-    def study(self):
+    def study(self) -> optuna.Study:
         """The experiment as a real ``optuna.Study`` (in memory, built anew from its record at each call): every
         finished trial with its params and distributions, value, state, the objective's intermediate values and
         user_attrs ``trial_id``, ``attempts``, ``duration``. For ``optuna.visualization.*``,

@@ -9,7 +9,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._validate import check_positive
 from ..errors import ArgumentError, SearchSpaceError
@@ -19,6 +19,9 @@ from ..space import accepted_arguments, constants, is_space_function, searched
 from ._define_by_run import distributions_from_json, distributions_to_json, suggest
 from ._enqueue import ENQUEUED, check_enqueue
 from ._pruners import make_pruner
+
+if TYPE_CHECKING:
+    import optuna
 from ._samplers import grid_size, make_sampler
 
 
@@ -232,7 +235,7 @@ class OptunaSearch:
         """The known configurations still to run first, as given (a resumed search leaves out those it ran)."""
         return list(self._known)
 
-    def frozen_trial(self, trial_id: int):
+    def frozen_trial(self, trial_id: int) -> optuna.trial.FrozenTrial:
         """The ``optuna.trial.FrozenTrial`` of our trial ``trial_id`` in the search's study, as told (its state,
         value, params, distributions, intermediate values); a copy."""
         number = self._numbers.get(trial_id)

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ArgumentError
 from ..protocol import ExperimentKind, TrialState
 from ..space import searched
 from ..store import ExperimentRecord, TrialRecord
 from ._define_by_run import distributions_from_json
+
+if TYPE_CHECKING:
+    import optuna
 
 __all__ = ["IMPORTANCE_EVALUATOR", "MIN_TRIALS_FOR_IMPORTANCE", "param_importances", "study_of"]
 
@@ -38,7 +41,7 @@ def _states():
     }
 
 
-def study_of(record: ExperimentRecord):
+def study_of(record: ExperimentRecord) -> optuna.Study:
     """A new in-memory ``optuna.Study`` holding every finished trial of the HPO experiment ``record``: its params
     and distributions, value, state (completed, pruned, failed; a stopped trial is pruned), the objective's
     intermediate values (its last attempt's reports), and user_attrs ``trial_id``, ``attempts``, ``duration``.
@@ -103,7 +106,7 @@ def _objective_curves(record: ExperimentRecord, finished: list[TrialRecord]) -> 
     return curves
 
 
-def param_importances(record_or_study: Any) -> dict[str, float] | None:
+def param_importances(record_or_study: ExperimentRecord | optuna.Study) -> dict[str, float] | None:
     """Each parameter's importance for the objective (PED-ANOVA, Optuna's default evaluator; they sum to 1),
     most important first; None with fewer than MIN_TRIALS_FOR_IMPORTANCE completed trials. Parameters that a
     define-by-run space did not suggest in every completed trial are left out (as Optuna does)."""
