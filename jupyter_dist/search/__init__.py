@@ -4,7 +4,13 @@ Optuna does the searching."""
 from ._optuna_search import OptunaSearch
 from ._pruners import PRUNERS, make_pruner
 from ._samplers import SAMPLERS, grid_size, make_sampler
-from ._study import IMPORTANCE_EVALUATOR, MIN_TRIALS_FOR_IMPORTANCE, param_importances, study_of
+from ._study import (
+    IMPORTANCE_EVALUATOR,
+    MIN_TRIALS_FOR_IMPORTANCE,
+    importances_report,
+    param_importances,
+    study_of,
+)
 
 __all__ = [
     "IMPORTANCE_EVALUATOR",
@@ -13,6 +19,7 @@ __all__ = [
     "PRUNERS",
     "SAMPLERS",
     "grid_size",
+    "importances_report",
     "make_pruner",
     "make_sampler",
     "param_importances",

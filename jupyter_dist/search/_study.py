@@ -13,13 +13,19 @@ from typing import TYPE_CHECKING
 from ..errors import ArgumentError
 from ..protocol import ExperimentKind, TrialState
 from ..space import searched
-from ..store import ExperimentRecord, TrialRecord
+from ..store import ExperimentRecord, ParamImportances, TrialRecord
 from ._define_by_run import distributions_from_json
 
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["IMPORTANCE_EVALUATOR", "MIN_TRIALS_FOR_IMPORTANCE", "param_importances", "study_of"]
+__all__ = [
+    "IMPORTANCE_EVALUATOR",
+    "MIN_TRIALS_FOR_IMPORTANCE",
+    "importances_report",
+    "param_importances",
+    "study_of",
+]
 
 # Fewer completed trials than this give importances that are noise (and PED-ANOVA, Optuna's default evaluator,
 # compares the top 10% of them with the rest).
@@ -49,11 +55,7 @@ def study_of(record: ExperimentRecord) -> optuna.Study:
     import optuna
 
     definition = record.definition
-    if definition.kind != ExperimentKind.HPO:
-        raise ArgumentError(
-            f"experiment {definition.name!r} is a {definition.kind} run: only an hpo experiment has an "
-            "Optuna study (its trials' parameters were searched)"
-        )
+    _check_searched(record)
     states = _states()
     finished = [rec for rec in record.trial_records() if rec.state in states]
     curves = _objective_curves(record, finished)
@@ -95,6 +97,15 @@ def study_of(record: ExperimentRecord) -> optuna.Study:
     return study
 
 
+def _check_searched(record: ExperimentRecord) -> None:
+    definition = record.definition
+    if definition.kind != ExperimentKind.HPO:
+        raise ArgumentError(
+            f"experiment {definition.name!r} is a {definition.kind} run: only an hpo experiment has an "
+            "Optuna study (its trials' parameters were searched)"
+        )
+
+
 def _objective_curves(record: ExperimentRecord, finished: list[TrialRecord]) -> dict[int, dict[int, float]]:
     """Trial id -> step -> the objective's first reported value at that step, in the trial's last attempt."""
     metric = record.definition.objective.metric
@@ -123,3 +134,16 @@ def param_importances(record_or_study: ExperimentRecord | optuna.Study) -> dict[
     except (ValueError, RuntimeError):  # no parameter common to the trials, or every value the same
         return None
     return importances or None
+
+
+def importances_report(record: ExperimentRecord) -> ParamImportances:
+    """``param_importances`` as the views read it (the REST API's and the cell's saved bundle), JSON-ready."""
+    _check_searched(record)
+    completed = sum(rec.state is TrialState.COMPLETED for rec in record.trial_records())
+    importances = param_importances(record) if completed >= MIN_TRIALS_FOR_IMPORTANCE else None
+    return {
+        "evaluator": IMPORTANCE_EVALUATOR,
+        "completed": completed,
+        "needed": MIN_TRIALS_FOR_IMPORTANCE,
+        "importances": None if importances is None else {k: float(v) for k, v in importances.items()},
+    }

@@ -1,9 +1,9 @@
 """The REST API under the server's base URL: thin handlers over the store's ``StoreReader``.
 
 Every handler requires Jupyter's authentication (``@tornado.web.authenticated``) and authorization
-(``@authorized`` on the "jupyter_dist" resource, for servers with an authorizer). The reader's errors, all in the
-JupyterDistError family, become JSON answers: a bad argument 400, what the store lacks 404, a stop asked of an
-ended run 409.
+(``@authorized`` on the "jupyter_dist" resource, for servers with an authorizer). The reader's errors (and the
+search's, for importances of a run that searched nothing), all in the JupyterDistError family, become JSON
+answers: a bad argument 400, what the store lacks 404, a stop asked of an ended run 409.
 """
 
 from __future__ import annotations
@@ -80,6 +80,15 @@ class MetricsHandler(_Handler):
         self.answer(call)
 
 
+class ImportancesHandler(_Handler):
+    @tornado.web.authenticated
+    @authorized
+    def get(self, experiment_id: str) -> None:
+        from ..search import importances_report  # optuna only when an HPO view asks
+
+        self.answer(lambda: importances_report(self.store.record(experiment_id)))
+
+
 class StopHandler(_Handler):
     @tornado.web.authenticated
     @authorized
@@ -106,6 +115,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (api, ExperimentsHandler),
         (url_path_join(api, segment), ExperimentHandler),
         (url_path_join(api, segment, "metrics"), MetricsHandler),
+        (url_path_join(api, segment, "importances"), ImportancesHandler),
         (url_path_join(api, segment, "stop"), StopHandler),
         (url_path_join(api, segment, "logs", r"(\d+)"), LogsHandler),
     ]

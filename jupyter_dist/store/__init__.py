@@ -21,6 +21,7 @@ from ._wire import (
     ExperimentSummary,
     MetricsPage,
     Mode,
+    ParamImportances,
     TrialLogs,
     TrialSummary,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "Mode",
     "NotInStore",
     "NotRunning",
+    "ParamImportances",
     "StoreReader",
     "TrialLogs",
     "TrialRecord",

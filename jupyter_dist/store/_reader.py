@@ -20,6 +20,7 @@ from ..protocol import ExperimentState
 from ._catalog import list_experiments, record_of, state_of
 from ._codec import finite
 from ._detail import experiment_detail
+from ._memory import InMemoryRecord
 from ._sqlite import Database
 from ._wire import ExperimentDetail, ExperimentList, MetricsPage, TrialLogs
 
@@ -74,6 +75,12 @@ class StoreReader:
         with self._opened(experiment_id) as (db, row):
             record = record_of(db, row, self.path, results=False)
         return experiment_detail(record, json.loads(row["about"]))
+
+    def record(self, experiment_id: str) -> InMemoryRecord:
+        """The experiment as a record read back (its reports read when first asked for), for what the server
+        computes from it (parameter importances)."""
+        with self._opened(experiment_id) as (db, row):
+            return record_of(db, row, self.path, results=False)
 
     def metrics_page(self, experiment_id: str, since: int = 0, limit: int = MAX_PAGE) -> MetricsPage:
         """Reports after cursor ``since`` (0: from the start), at most ``limit``; ``cursor`` for the next call."""

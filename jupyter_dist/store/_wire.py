@@ -21,6 +21,7 @@ __all__ = [
     "ExperimentSummary",
     "MetricsPage",
     "Mode",
+    "ParamImportances",
     "TrialLogs",
     "TrialSummary",
 ]
@@ -129,6 +130,16 @@ class TrialLogs(TypedDict):
     error: str | None
 
 
+class ParamImportances(TypedDict):
+    """GET .../importances: how much each searched parameter mattered for the objective (an HPO run's), from its
+    completed trials; also in the cell's saved bundle."""
+
+    evaluator: str  # e.g. "PED-ANOVA"
+    completed: int  # the completed trials they were computed from
+    needed: int  # the fewest completed trials that give importances
+    importances: dict[str, float] | None  # most important first, summing to 1; None: too few trials
+
+
 class CurvesSnapshot(TypedDict):
     """Learning curves as the kernel saves them in the cell's output: per trial [id, attempt, steps, values]."""
 
@@ -148,3 +159,4 @@ class ExperimentBundle(TypedDict):
     id: NotRequired[str]
     snapshot: NotRequired[ExperimentDetail]
     curves: NotRequired[CurvesSnapshot]
+    importances: NotRequired[ParamImportances]  # an HPO run's

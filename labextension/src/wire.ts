@@ -108,6 +108,17 @@ export interface ITrialLogs {
   error: string | null;
 }
 
+/**
+ * GET .../importances: how much each searched parameter mattered for the objective (an HPO run's), from its
+ * completed trials; also in the cell's saved bundle.
+ */
+export interface IParamImportances {
+  evaluator: string; // e.g. "PED-ANOVA"
+  completed: number; // the completed trials they were computed from
+  needed: number; // the fewest completed trials that give importances
+  importances: Record<string, number> | null; // most important first, summing to 1; None: too few trials
+}
+
 /** Learning curves as the kernel saves them in the cell's output: per trial [id, attempt, steps, values]. */
 export interface ICurvesSnapshot {
   metric: string | null;
@@ -127,6 +138,7 @@ export interface IExperimentBundle {
   id?: string;
   snapshot?: IExperimentDetail;
   curves?: ICurvesSnapshot;
+  importances?: IParamImportances; // an HPO run's
 }
 
 /** ILogs: the name the views knew it by. */

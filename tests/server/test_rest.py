@@ -254,3 +254,48 @@ def test_what_the_store_reader_refuses_is_a_jupyter_dist_error_and_the_builtin_i
         with pytest.raises(ours, match=re.escape(says)) as err:
             call()
         assert isinstance(err.value, jd.JupyterDistError) and isinstance(err.value, builtin)
+
+
+async def test_parameter_importances_are_served_for_an_hpo_run(jp_fetch, run_hpo):
+    def quadratic(lr, width):
+        return {"acc": -((lr - 0.2) ** 2) * 100 + width * 1e-6}
+
+    few = run_hpo(
+        quadratic,
+        {"lr": space.uniform(0.0, 1.0), "width": space.integer(1, 8)},
+        trials=3,
+        metric="acc",
+        pruner=None,
+        name="few",
+    )
+    answer = await get(jp_fetch, few.id, "importances")
+    assert answer == {"evaluator": "PED-ANOVA", "completed": 3, "needed": 5, "importances": None}
+
+    exp = run_hpo(
+        quadratic,
+        {"lr": space.uniform(0.0, 1.0), "width": space.integer(1, 8)},
+        trials=12,
+        metric="acc",
+        pruner=None,
+        seed=3,
+        name="enough",
+    )
+    answer = await get(jp_fetch, exp.id, "importances")
+    assert answer["completed"] == 12
+    importances = answer["importances"]
+    assert set(importances) == {"lr", "width"} and abs(sum(importances.values()) - 1) < 1e-6
+    assert importances["lr"] > importances["width"]  # the objective hardly depends on width
+
+    ablated = jd.ablation(
+        lambda features, flag=True: {"acc": len(features)},
+        features=["a", "b"],
+        metric="acc",
+        cluster=run_hpo.keywords["cluster"],
+        progress=False,
+    )
+    with pytest.raises(tornado.httpclient.HTTPClientError) as refused:
+        await jp_fetch(*API, ablated.id, "importances")
+    assert (
+        refused.value.code == 400
+        and "only an hpo experiment" in json.loads(refused.value.response.body)["message"]
+    )
