@@ -61,12 +61,12 @@ class ReportCallback(_transformers.TrainerCallback):
     Optuna in ``hyperparameter_search``: ``hpo(max_steps=...)`` counts in optimizer steps.
 
     When the trial is pruned or the experiment stopped, ``report()`` raises ``jupyter_dist.TrialPruned`` in
-    ``on_evaluate``. The callback then asks the Trainer to stop (``control.should_training_stop``), so it
-    finishes the way it finishes any run (no checkpoint of the pruned evaluation, ``on_train_end`` for every
-    callback, trackers closed), and raises ``TrialPruned`` again from its own ``on_train_end``: ``train()``
-    does not return and the trial is recorded as pruned with its last reported values. Add it after the other
-    callbacks (``callbacks=[..., ReportCallback()]``) so theirs run first. An ``evaluate()`` outside
-    ``train()`` raises at once.
+    ``on_evaluate``. The callback then asks the Trainer to stop (``control.should_training_stop``; and, unless
+    ``save_strategy="best"``, not to checkpoint that evaluation), so it finishes the way it finishes any run
+    (``on_train_end`` for every callback, trackers closed), and raises ``TrialPruned`` again from its own
+    ``on_train_end``: ``train()`` does not return and the trial is recorded as pruned with its last reported
+    values. Add it after the other callbacks (``callbacks=[..., ReportCallback()]``) so theirs run first. An
+    ``evaluate()`` outside ``train()`` raises at once.
 
     Examples
     --------
