@@ -6,9 +6,10 @@ For the older ``import pytorch_lightning`` package use ``jupyter_dist.integratio
 from __future__ import annotations
 
 from ._lightning_hooks import LightningReporting
+from ._lightning_ranks import DataParallelRanks
 from ._metrics import import_framework
 
-__all__ = ["ReportCallback"]
+__all__ = ["DataParallelEnvironment", "ReportCallback"]
 
 _pl = import_framework(
     "lightning.pytorch", "'jupyter_dist[lightning]'", "jupyter_dist.integrations.lightning"
@@ -54,4 +55,24 @@ class ReportCallback(LightningReporting, _pl.Callback):
     ...     trainer = lightning.Trainer(max_epochs=20, callbacks=[ReportCallback(["val_loss"])])
     ...     trainer.fit(model, train_loader, val_loader)
     >>> exp = jupyter_dist.hpo(train, {"lr": space.loguniform(1e-4, 1e-1)}, metric="val_loss", mode="min")
+    """
+
+
+class DataParallelEnvironment(DataParallelRanks, _pl.plugins.ClusterEnvironment):
+    """The cluster environment of a Lightning Trainer inside ``jupyter_dist.data_parallel()``.
+
+    Each rank of the job is a Dask worker process that jupyter_dist has already joined into a process group
+    (Lightning uses it as it is): this tells Lightning the job's ranks and that it launches no process.
+    Lightning's own default would take every rank for rank 0.
+
+    Examples
+    --------
+    >>> def train(lr=0.1):
+    ...     trainer = lightning.Trainer(
+    ...         strategy="ddp", accelerator="cpu", devices=1, num_nodes=jupyter_dist.world_size(),
+    ...         plugins=[DataParallelEnvironment()], callbacks=[ReportCallback("val_loss")], max_epochs=10)
+    ...     trainer.fit(LitModel(lr), train_loader, val_loader)  # Lightning shards the loaders itself
+    >>> exp = jupyter_dist.data_parallel(train, workers=2)
+
+    A Trainer sized other than ``devices=1, num_nodes=jupyter_dist.world_size()`` is refused when it is set up.
     """

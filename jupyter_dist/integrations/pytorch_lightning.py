@@ -7,9 +7,10 @@ The same callback as ``jupyter_dist.integrations.lightning.ReportCallback`` (doc
 from __future__ import annotations
 
 from ._lightning_hooks import LightningReporting
+from ._lightning_ranks import DataParallelRanks
 from ._metrics import import_framework
 
-__all__ = ["ReportCallback"]
+__all__ = ["DataParallelEnvironment", "ReportCallback"]
 
 _pl = import_framework(
     "pytorch_lightning", "pytorch-lightning", "jupyter_dist.integrations.pytorch_lightning"
@@ -22,3 +23,8 @@ class ReportCallback(LightningReporting, _pl.Callback):
     ``pytorch_lightning.Trainer(callbacks=[ReportCallback()])``; the parameters and behaviour are those of
     ``jupyter_dist.integrations.lightning.ReportCallback``.
     """
+
+
+class DataParallelEnvironment(DataParallelRanks, _pl.plugins.ClusterEnvironment):
+    """The cluster environment of a ``pytorch_lightning.Trainer`` inside ``jupyter_dist.data_parallel()``; see
+    ``jupyter_dist.integrations.lightning.DataParallelEnvironment``."""
