@@ -75,7 +75,8 @@ def train(lr=0.1, epochs=3, pause=0.0, num_nodes=None, stop_rank_0=False):
 def test_each_rank_is_its_own_lightning_rank_and_rank_0_reports(run_ddp):
     exp = run_ddp(train, workers=2, epochs=3)
     assert exp.state == "completed"
-    # Lightning's default environment would have taken both processes for rank 0 (and given each all 4 batches).
+    # Lightning's default environment took both processes for rank 0: [(0, 2, 2), (0, 2, 2)], each training on
+    # rank 0's half of the data.
     assert sorted((r["rank"], r["world"], r["batches"]) for r in exp.rank_results) == [(0, 2, 2), (1, 2, 2)]
     reports = exp.history[exp.history.metric == "val_loss"]
     assert reports.step.tolist() == [0, 1, 2]  # one report per epoch, from rank 0
