@@ -13,6 +13,7 @@ from ..protocol import Direction, ExperimentKind, Objective
 from ..space import searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
+from ._control import CALLBACKS, OBJECTIVE_SCOPE, STOP, TARGET
 from ._options import RunOptions, TrialPlan
 
 
@@ -26,6 +27,10 @@ class HyperparameterSearch(Kind):
             option("--pruner", help="hpo: asha (default), median, hyperband or none"),
             option("--max-steps", type=int, help="hpo: the most steps a trial reports (ASHA rungs)"),
             option("--space", help="hpo: the search-space dict (default: the one the cell defines)"),
+            CALLBACKS,
+            STOP,
+            TARGET,
+            OBJECTIVE_SCOPE,
         ),
         takes_space=True,
     )
@@ -48,7 +53,7 @@ class HyperparameterSearch(Kind):
         from ..search import OptunaSearch
 
         check_metric(self.name, metric, self.metric_for)
-        objective = Objective(metric, Direction.parse(mode))
+        objective = Objective(metric, Direction.parse(mode), options.scope)
         check_positive("max_steps", max_steps)
         check_positive("workers_per_trial", workers_per_trial, optional=False)
         check_positive("gpus_per_trial", options.gpus)
@@ -101,12 +106,7 @@ class HyperparameterSearch(Kind):
                 f"not {sorted(search.searched)}"
             )
         finished, rerun = finished_and_rerun(prior)
-        attempts = {rec.trial_id: rec.attempts - 1 for rec in finished}
-        curves: dict[int, dict[int, float]] = {}
-        for trial_id, attempt, step, metric, value, _ in prior.report_rows():
-            if metric == definition.objective.metric and attempts.get(trial_id) == attempt:
-                curves.setdefault(trial_id, {}).setdefault(step, value)
-        search.resume(finished, rerun, curves)
+        search.resume(finished, rerun, stored_curves(prior, finished, definition.objective))
         continued = dataclasses.replace(
             prior.definition,
             total=search.total,
@@ -128,3 +128,19 @@ class HyperparameterSearch(Kind):
         if arguments.get("pruner") == "none":
             arguments["pruner"] = None
         return arguments
+
+
+def stored_curves(prior: InMemoryRecord, finished: list, objective: Objective) -> dict[int, dict[int, float]]:
+    """The ``finished`` trials' curves of the objective (trial id -> step -> value), their last attempt's, as the
+    pruner was given them: each step's value the scope over the reports up to it (Optuna keeps a step's first)."""
+    attempts = {rec.trial_id: rec.attempts - 1 for rec in finished}
+    reports: dict[int, list[tuple[int, float]]] = {}
+    for trial_id, attempt, step, metric, value, _ in prior.report_rows():
+        if metric == objective.metric and attempts.get(trial_id) == attempt:
+            reports.setdefault(trial_id, []).append((step, value))
+    curves: dict[int, dict[int, float]] = {}
+    for trial_id, points in reports.items():
+        curve = curves[trial_id] = {}
+        for (step, _), value in zip(points, objective.scoped([v for _, v in points]), strict=True):
+            curve.setdefault(step, value)
+    return curves
