@@ -7,6 +7,7 @@ training on Dask, live in Jupyter.
 from __future__ import annotations
 
 from . import _config, space  # noqa: F401 - _config: dask config defaults, loaded first
+from ._callbacks import Callback
 from ._report import Reporter, report
 from .ablation import AblationExperiment, ablate
 from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, use_cluster
@@ -50,6 +51,7 @@ __all__ = [
     "AblationExperiment",
     "ArgumentError",
     "Best",
+    "Callback",
     "Checkpoint",
     "ClusterError",
     "ClusterLost",

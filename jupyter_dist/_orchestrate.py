@@ -12,6 +12,7 @@ import platform
 from collections.abc import Callable
 from typing import Any
 
+from ._control import RunControl, as_resumed
 from ._stored import prior_run
 from ._validate import check_callable
 from .checkpoints import checkpoint_plan, checkpoint_settings
@@ -19,8 +20,16 @@ from .errors import ClusterLost, ExperimentFailed, MetricError
 from .experiment import Experiment
 from .kinds import Kind, RunOptions, TrialPlan, experiment_of, kind_of
 from .protocol import ExperimentState, TrialState
-from .runtime import DaskLauncher, StopSignal, TrialLoop, dashboard_link, get_client, interrupts_stop
-from .store import InMemoryRecord, Journal, store_path
+from .runtime import (
+    DaskLauncher,
+    HookFailed,
+    StopSignal,
+    TrialLoop,
+    dashboard_link,
+    get_client,
+    interrupts_stop,
+)
+from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
 
 
 def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: Any) -> Experiment:
@@ -30,29 +39,39 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: A
     check_callable(fn)
     options.check()
     store = store_path(options.store)
-    plan = kind.plan(fn, options, **arguments)
     prior = None
     if options.resume:
         prior = prior_run(store, options.name, kind.name)
+        options = as_resumed(options, prior)
+    plan = kind.plan(fn, options, **arguments)
+    if prior is not None:
         plan = kind.resume(prior, plan, options)
+    control = RunControl.of(options, plan.definition.objective)
     details = {
         **plan.definition.details,
         "checkpoints": checkpoint_settings(options.checkpoint_dir, options.keep_checkpoints, store),
     }
-    plan = dataclasses.replace(plan, definition=dataclasses.replace(plan.definition, details=details))
-    return run_experiment(plan, options, store, prior)
+    definition = control.applied(dataclasses.replace(plan.definition, details=details))
+    plan = dataclasses.replace(plan, definition=definition)
+    return run_experiment(plan, options, store, prior, control)
 
 
 def run_experiment(
-    plan: TrialPlan, options: RunOptions, store: str | None = None, prior: InMemoryRecord | None = None
+    plan: TrialPlan,
+    options: RunOptions,
+    store: str | None = None,
+    prior: InMemoryRecord | None = None,
+    control: RunControl | None = None,
 ) -> Experiment:
     """Run ``plan``'s trials and return the finished Experiment (its kind's class).
 
     ``store``: the store file the run is recorded in as it goes (None: memory only); its name there is the
     definition's, or, with no ``options.name`` given, the first free one of name-2, name-3...
     ``prior``: the stored run this one continues (its record, read back), under the same id and name.
+    ``control``: its callbacks, stop rule and target (None: none).
     """
     definition, source = plan.definition, plan.source
+    control = control or RunControl(scope=definition.objective.scope)
     # The cell shows something from its first instant: starting a cluster takes seconds.
     preamble = _make_preamble(options.progress, stored=store is not None)
     try:
@@ -70,7 +89,8 @@ def run_experiment(
             ranks=plan.ranks,
             resources=options.resources,
             checkpoints=checkpoints,
-            decides_on_reports=source.prunes,
+            # a stop rule decides on reports too: late, a trial at its goal would train on
+            decides_on_reports=source.prunes or control.stop_rule is not None,
         )
         parallel, follow = options.parallel, None
         if plan.ranks:
@@ -116,6 +136,9 @@ def run_experiment(
         follow=follow,
         stop=stop,
         timeout=definition.timeout,
+        watcher=control.hooks(exp),
+        stop_rule=control.stop_rule,
+        target=control.target,
     )
     # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
     with interrupts_stop(stop):
@@ -130,27 +153,49 @@ def run_experiment(
 
 
 def _run(loop: TrialLoop, record: InMemoryRecord, exp: Experiment, view) -> None:
+    hooks = loop.watcher
+    try:
+        if hooks is not None:
+            hooks.experiment_started()
+        state, message, failure = _ending(loop, record, exp, view)
+        if hooks is not None:
+            # The hook reads the final state; the store is told only after it, as the hook may still fail the run.
+            ExperimentRecord.finish(record, state, message)
+            hooks.experiment_ended()
+    except HookFailed as exc:
+        # What was recorded is kept; the run ends failed, naming whose code raised (its traceback is the cause).
+        record.finish(ExperimentState.FAILED, str(exc))
+        raise ExperimentFailed(f"{exc}; the run was ended (what it recorded is kept)", exp) from exc.__cause__
+    record.finish(state, message)
+    if failure is not None:
+        raise failure
+
+
+def _ending(loop: TrialLoop, record: InMemoryRecord, exp: Experiment, view):
+    """Run the trial loop; how the run ends: its final state, the record's message, and the error to raise."""
     try:
         loop.run(idle=view.idle)
+    except HookFailed:
+        raise
     except ClusterLost as exc:
-        record.finish(ExperimentState.INTERRUPTED, str(exc))
-        raise ExperimentFailed(str(exc), exp) from None
+        return ExperimentState.INTERRUPTED, str(exc), ExperimentFailed(str(exc), exp)
     except MetricError as exc:
-        record.finish(ExperimentState.FAILED, str(exc))
-        raise ExperimentFailed(str(exc), exp) from None
+        return ExperimentState.FAILED, str(exc), ExperimentFailed(str(exc), exp)
     except BaseException as exc:
         record.finish(ExperimentState.FAILED, f"{type(exc).__name__}: {exc}")
         raise
     counts = record.counts()
     if counts["failed"] and not (counts["completed"] or counts["pruned"]):
         first = next(r for r in record.trial_records() if r.state is TrialState.FAILED)
-        record.finish(ExperimentState.FAILED, first.error)
-        raise ExperimentFailed(
+        failed = ExperimentFailed(
             f"every trial failed; the first (trial {first.trial_id}) with:\n{first.error}", exp
         )
+        return ExperimentState.FAILED, first.error, failed
+    if loop.target_reached is not None:  # a planned end, which the record says
+        return ExperimentState.COMPLETED, loop.target_reached, None
     # Time running out is a planned end; a stop (button, interrupt, exp.stop()) is not.
     stopped = loop.stop.requested and not loop.stop.timed_out
-    record.finish(ExperimentState.STOPPED if stopped else ExperimentState.COMPLETED)
+    return (ExperimentState.STOPPED if stopped else ExperimentState.COMPLETED), None, None
 
 
 class _Silent:

@@ -43,6 +43,10 @@ def hpo(
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
     enqueue: list[dict[str, Any]] | None = None,
+    callbacks: list | None = None,
+    stop: dict[str, float] | Callable[[int, dict[str, float]], bool] | None = None,
+    target: float | None = None,
+    objective_scope: str | None = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -111,6 +115,27 @@ def hpo(
         sampled; each counts towards ``trials`` and is told to the sampler as its own trial; its trial carries
         the configuration as the label ``enqueued``. Unknown names and values outside their space are refused
         before any work starts; a resumed run skips the configurations that already ran.
+    callbacks
+        ``jupyter_dist.Callback`` instances whose hooks (``on_experiment_start``, ``on_trial_start``,
+        ``on_trial_report``, ``on_trial_end``, ``on_experiment_end``) run in the kernel as the run goes, in order.
+        A hook that raises fails the run (``ExperimentFailed`` naming the callback and the hook); a hook may call
+        ``exp.stop()``.
+    stop
+        A trial's goal, checked in the kernel on each of its reports: ``{metric: threshold}`` (any one metric
+        reaching its threshold) or a function ``(trial_id, metrics) -> bool``. A trial meeting it is told to stop
+        (its next ``report()`` raises ``TrialPruned``) and ends ``completed``, valued as a completed trial is. A
+        threshold is reached at ``metric >= threshold`` (as Ray Tune compares), except ``metric``'s own with
+        ``mode="min"``, reached at ``<=``.
+    target
+        The objective's value that ends the experiment: once a completed trial's value reaches it (``>=`` with
+        mode "max", ``<=`` with "min"), no trial starts, the running ones are stopped (``stopped``), and the
+        experiment ends ``completed``, its ``exp.error`` message naming the trial that reached it.
+    objective_scope
+        Which of a trial's reports of ``metric`` make its value: "last" (the default: the returned value, else
+        the last report), "max", "min", "avg", "last-5-avg" or "last-10-avg", over the reports of its current
+        attempt (a returned value counts as its final report). The pruner is given the same: at step n, the scope
+        over the reports up to n. ``resume=True`` keeps the stored run's scope, target and stop thresholds
+        unless given (callbacks and a stop function must be given again).
     """
     options = RunOptions(
         cluster=cluster,
@@ -123,6 +148,10 @@ def hpo(
         gpus=gpus_per_trial,
         checkpoint_dir=checkpoint_dir,
         keep_checkpoints=keep_checkpoints,
+        callbacks=callbacks,
+        stop=stop,
+        target=target,
+        objective_scope=objective_scope,
     )
     return run_kind(
         ExperimentKind.HPO,
@@ -160,6 +189,8 @@ def data_parallel(
     resume: bool = False,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
+    callbacks: list | None = None,
+    stop: dict[str, float] | Callable[[int, dict[str, float]], bool] | None = None,
     **kwargs_for_train: Any,
 ):
     """Run ``fn(**kwargs_for_train)`` data-parallel: one rank per Dask worker, ``workers`` ranks, joined in a
@@ -200,6 +231,9 @@ def data_parallel(
         attempt: with ``jupyter_dist.restore()`` in ``fn`` it goes on from its last checkpoint.
     checkpoint_dir, keep_checkpoints
         As for ``hpo()``.
+    callbacks, stop
+        As for ``hpo()``: the run is one trial, and rank 0's reports are what the callbacks hear and the stop rule
+        judges (``metric`` with no mode: every threshold is reached at ``>=``).
     """
     options = RunOptions(
         cluster=cluster,
@@ -212,6 +246,8 @@ def data_parallel(
         gpus=gpus_per_worker,
         checkpoint_dir=checkpoint_dir,
         keep_checkpoints=keep_checkpoints,
+        callbacks=callbacks,
+        stop=stop,
     )
     return run_kind(
         ExperimentKind.DDP,
@@ -249,6 +285,8 @@ def ablation(
     gpus_per_trial: int | None = None,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
+    callbacks: list | None = None,
+    objective_scope: str | None = None,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.
@@ -274,6 +312,9 @@ def ablation(
         Fixed arguments for every trial (e.g. the best hyperparameters an HPO experiment found).
     cluster, name, parallel, timeout, progress, store, resume, gpus_per_trial, checkpoint_dir, keep_checkpoints
         As for ``hpo()``.
+    callbacks, objective_scope
+        As for ``hpo()``: the scope makes each trial's value, which the summary compares. (No ``stop=`` or
+        ``target=``: variants compare only when each runs to its end.)
     """
     options = RunOptions(
         cluster=cluster,
@@ -286,6 +327,8 @@ def ablation(
         gpus=gpus_per_trial,
         checkpoint_dir=checkpoint_dir,
         keep_checkpoints=keep_checkpoints,
+        callbacks=callbacks,
+        objective_scope=objective_scope,
     )
     return run_kind(
         ExperimentKind.ABLATION,

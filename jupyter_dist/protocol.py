@@ -3,8 +3,9 @@
 - ``ExperimentKind``, ``TrialState``, ``ExperimentState``, ``Direction``, ``ErrorKind``: named states instead of
   bare strings. They are ``str`` enums, so ``exp.state == "completed"`` and the DataFrames' plain strings keep
   working, and the store keeps their plain values.
-- ``Objective``: the one place that knows which metric counts and which way is better; it picks the values the
-  pruner judges and each trial's final value, and says, in one message, when the metric is missing.
+- ``Objective``: the one place that knows which metric counts, which way is better and over which of a trial's
+  reports (its ``scope``: ``ScopedValue``); it picks the values the pruner judges and each trial's final value,
+  and says, in one message, when the metric is missing.
 - ``Outcome``: how one trial attempt (or one rank of it) ended, built on the worker, decoded in the kernel.
 - ``TrialTask``: what one trial task is told (kernel → worker): the function, the parameters, where to report,
   its rank, its GPUs and checkpoints; ``CheckpointPlan``: where a trial's checkpoints go and how many are kept.
@@ -35,9 +36,12 @@ __all__ = [
     "Outcome",
     "RankInfo",
     "ReportBatch",
+    "SCOPES",
+    "ScopedValue",
     "ReportRow",
     "TrialState",
     "TrialTask",
+    "check_scope",
     "decode",
     "decode_all",
     "encode_checkpoint",
@@ -169,32 +173,111 @@ _LOCAL_ONLY = ("result", "rank_results", "value")
 _WIRE_FIELDS = {f.name for f in dataclasses.fields(Outcome)} - set(_LOCAL_ONLY)
 
 
+# What a trial's value is, over its current attempt's reports of the objective (Ray Tune's ``scope``); a returned
+# value counts as the attempt's final report.
+SCOPES = ("last", "max", "min", "avg", "last-5-avg", "last-10-avg")
+
+
+class ScopedValue:
+    """A trial attempt's value under a scope, kept up to date one report at a time (O(1) each: a pruner asks it
+    at every step, and a trial may report thousands of them)."""
+
+    def __init__(self, scope: str = "last") -> None:
+        self.scope = scope
+        self.count = 0
+        self.value: float | None = None  # the scope over the values added so far
+        self._total = 0.0
+        # The last k values, for "last-k-avg": a ring, so each report costs the same however long the curve.
+        self._window = int(scope.split("-")[1]) if scope.startswith("last-") else 0
+        self._recent: list[float] = []
+
+    def add(self, value: float) -> float:
+        """One more report of the objective; the scope over every report so far."""
+        scope, self.count = self.scope, self.count + 1
+        if scope == "last" or self.value is None:
+            self.value = value
+        elif scope == "max":
+            self.value = max(self.value, value)
+        elif scope == "min":
+            self.value = min(self.value, value)
+        if scope == "avg":
+            self._total += value
+            self.value = self._total / self.count
+        elif self._window:
+            if len(self._recent) == self._window:
+                oldest = (self.count - 1) % self._window
+                self._total -= self._recent[oldest]
+                self._recent[oldest] = value
+            else:
+                self._recent.append(value)
+            self._total += value
+            self.value = self._total / len(self._recent)
+        return self.value
+
+    def copy(self) -> ScopedValue:
+        copy = ScopedValue(self.scope)
+        copy.__dict__.update(self.__dict__, _recent=list(self._recent))
+        return copy
+
+
+def check_scope(scope: Any) -> str:
+    if scope not in SCOPES:
+        raise ArgumentError(f"objective_scope={scope!r}: use one of {', '.join(map(repr, SCOPES))}")
+    return scope
+
+
 @dataclass(frozen=True)
 class Objective:
-    """The metric an experiment optimises and which way; ``metric=None``: nothing to optimise (data-parallel)."""
+    """The metric an experiment optimises and which way; ``metric=None``: nothing to optimise (data-parallel).
+    ``scope``: which of a trial's reports make its value (``SCOPES``): the last one (the returned value, else the
+    last report), or the max, min, mean, or mean of the last 5 or 10, of its current attempt's reports."""
 
     metric: str | None
     direction: Direction = Direction.MAX
+    scope: str = "last"
 
     def better(self, a: float, b: float) -> bool:
         return self.direction.better(a, b)
+
+    def reaches(self, value: float, target: float) -> bool:
+        """Whether ``value`` is at ``target`` or beyond it, the better way."""
+        return value >= target if self.direction is Direction.MAX else value <= target
 
     def intermediate(self, metrics: dict[str, float]) -> float | None:
         """The value a pruner judges at one reported step (None: the step did not report the metric)."""
         return metrics.get(self.metric) if self.metric else None
 
-    def judge(self, outcome: Outcome) -> Outcome:
+    def tracker(self) -> ScopedValue:
+        return ScopedValue(self.scope)
+
+    def scoped(self, values: list[float]) -> list[float]:
+        """A curve of the objective's reports, in the order they were made, as the scope sees it: its value
+        after each report (what a pruner is given at that step; the last is the trial's value)."""
+        tracker = self.tracker()
+        return [tracker.add(value) for value in values]
+
+    def judge(self, outcome: Outcome, reports: ScopedValue | None = None) -> Outcome:
         """Set ``outcome.value``: a completed trial's objective, or a pruned/stopped one's last value (as Optuna
-        keeps it). A completed trial without a usable value becomes failed, with ``ErrorKind.METRIC``."""
+        keeps it), under the scope. ``reports``: the attempt's reports of the metric so far, for a scope other
+        than "last". A completed trial without a usable value becomes failed, with ``ErrorKind.METRIC``."""
         if self.metric is None or outcome.state is TrialState.FAILED:
             return outcome
-        if outcome.state is not TrialState.COMPLETED:
-            return dataclasses.replace(outcome, value=outcome.last.get(self.metric))
         returned = outcome.returned
         if isinstance(returned, float):
-            value = returned
+            final = returned
         elif isinstance(returned, dict) and self.metric in returned:
-            value = returned[self.metric]
+            final = returned[self.metric]
+        else:
+            final = None
+        scoped = self.scope != "last" and reports is not None and reports.count
+        if outcome.state is not TrialState.COMPLETED:
+            value = reports.value if scoped else outcome.last.get(self.metric)
+            return dataclasses.replace(outcome, value=value)
+        if scoped:
+            # a returned value counts as the attempt's final report (on a copy: a pruner may ask again)
+            value = reports.value if final is None else reports.copy().add(final)
+        elif final is not None:
+            value = final
         elif self.metric in outcome.last:
             value = outcome.last[self.metric]
         else:

@@ -257,6 +257,8 @@ class Experiment:
         highlight = self.highlight()
         if highlight:
             parts.append(highlight)
+        if self.state is ExperimentState.COMPLETED and self.error:  # how a planned end came: a target reached
+            parts.append(self.error)
         used = self.compute()
         if "saved" in used and self.state is not ExperimentState.RUNNING:
             parts.append(f"{used['saved']:.0%} of steps saved by pruning")

@@ -14,6 +14,7 @@ from ..protocol import Direction, ExperimentKind, Objective
 from ..runtime import TrialSource
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
+from ._control import CALLBACKS, OBJECTIVE_SCOPE
 from ._options import RunOptions, TrialPlan
 
 
@@ -27,6 +28,8 @@ class AblationStudy(Kind):
             option("--flags", help="ablation: boolean arguments to set False, comma-separated"),
             option("--group", action="append", help="ablation: NAME=a,b leaves a and b out together"),
             option("--repeats", type=int, help="ablation: runs per variant (default 1)"),
+            CALLBACKS,
+            OBJECTIVE_SCOPE,
         ),
         view_shows_summary=True,
     )
@@ -49,7 +52,7 @@ class AblationStudy(Kind):
         from ..ablation import AblationSource, AblationTrial, plan_study
 
         check_metric(self.name, metric, self.metric_for)
-        objective = Objective(metric, Direction.parse(mode))
+        objective = Objective(metric, Direction.parse(mode), options.scope)
         check_positive("gpus_per_trial", options.gpus)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ArgumentError(f"seed={seed!r}: give an int")

@@ -15,6 +15,7 @@ from ..runtime import TrialSource
 from ..space import validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, option
+from ._control import CALLBACKS, STOP
 from ._options import RunOptions, TrialPlan
 
 
@@ -36,6 +37,8 @@ class DataParallelRun(Kind):
                 choices=MIXED_PRECISIONS,
                 help="ddp: bf16 or fp16: prepare(model)'s forward runs under autocast (default: full precision)",
             ),
+            CALLBACKS,
+            STOP,
         ),
         # One run: nothing to optimise in a direction, nothing to run side by side, no sampler to seed; its GPUs
         # are each rank's (--gpus-per-worker).

@@ -13,6 +13,7 @@ from ..protocol import Direction, ExperimentKind, Objective
 from ..space import is_space_function, searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
+from ._control import CALLBACKS, OBJECTIVE_SCOPE, STOP, TARGET
 from ._options import RunOptions, TrialPlan
 
 # The definition's details key that marks a define-by-run space (the function's name).
@@ -37,6 +38,10 @@ class HyperparameterSearch(Kind):
                 variable=True,
                 help="hpo: a list of configurations (dicts) to run first, e.g. known good ones",
             ),
+            CALLBACKS,
+            STOP,
+            TARGET,
+            OBJECTIVE_SCOPE,
         ),
         takes_space=True,
     )
@@ -60,7 +65,7 @@ class HyperparameterSearch(Kind):
         from ..search import OptunaSearch
 
         check_metric(self.name, metric, self.metric_for)
-        objective = Objective(metric, Direction.parse(mode))
+        objective = Objective(metric, Direction.parse(mode), options.scope)
         check_positive("max_steps", max_steps)
         check_positive("workers_per_trial", workers_per_trial, optional=False)
         check_positive("gpus_per_trial", options.gpus)
@@ -129,13 +134,10 @@ class HyperparameterSearch(Kind):
                 f"{prior.definition.name!r} searched {sorted(stored)}; resume it with the same search space, "
                 f"not {sorted(search.searched)}"
             )
+        from ..search import objective_curves
+
         finished, rerun = finished_and_rerun(prior)
-        attempts = {rec.trial_id: rec.attempts - 1 for rec in finished}
-        curves: dict[int, dict[int, float]] = {}
-        for trial_id, attempt, step, metric, value, _ in prior.report_rows():
-            if metric == definition.objective.metric and attempts.get(trial_id) == attempt:
-                curves.setdefault(trial_id, {}).setdefault(step, value)
-        search.resume(finished, rerun, curves)
+        search.resume(finished, rerun, objective_curves(prior, finished))
         continued = dataclasses.replace(
             prior.definition,
             total=search.total,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._validate import check_positive, check_progress
+from ..protocol import check_scope
 from ..runtime import TrialSource
 from ..store import ExperimentDefinition
 
@@ -32,12 +33,26 @@ class RunOptions:
     gpus: float | None = None
     checkpoint_dir: Any = None
     keep_checkpoints: int = 2
+    # --- the trial loop's control (jupyter_dist/_control.py): callbacks, a per-trial stop rule, the experiment's
+    # target, which of a trial's reports make its value. None: none, or, with resume, what the stored run had
+    # (the callbacks and a stop function excepted: they are not stored, only named).
+    callbacks: Any = None
+    stop: Any = None
+    target: float | None = None
+    objective_scope: str | None = None
 
     def check(self) -> None:
         """Refuse options that cannot work, before any work starts."""
         check_positive("parallel", self.parallel)
         check_progress(self.progress)
         check_positive("timeout", self.timeout, integer=False)
+        if self.objective_scope is not None:
+            check_scope(self.objective_scope)
+
+    @property
+    def scope(self) -> str:
+        """The objective's scope (``Objective.scope``) the kinds build their objective with."""
+        return self.objective_scope or "last"
 
     @property
     def resources(self) -> dict[str, float] | None:

@@ -13,16 +13,27 @@ from ._cluster import (
     use_cluster,
 )
 from ._dashboard import dashboard_link
+from ._goals import HookFailed, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
-from ._loop import RunningTrial, TrialLauncher, TrialLoop, TrialSink, TrialSource, TrialSpec
+from ._loop import (
+    RunningTrial,
+    TrialLauncher,
+    TrialLoop,
+    TrialSink,
+    TrialSource,
+    TrialSpec,
+    TrialWatcher,
+)
 from ._trial_context import Reporter, TrialContext, current_trial
 
 __all__ = [
     "ClusterInfo",
     "DaskLauncher",
+    "HookFailed",
     "Reporter",
     "RunningTrial",
+    "StopRule",
     "StopSignal",
     "TrialContext",
     "TrialLauncher",
@@ -30,6 +41,8 @@ __all__ = [
     "TrialSink",
     "TrialSource",
     "TrialSpec",
+    "TrialWatcher",
+    "check_target",
     "close_local_cluster",
     "cluster_info",
     "current_trial",

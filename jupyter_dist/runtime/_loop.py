@@ -6,6 +6,10 @@ on Dask workers), keeps their tasks, and says when a trial has ended. The loop r
 and calls ``idle()`` between waits, so a view can redraw and a Stop button can be heard; the launcher's IO thread
 only records and queues. What arrives is typed: a trial's reports (``ReportBatch``), its outcome (``Outcome``),
 one of its tasks ending (``TaskEnded``).
+
+Besides the source, the run's *goals* may end a trial or the run: a stop rule a trial's report meets ends it
+completed, and a trial completing at the target ends the experiment (runtime/_goals.py); a *watcher* (the run's
+callbacks) hears of every trial's start, reports and end. All of them are asked on the loop's thread, in order.
 """
 
 from __future__ import annotations
@@ -21,14 +25,17 @@ from typing import Any, Protocol
 from ..errors import ClusterLost, MetricError
 from ..protocol import (
     CheckpointEvent,
+    Direction,
     ErrorKind,
     LogLine,
     Objective,
     Outcome,
     ReportBatch,
     ReportRow,
+    ScopedValue,
     TrialState,
 )
+from ._goals import StopRule
 from ._interrupts import StopSignal
 
 __all__ = [
@@ -39,6 +46,7 @@ __all__ = [
     "TrialSink",
     "TrialSource",
     "TrialSpec",
+    "TrialWatcher",
 ]
 
 # Between one trial's end and the next one's start on its worker there is a round trip of ~10 ms: the outcome
@@ -129,6 +137,20 @@ class TrialSink(Protocol):
     def trial_finished(self, outcome: Outcome) -> object: ...
 
 
+class TrialWatcher(Protocol):
+    """What hears of the trials as the loop runs them (the run's callbacks), on the loop's thread, in order; a
+    method that raises aborts the run."""
+
+    wants_reports: bool  # when False, trial_reported is never called (and reports need not reach the loop)
+
+    def trial_started(self, trial_id: int) -> None: ...
+
+    def trial_reported(self, trial_id: int, rows: list[ReportRow]) -> None: ...
+
+    def trial_ended(self, trial_id: int) -> None:
+        """It ended, recorded and told to the source."""
+
+
 class TrialLauncher(Protocol):
     def events(
         self,
@@ -189,6 +211,9 @@ class TrialLoop:
         poll_interval: float = 0.1,
         idle_interval: float = 0.1,
         stop_grace: float = 10.0,
+        watcher: TrialWatcher | None = None,
+        stop_rule: StopRule | None = None,
+        target: float | None = None,
     ) -> None:
         self.launcher = launcher
         self.source = source
@@ -211,6 +236,21 @@ class TrialLoop:
         self.queued: set[int] = set()  # trials queued ahead (see BRIEF_TRIAL) that have not begun yet
         self.stop_deadline: float | None = None
         self.completed_any = False
+        self.watcher = watcher
+        self.stop_rule = stop_rule  # a trial whose report meets it is stopped and ends completed
+        self.target = target  # a completed trial reaching it ends the experiment
+        self.reached: set[int] = set()  # trials stopped by the stop rule
+        self.target_reached: str | None = None  # what reached the target, once a trial has
+        # The objective's scope over each running trial's current attempt: (attempt id, its reports so far).
+        self.scoped: dict[int, tuple[str, ScopedValue]] | None = {} if objective.scope != "last" else None
+        # Reports reach the loop's thread only when something decides on or hears of them: routing them costs
+        # a queue hop per batch, which runs that need none do not pay.
+        self.hears_reports = (
+            source.prunes
+            or stop_rule is not None
+            or self.scoped is not None
+            or (watcher is not None and watcher.wants_reports)
+        )
 
     # --- the loop ----------------------------------------------------------------------------------------
     def run(self, idle: Callable[[], None] = lambda: None) -> None:
@@ -298,6 +338,8 @@ class TrialLoop:
             self.running[spec.trial_id] = self.launcher.start(spec, placement, self.events.put)
             if queued:
                 self.queued.add(spec.trial_id)
+            if self.watcher is not None:
+                self.watcher.trial_started(spec.trial_id)
 
     def _queue_depth(self) -> int:
         """How many trials to keep queued per worker slot, behind the running ones (see BRIEF_TRIAL)."""
@@ -319,10 +361,11 @@ class TrialLoop:
 
     # --- what arrives --------------------------------------------------------------------------------------
     def _reports_arrived(self, batch: ReportBatch) -> None:
-        """On the launcher's IO thread: record at once; pruning decisions are the loop's (Optuna's study is not
-        shared between threads, and decisions then follow the reports' order exactly)."""
+        """On the launcher's IO thread: record at once; decisions (pruning, the stop rule, the scope) and the
+        callbacks are the loop's (Optuna's study is not shared between threads, and decisions then follow the
+        reports' order exactly)."""
         self.sink.reports_arrived(batch)
-        if self.source.prunes:
+        if self.hears_reports:
             self.events.put(batch)
 
     def _handle(self, event: ReportBatch | Outcome | TaskEnded) -> None:
@@ -330,12 +373,42 @@ class TrialLoop:
         if trial is None:
             return  # already finished through another path
         if isinstance(event, ReportBatch):
-            if trial.trial_id not in self.pruned and self.source.report(trial.trial_id, event.rows):
-                self._prune(trial)
+            self._reports(trial, event)
             return
         outcome = self.launcher.settle(trial, event)
         if outcome is not None:
             self._finish(trial, outcome)
+
+    def _reports(self, trial: RunningTrial, batch: ReportBatch) -> None:
+        trial_id, rows = trial.trial_id, batch.rows
+        if self.scoped is not None:
+            rows = self._scope(batch)
+        if self.watcher is not None and self.watcher.wants_reports:
+            self.watcher.trial_reported(trial_id, batch.rows)
+        if trial_id in self.pruned or trial_id in self.reached:
+            return
+        rule = self.stop_rule
+        if rule is not None and any(rule.met(trial_id, metrics) for _, metrics, _ in batch.rows):
+            # It reached its goal: stopped as a pruned trial is (its next report() raises), but completed.
+            self.reached.add(trial_id)
+            trial.told_to_stop = True
+            self.launcher.stop([trial_id])
+        elif self.source.prunes and self.source.report(trial_id, rows):
+            self._prune(trial)
+
+    def _scope(self, batch: ReportBatch) -> list[ReportRow]:
+        """Feed the attempt's reports of the objective to its scope; the rows as the pruner is to see them, the
+        objective's value at each step being the scope over the reports up to that step."""
+        attempt, scoped = self.scoped.get(batch.trial_id, (None, None))
+        if attempt != batch.attempt:  # its first reports, or a re-run attempt's (its curve starts over)
+            scoped = self.objective.tracker()
+            self.scoped[batch.trial_id] = (batch.attempt, scoped)
+        metric, rows = self.objective.metric, []
+        for step, metrics, sent_at in batch.rows:
+            if metric in metrics:
+                metrics = {**metrics, metric: scoped.add(metrics[metric])}
+            rows.append([step, metrics, sent_at])
+        return rows
 
     def _prune(self, trial: RunningTrial) -> None:
         self.pruned.add(trial.trial_id)
@@ -354,14 +427,39 @@ class TrialLoop:
             # Only trials that ran to their end say the function is cheap: pruned ones are short by decision.
             self.recent.append(outcome.duration)
             del self.recent[:-8]
-        if trial.trial_id in self.pruned and outcome.state in (TrialState.COMPLETED, TrialState.PRUNED):
+        ended = (TrialState.COMPLETED, TrialState.PRUNED)
+        if trial.trial_id in self.reached and outcome.state in ended:
+            outcome.state = TrialState.COMPLETED  # it met the stop rule: it reached its goal
+        elif trial.trial_id in self.pruned and outcome.state in ended:
             outcome.state = TrialState.PRUNED  # a trial that never reported again is pruned when it returns
         elif outcome.state is TrialState.PRUNED:
             outcome.state = TrialState.STOPPED  # told to stop by the experiment, not by the pruner
-        outcome = self.objective.judge(outcome)
+        attempt, scoped = (self.scoped or {}).pop(trial.trial_id, (None, None))
+        outcome = self.objective.judge(outcome, scoped if attempt == outcome.attempt else None)
         self.sink.trial_finished(outcome)
         if outcome.error_kind is ErrorKind.METRIC and not self.completed_any:
             # The first trial to complete could not be judged: every other would fail the same way.
             raise MetricError(outcome.error)
         self.completed_any = self.completed_any or outcome.state is TrialState.COMPLETED
         self.source.tell(outcome)
+        self._check_target(outcome)
+        if self.watcher is not None:
+            self.watcher.trial_ended(trial.trial_id)
+
+    def _check_target(self, outcome: Outcome) -> None:
+        """A completed trial at the target ends the experiment: no new trials, the running ones stopped."""
+        if (
+            self.target is None
+            or self.target_reached is not None
+            or self.stop.requested
+            or outcome.state is not TrialState.COMPLETED
+            or outcome.value is None
+            or not self.objective.reaches(outcome.value, self.target)
+        ):
+            return
+        sign = ">=" if self.objective.direction is Direction.MAX else "<="
+        self.target_reached = (
+            f"target {self.objective.metric} {sign} {self.target:g} reached by trial {outcome.trial_id} "
+            f"({self.objective.metric}={outcome.value:.4g})"
+        )
+        self.stop.request()

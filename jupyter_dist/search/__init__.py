@@ -8,6 +8,7 @@ from ._study import (
     IMPORTANCE_EVALUATOR,
     MIN_TRIALS_FOR_IMPORTANCE,
     importances_report,
+    objective_curves,
     param_importances,
     study_of,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "importances_report",
     "make_pruner",
     "make_sampler",
+    "objective_curves",
     "param_importances",
     "study_of",
 ]

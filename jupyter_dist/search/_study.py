@@ -23,6 +23,7 @@ __all__ = [
     "IMPORTANCE_EVALUATOR",
     "MIN_TRIALS_FOR_IMPORTANCE",
     "importances_report",
+    "objective_curves",
     "param_importances",
     "study_of",
 ]
@@ -58,7 +59,7 @@ def study_of(record: ExperimentRecord) -> optuna.Study:
     _check_searched(record)
     states = _states()
     finished = [rec for rec in record.trial_records() if rec.state in states]
-    curves = _objective_curves(record, finished)
+    curves = objective_curves(record, finished)
     spaces = searched(definition.space)
     fixed = {name: space.to_optuna(name) for name, space in spaces.items()}
     from ._optuna_search import _quiet_optuna
@@ -106,14 +107,21 @@ def _check_searched(record: ExperimentRecord) -> None:
         )
 
 
-def _objective_curves(record: ExperimentRecord, finished: list[TrialRecord]) -> dict[int, dict[int, float]]:
-    """Trial id -> step -> the objective's first reported value at that step, in the trial's last attempt."""
-    metric = record.definition.objective.metric
-    last_attempt = {rec.trial_id: rec.attempts - 1 for rec in finished}
+def objective_curves(record: ExperimentRecord, finished: list[TrialRecord]) -> dict[int, dict[int, float]]:
+    """The ``finished`` trials' curves of the objective (trial id -> step -> value) in their last attempt, as the
+    pruner was given them: each step's value the objective's scope over the reports up to it (Optuna keeps a
+    step's first). A resumed search is told these, and the study holds them."""
+    objective = record.definition.objective
+    attempts = {rec.trial_id: rec.attempts - 1 for rec in finished}
+    reports: dict[int, list[tuple[int, float]]] = {}
+    for trial_id, attempt, step, metric, value, _ in record.report_rows():
+        if metric == objective.metric and attempts.get(trial_id) == attempt:
+            reports.setdefault(trial_id, []).append((step, value))
     curves: dict[int, dict[int, float]] = {}
-    for trial_id, attempt, step, name, value, _ in record.report_rows():
-        if name == metric and last_attempt.get(trial_id) == attempt:
-            curves.setdefault(trial_id, {}).setdefault(step, value)
+    for trial_id, points in reports.items():
+        curve = curves[trial_id] = {}
+        for (step, _), value in zip(points, objective.scoped([v for _, v in points]), strict=True):
+            curve.setdefault(step, value)
     return curves
 
 

@@ -81,6 +81,7 @@ def definition_to_json(definition: ExperimentDefinition) -> str:
             "name": definition.name,
             "metric": definition.objective.metric,
             "mode": definition.objective.direction.value,
+            "scope": definition.objective.scope,
             "space": space_to_json(definition.space),
             "total": definition.total,
             "max_steps": definition.max_steps,
@@ -98,7 +99,8 @@ def definition_from_json(text: str) -> ExperimentDefinition:
     return ExperimentDefinition(
         d["kind"],
         d["name"],
-        Objective(d["metric"], Direction(d["mode"])),
+        # stores written before objective_scope= have no scope: theirs was "last"
+        Objective(d["metric"], Direction(d["mode"]), d.get("scope", "last")),
         space_from_json(d["space"]),
         total=d["total"],
         max_steps=d["max_steps"],

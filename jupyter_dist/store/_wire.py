@@ -91,6 +91,7 @@ class DefinitionJson(TypedDict):
     name: str
     metric: str | None
     mode: Mode
+    scope: NotRequired[str]  # objective_scope=: which reports make a trial's value (stores before it: "last")
     space: dict[str, dict[str, Any]]  # per argument: {"uniform": [lo, hi], "log": ...}, {"choice": [...]}...
     total: int | None
     max_steps: int | None

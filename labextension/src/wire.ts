@@ -60,6 +60,7 @@ export interface IDefinitionJson {
   name: string;
   metric: string | null;
   mode: Mode;
+  scope?: string; // objective_scope=: which reports make a trial's value (stores before it: "last")
   space: Record<string, Record<string, any>>; // per argument: {"uniform": [lo, hi], "log": ...}, {"choice": [...]}...
   total: number | null;
   max_steps: number | null;

@@ -7,6 +7,7 @@ The fake launcher runs each trial by a script: it ends at once with a given outc
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 
 import pytest
@@ -407,3 +408,202 @@ def test_long_trials_and_a_sequential_run_queue_nothing_ahead(duration, parallel
     launcher, _, sent_queued = run_queueing(8, duration=duration, parallel=parallel)
     assert launcher.most_in_flight == parallel
     assert not any(sent_queued.values()) and set(launcher.asked_behind) == {0}
+
+
+# --- the run's goals and watcher -------------------------------------------------------------------------------
+class Watcher:
+    """Writes down what it hears, as the run's callbacks would."""
+
+    def __init__(self, wants_reports: bool = True) -> None:
+        self.wants_reports = wants_reports
+        self.heard: list[tuple] = []
+
+    def trial_started(self, trial_id):
+        self.heard.append(("start", trial_id))
+
+    def trial_reported(self, trial_id, rows):
+        self.heard.extend(("report", trial_id, step, metrics) for step, metrics, _ in rows)
+
+    def trial_ended(self, trial_id):
+        self.heard.append(("end", trial_id))
+
+
+def reports_then_runs(acc_by_trial):
+    """A trial that reports acc 0.1, 0.5, ``acc_by_trial[id]`` (steps 0-2), then runs until told to stop; its
+    outcome says it was stopped with that last acc."""
+
+    def script(spec):
+        acc = acc_by_trial[spec.trial_id]
+        rows = [[0, {"acc": 0.1}, 0.0], [1, {"acc": 0.5, "loss": 1.0}, 0.0], [2, {"acc": acc}, 0.0]]
+        loop._reports_arrived(ReportBatch(spec.trial_id, "a", rows))  # as the IO thread would
+        return RUNS_UNTIL_STOPPED
+
+    loop = None
+
+    def bind(the_loop):
+        nonlocal loop
+        loop = the_loop
+
+    return script, bind
+
+
+def stop_on_its_own(launcher):
+    """Outcomes for stopped trials carry their last reports (0.9): as a worker's TrialPruned would."""
+
+    def stop(trial_ids):
+        launcher.stops.append(trial_ids)
+        for trial_id in trial_ids if trial_ids is not None else list(launcher.in_flight):
+            if launcher.behaviour.get(trial_id) == RUNS_UNTIL_STOPPED:
+                last = {"acc": launcher.last_acc[trial_id]}
+                launcher.on_outcome(Outcome(trial_id, "a", TrialState.PRUNED, last=last, steps=3))
+
+    launcher.stop = stop
+
+
+def goal_loop(acc_by_trial, *, metric="acc", mode=Direction.MAX, scope="last", parallel=1, **loop_options):
+    script, bind = reports_then_runs(acc_by_trial)
+    objective = Objective(metric, mode, scope)
+    record = InMemoryRecord(ExperimentDefinition("hpo", "fake", objective))
+    launcher = FakeLauncher(script)
+    launcher.last_acc = acc_by_trial
+    stop_on_its_own(launcher)
+    source = ListSource(len(acc_by_trial))
+    loop = TrialLoop(
+        launcher, source, record, objective, parallel=parallel, poll_interval=0.01, **loop_options
+    )
+    bind(loop)
+    return loop, launcher, record, source
+
+
+def test_a_trial_meeting_the_stop_rule_is_stopped_and_ends_completed_with_its_value():
+    from jupyter_dist.runtime import StopRule
+
+    rule = StopRule.of({"acc": 0.9}, Objective("acc"))
+    loop, launcher, record, source = goal_loop({0: 0.95, 1: 0.2}, stop_rule=rule, timeout=0.5, stop_grace=1)
+    loop.run()
+    assert launcher.stops == [[0], None]  # trial 0 told to stop as a pruned trial is; trial 1 at the timeout
+    first = record.trial(0)
+    assert (
+        first.state is TrialState.COMPLETED and first.value == 0.95
+    )  # its last report, as a completed trial's
+    assert (0, TrialState.COMPLETED) in source.told  # the sampler hears a completed trial
+    assert record.trial(1).state is TrialState.STOPPED  # 0.2 never met the rule
+
+
+def test_reports_reach_the_loop_only_when_something_needs_them():
+    from jupyter_dist.runtime import StopRule
+
+    def needs(**options):
+        loop, *_ = goal_loop({0: 0.5}, **options)
+        return loop.hears_reports
+
+    assert not needs()  # a source that does not prune, nothing else: the reports' cost is as before
+    assert needs(stop_rule=StopRule.of({"acc": 1.0}, Objective("acc")))
+    assert needs(scope="max")
+    assert needs(watcher=Watcher())
+    assert not needs(watcher=Watcher(wants_reports=False))
+
+
+def test_the_stop_rule_compares_the_minimised_objective_the_other_way():
+    from jupyter_dist.runtime import StopRule
+
+    rule = StopRule.of({"loss": 0.2, "acc": 0.9}, Objective("loss", Direction.MIN))
+    assert rule.met(0, {"loss": 0.1}) and not rule.met(0, {"loss": 0.3})  # the objective, mode min: <=
+    assert rule.met(0, {"acc": 0.95}) and not rule.met(0, {"acc": 0.5})  # any other metric: >=, as Ray
+    assert StopRule.of({"loss": 0.2}, Objective("loss", Direction.MAX)).met(0, {"loss": 0.3})
+    called = []
+    rule = StopRule.of(lambda trial_id, metrics: called.append((trial_id, metrics)) or True, Objective("acc"))
+    assert rule.met(3, {"acc": 0.5}) and called == [(3, {"acc": 0.5})]
+
+
+@pytest.mark.parametrize(
+    "stop, message",
+    [
+        ({3: 0.9}, "the key 3 is not a metric's name"),
+        ({"acc": "high"}, "the threshold of 'acc' is 'high'; give a number"),
+        ({"acc": True}, "the threshold of 'acc' is True"),
+        ({}, "stop={}: give {metric: threshold}"),
+        ("acc", "stop='acc': give {metric: threshold}"),
+    ],
+)
+def test_a_malformed_stop_rule_is_refused_naming_it(stop, message):
+    from jupyter_dist.runtime import StopRule
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        StopRule.of(stop, Objective("acc"))
+
+
+def test_a_completed_trial_at_the_target_ends_the_run_and_stops_the_running_ones():
+    # Trial 0 runs; trial 1 completes at 0.8 (short of 0.9), trial 2 at 0.95 reaches it; 3-5 never start.
+    values = {1: 0.8, 2: 0.95}
+
+    def script(spec):
+        if spec.trial_id in values:
+            return completed(spec, value=values[spec.trial_id])
+        return RUNS_UNTIL_STOPPED
+
+    source = ListSource(6)
+    record = InMemoryRecord(ExperimentDefinition("hpo", "fake", Objective("acc")))
+    launcher = FakeLauncher(script)
+    loop = TrialLoop(
+        launcher, source, record, record.definition.objective, parallel=2, poll_interval=0.01, target=0.9
+    )
+    loop.run()
+    assert launcher.started == [0, 1, 2]
+    assert loop.target_reached == "target acc >= 0.9 reached by trial 2 (acc=0.95)"
+    assert loop.stop.requested and not loop.stop.timed_out
+    states = {r.trial_id: r.state for r in record.trial_records()}
+    assert states == {0: TrialState.STOPPED, 1: TrialState.COMPLETED, 2: TrialState.COMPLETED}
+
+
+def test_a_minimised_target_is_reached_from_below():
+    objective = Objective("loss", Direction.MIN)
+    assert objective.reaches(0.1, 0.2) and objective.reaches(0.2, 0.2) and not objective.reaches(0.3, 0.2)
+    assert Objective("acc").reaches(0.9, 0.9) and not Objective("acc").reaches(0.8, 0.9)
+
+
+def test_the_pruner_is_given_the_scope_and_the_trial_ends_valued_by_it():
+    """Scope "max": reports 0.1, 0.5, 0.3; the pruner sees 0.1, 0.5, 0.5 and the trial is valued 0.5."""
+    seen = []
+
+    class Recording(ListSource):
+        def report(self, trial_id, rows):
+            seen.extend((step, metrics["acc"]) for step, metrics, _ in rows if "acc" in metrics)
+            return False
+
+    def script(spec):
+        rows = [[0, {"acc": 0.1}, 0.0], [1, {"acc": 0.5, "loss": 2.0}, 0.0], [2, {"acc": 0.3}, 0.0]]
+        loop._reports_arrived(ReportBatch(spec.trial_id, "a", rows))
+        return Outcome(spec.trial_id, "a", TrialState.COMPLETED, last={"acc": 0.3}, steps=3)
+
+    source = Recording(1, prune={99})
+    objective = Objective("acc", Direction.MAX, "max")
+    record = InMemoryRecord(ExperimentDefinition("hpo", "fake", objective))
+    loop = TrialLoop(FakeLauncher(script), source, record, objective, parallel=1, poll_interval=0.01)
+    loop.run()
+    assert seen == [(0, 0.1), (1, 0.5), (2, 0.5)]
+    assert record.trial(0).value == 0.5
+    assert [(s, m["acc"]) for _, _, s, _, m in _rows(record)] == [(0, 0.1), (1, 0.5), (2, 0.3)]  # stored raw
+
+
+def _rows(record):
+    return [(t, a, step, sent, metrics) for t, a, rows in record._batches for step, metrics, sent in rows]
+
+
+def test_the_watcher_hears_starts_reports_and_ends_in_order_on_the_loops_thread():
+    watcher = Watcher()
+    heard_on = []
+    trial_started = watcher.trial_started
+    watcher.trial_started = lambda t: (heard_on.append(threading.current_thread()), trial_started(t))
+    loop, launcher, record, source = goal_loop({0: 0.5, 1: 0.6}, watcher=watcher, timeout=0.3, stop_grace=1)
+    loop.run()
+    # trial 0 runs until the timeout stops it (parallel=1), and trial 1 never starts
+    assert watcher.heard == [
+        ("start", 0),
+        ("report", 0, 0, {"acc": 0.1}),
+        ("report", 0, 1, {"acc": 0.5, "loss": 1.0}),
+        ("report", 0, 2, {"acc": 0.5}),
+        ("end", 0),
+    ]
+    assert record.trial(0).state is TrialState.STOPPED
+    assert set(heard_on) == {threading.current_thread()}
