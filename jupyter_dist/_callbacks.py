@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .experiment import Experiment
     from .store import TrialRecord
 
-__all__ = ["Callback", "CallbackHooks", "check_callbacks"]
+__all__ = ["Callback", "CallbackHooks", "OptunaCallback", "check_callbacks"]
 
 
 class Callback:
@@ -56,21 +56,27 @@ class Callback:
 _REPORT_HOOK = "on_trial_report"
 
 
-def check_callbacks(callbacks: Any) -> tuple[Callback, ...]:
-    """``callbacks=``: None or a list of Callback instances; an ArgumentError naming the one that is not."""
+def check_callbacks(callbacks: Any, source: Any = None) -> tuple[Callback, ...]:
+    """``callbacks=``: None or a list of Callback instances and Optuna callbacks (functions, for a run whose
+    ``source`` searches with Optuna); an ArgumentError naming the one that cannot be."""
     if callbacks is None:
         return ()
     if isinstance(callbacks, Callback) or not isinstance(callbacks, Iterable) or isinstance(callbacks, str):
         raise ArgumentError(f"callbacks={callbacks!r:.60}: give a list of jupyter_dist.Callback instances")
-    checked = []
-    for callback in callbacks:
-        checked.append(_as_callback(callback))
-    return tuple(checked)
+    checked = tuple(_as_callback(callback) for callback in callbacks)
+    optuna_style = [c for c in checked if isinstance(c, OptunaCallback)]
+    if optuna_style and not hasattr(source, "frozen_trial"):
+        raise ArgumentError(
+            f"callbacks=[{optuna_style[0]!r}]: a plain function is an Optuna callback f(study, frozen_trial), "
+            "and only an hpo run has an Optuna study; subclass jupyter_dist.Callback and override "
+            "on_trial_end(exp, trial) (or another hook)"
+        )
+    return checked
 
 
 def _as_callback(callback: Any) -> Callback:
-    """One entry of ``callbacks=`` as a Callback. The place for other shapes of callback: Optuna's plain
-    ``f(study, frozen_trial)`` would become a Callback whose on_trial_end calls it."""
+    """One entry of ``callbacks=`` as a Callback: an instance as it is; a plain function is Optuna's
+    ``f(study, frozen_trial)`` (``OptunaCallback``)."""
     if isinstance(callback, Callback):
         return callback
     if isinstance(callback, type) and issubclass(callback, Callback):
@@ -78,24 +84,41 @@ def _as_callback(callback: Any) -> Callback:
             f"callbacks=[{callback.__name__}]: that is the class; give an instance, {callback.__name__}()"
         )
     if callable(callback):
-        name = getattr(callback, "__qualname__", repr(callback))
-        raise ArgumentError(
-            f"callbacks=[{name}]: a plain function (Optuna's f(study, frozen_trial)) is not a callback here yet; "
-            "subclass jupyter_dist.Callback and override on_trial_end(exp, trial) (or another hook)"
-        )
-    raise ArgumentError(f"callbacks=[{callback!r:.60}]: not a jupyter_dist.Callback instance")
+        return OptunaCallback(callback)
+    raise ArgumentError(
+        f"callbacks=[{callback!r:.60}]: not a jupyter_dist.Callback instance nor a function f(study, frozen_trial)"
+    )
+
+
+class OptunaCallback(Callback):
+    """An Optuna callback, ``f(study, frozen_trial)`` (optuna.study.Study.optimize's ``callbacks=``; e.g.
+    optuna-integration's MLflowCallback), called as each trial ends with the search's own study and the trial as
+    Optuna was told it. Only an HPO run has a study: with another kind it is refused before any work starts."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.search: Any = None  # the run's OptunaSearch, given when the run starts (CallbackHooks)
+
+    def on_trial_end(self, exp: Experiment, trial: TrialRecord) -> None:
+        self.fn(self.search.study, self.search.frozen_trial(trial.trial_id))
+
+    def __repr__(self) -> str:
+        return getattr(self.fn, "__qualname__", repr(self.fn))
 
 
 def describe(callbacks: tuple[Callback, ...]) -> list[str]:
     """What the definition's details keep of them (JSON): their class names."""
-    return [type(c).__qualname__ for c in callbacks]
+    return [repr(c) if isinstance(c, OptunaCallback) else type(c).__qualname__ for c in callbacks]
 
 
 class CallbackHooks:
     """The run's callbacks as the trial loop's watcher: trial ids become the record's trials, and a hook that
     raises becomes a HookFailed naming it."""
 
-    def __init__(self, callbacks: tuple[Callback, ...], exp: Experiment) -> None:
+    def __init__(self, callbacks: tuple[Callback, ...], exp: Experiment, source: Any = None) -> None:
+        for callback in callbacks:
+            if isinstance(callback, OptunaCallback):
+                callback.search = source
         self.callbacks = callbacks
         self.exp = exp
         self.record = exp.record
@@ -125,9 +148,8 @@ class CallbackHooks:
             try:
                 getattr(callback, hook)(*args)
             except Exception as exc:
-                raise HookFailed(
-                    f"callback {type(callback).__qualname__}.{hook} raised {type(exc).__name__}: {exc}"
-                ) from exc
+                name = repr(callback) if isinstance(callback, OptunaCallback) else type(callback).__qualname__
+                raise HookFailed(f"callback {name}.{hook} raised {type(exc).__name__}: {exc}") from exc
 
 
 def _overrides(callback: Callback, hook: str) -> bool:

@@ -36,10 +36,10 @@ class RunControl:
     scope: str = "last"
 
     @classmethod
-    def of(cls, options: RunOptions, objective: Objective) -> RunControl:
-        """The control ``options`` ask for, checked against the kind's ``objective``."""
+    def of(cls, options: RunOptions, objective: Objective, source: Any = None) -> RunControl:
+        """The control ``options`` ask for, checked against the kind's ``objective`` and trial ``source``."""
         return cls(
-            callbacks=check_callbacks(options.callbacks),
+            callbacks=check_callbacks(options.callbacks, source),
             stop_rule=StopRule.of(options.stop, objective),
             target=check_target(options.target, objective),
             scope=options.scope,
@@ -60,8 +60,8 @@ class RunControl:
         details = {**definition.details, DETAILS_KEY: self.details()}
         return dataclasses.replace(definition, objective=objective, details=details)
 
-    def hooks(self, exp: Experiment) -> CallbackHooks | None:
-        return CallbackHooks(self.callbacks, exp) if self.callbacks else None
+    def hooks(self, exp: Experiment, source: Any = None) -> CallbackHooks | None:
+        return CallbackHooks(self.callbacks, exp, source) if self.callbacks else None
 
 
 def as_resumed(options: RunOptions, prior: InMemoryRecord) -> RunOptions:

@@ -46,7 +46,7 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: A
     plan = kind.plan(fn, options, **arguments)
     if prior is not None:
         plan = kind.resume(prior, plan, options)
-    control = RunControl.of(options, plan.definition.objective)
+    control = RunControl.of(options, plan.definition.objective, plan.source)
     details = {
         **plan.definition.details,
         "checkpoints": checkpoint_settings(options.checkpoint_dir, options.keep_checkpoints, store),
@@ -136,7 +136,7 @@ def run_experiment(
         follow=follow,
         stop=stop,
         timeout=definition.timeout,
-        watcher=control.hooks(exp),
+        watcher=control.hooks(exp, source),
         stop_rule=control.stop_rule,
         target=control.target,
     )

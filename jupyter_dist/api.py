@@ -119,7 +119,9 @@ def hpo(
         ``jupyter_dist.Callback`` instances whose hooks (``on_experiment_start``, ``on_trial_start``,
         ``on_trial_report``, ``on_trial_end``, ``on_experiment_end``) run in the kernel as the run goes, in order.
         A hook that raises fails the run (``ExperimentFailed`` naming the callback and the hook); a hook may call
-        ``exp.stop()``.
+        ``exp.stop()``. A plain function is an Optuna callback, ``f(study, frozen_trial)`` (what
+        ``Study.optimize(callbacks=...)`` takes, e.g. optuna-integration's ``MLflowCallback``), called as each
+        trial ends with the search's study and the trial as Optuna was told it.
     stop
         A trial's goal, checked in the kernel on each of its reports: ``{metric: threshold}`` (any one metric
         reaching its threshold) or a function ``(trial_id, metrics) -> bool``. A trial meeting it is told to stop

@@ -124,14 +124,41 @@ def test_a_hook_may_stop_the_experiment(run_hpo):
     assert exp.state == "stopped" and len(exp.trials) == 2
 
 
-def test_callbacks_that_are_not_callback_instances_are_refused_before_any_work(run_hpo):
+def test_an_optuna_callback_is_called_with_the_search_study_and_the_told_trial(run_hpo):
+    import optuna
+
+    heard = []
+
+    def log_trial(study, frozen_trial):  # what Study.optimize(callbacks=[...]) calls, e.g. MLflowCallback
+        heard.append(
+            (study.direction, frozen_trial.state, frozen_trial.value, len(study.trials), frozen_trial)
+        )
+
+    exp = run_hpo(
+        rises,
+        {"x": space.uniform(0, 1)},
+        trials=3,
+        metric="acc",
+        parallel=1,
+        pruner=None,
+        callbacks=[log_trial],
+    )
+    assert len(heard) == 3
+    for (direction, state, value, told, frozen), rec in zip(heard, exp.trial_records(), strict=True):
+        assert direction == optuna.study.StudyDirection.MAXIMIZE and state == optuna.trial.TrialState.COMPLETE
+        assert value == rec.value and frozen.params["x"] == rec.params["x"]
+        assert told == rec.trial_id + 1  # the study as it stood at that trial's end
+    (stored,) = jd.load(exp.name).record.definition.details["control"]["callbacks"]
+    assert stored.endswith("<locals>.log_trial")  # its qualified name, as a Callback's class is kept
+
+
+def test_callbacks_that_cannot_be_called_are_refused_before_any_work(run_hpo, run_ablation):
     def on_trial(study, frozen_trial):
         pass
 
-    with pytest.raises(
-        ValueError, match=r"callbacks=\[.*on_trial\]: a plain function \(Optuna's f\(study, frozen_trial\)\)"
-    ):
-        run_hpo(rises, {"x": space.uniform(0, 1)}, metric="acc", callbacks=[on_trial])
+    with pytest.raises(ValueError, match=r"callbacks=\[.*on_trial\]: a plain function is an Optuna callback"):
+        run_ablation(variant, features=["a", "b"], metric="acc", callbacks=[on_trial])
+    assert jd.experiments().empty  # nothing was recorded
     with pytest.raises(
         ValueError, match=r"callbacks=\[Recorder\]: that is the class; give an instance, Recorder\(\)"
     ):
