@@ -99,7 +99,9 @@ class Experiment:
 
     @property
     def elapsed(self) -> float:
-        return (self.ended or time.time()) - self.started
+        """How long the experiment has run, as every view and ``experiments()`` say it (a resumed run's earlier
+        runs included)."""
+        return self.record.duration()
 
     # --- results ----------------------------------------------------------------------------------------------
     @property
@@ -261,9 +263,7 @@ class Experiment:
 
 def _seconds(rec: TrialRecord, now: float) -> float:
     """The trial-seconds a trial used: its duration, or so far (none while it is queued)."""
-    if rec.duration is not None:
-        return rec.duration
-    return 0.0 if rec.queued else now - rec.started
+    return rec.seconds(now) or 0.0
 
 
 def _format_params(params: dict[str, Any]) -> str:

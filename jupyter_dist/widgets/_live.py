@@ -221,7 +221,7 @@ class LiveView(ExperimentView):
         for r in best_first(records, self.exp.record.definition.objective)[:MAX_TABLE_ROWS]:
             running = r.state is TrialState.RUNNING
             value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
-            duration = None if r.queued else now - r.started if running else r.duration
+            duration = r.seconds(now)
             state = QUEUED if r.queued else r.state
             cells = [
                 r.trial_id,
