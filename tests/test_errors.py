@@ -35,3 +35,20 @@ def test_use_cluster_refuses_workers_for_a_cluster_it_does_not_start():
         jd.use_cluster("tcp://127.0.0.1:1", workers=2)
     with pytest.raises(jd.ArgumentError, match="workers=0"):
         jd.use_cluster("local", workers=0)
+
+
+def test_what_a_caller_can_catch_is_exported_and_what_never_reaches_one_is_not():
+    with pytest.raises(jd.NotInStore, match="nothing has been recorded there yet"):
+        jd.load("nope")
+    with pytest.raises(LookupError):
+        jd.load("nope")
+    # Turned into ExperimentFailed by the trial loop, or raised on a worker: not exported...
+    for name in ("MetricError", "ClusterLost", "RendezvousError"):
+        assert name not in jd.__all__
+        assert getattr(jd, name) is getattr(errors, name)  # ...but code written against 0.4 still imports it
+    from jupyter_dist import MetricError  # noqa: F401 - the import itself is the test
+
+    exported = set(errors.__all__) - {"MetricError", "ClusterLost", "RendezvousError", "NotRunning"}
+    assert exported <= set(jd.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchError'"):
+        jd.NoSuchError  # noqa: B018
