@@ -171,6 +171,18 @@ def test_a_misspelt_metric_gets_the_nearest_one_reported(run_hpo):
     assert "did you mean 'score'?" in info.value.experiment.trials.error.iloc[0]
 
 
+def test_summary_is_a_table_for_every_kind(run_hpo):
+    import pandas as pd
+
+    grid = {"x": space.choice([0.2, 0.9, 0.5])}
+    exp = run_hpo(reports_score, grid, trials=3, metric="score", sampler="grid")
+    summary = exp.summary()
+    assert isinstance(summary, pd.DataFrame)
+    assert list(summary.params_x) == [0.9, 0.5, 0.2] and summary.trial_id.iloc[0] == exp.best.trial_id
+    assert "error" not in summary and summary.equals(jd.load(exp.name).summary())
+    assert isinstance(exp.status_line(), str)  # the one-line status it was before 0.5
+
+
 def test_bad_input_is_refused_before_any_work(client):
     submitted = []
     client.subscribe_topic("never", submitted.append)  # nothing to do with it; just a live client

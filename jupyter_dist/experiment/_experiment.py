@@ -213,9 +213,15 @@ class Experiment:
         self.record.add_report_listener(listener)
 
     # --- how it reads -----------------------------------------------------------------------------------------
-    def summary(self) -> str:
-        """The one-line status (an ablation study's summary is a table instead)."""
-        return self.status_line()
+    def summary(self):
+        """The experiment's results as one table (a pandas DataFrame), whatever its kind: here its trials best
+        first (completed ones by value, then running ones, then the rest), as ``trials`` without the
+        tracebacks; an ablation study's is one row per component. The one-line status is ``status_line()``."""
+        table = self.trials.drop(columns=["error"])
+        order = [r.trial_id for r in best_first(self.trial_records(), self.record.definition.objective)]
+        if not len(table):
+            return table
+        return table.set_index("trial_id").loc[order].reset_index()
 
     def final_outputs(self) -> list:
         """What a view shows below itself when the experiment ends (an ablation study: its table and chart)."""
