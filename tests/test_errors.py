@@ -52,3 +52,49 @@ def test_what_a_caller_can_catch_is_exported_and_what_never_reaches_one_is_not()
     assert exported <= set(jd.__all__)
     with pytest.raises(AttributeError, match="no attribute 'NoSuchError'"):
         jd.NoSuchError  # noqa: B018
+
+
+SCRIPT = """
+import jupyter_dist as jd
+from jupyter_dist import space
+
+
+def train(x=0.5):
+    return x
+
+
+def main():
+    exp = jd.hpo(train, {"x": space.uniform(0, 1)}, trials=2, metric="score", progress=False, store=False)
+    print("best", exp.best.value)
+
+
+"""
+
+
+@pytest.mark.parametrize(
+    "tail, guarded",
+    [
+        ("main()\n", False),
+        ("if True:\n    main()\n", False),
+        ('if __name__ == "__main__":\n    main()\n', True),
+    ],
+)
+def test_a_script_that_starts_the_embedded_cluster_unguarded_is_told_the_fix(tmp_path, tail, guarded):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "search.py"
+    script.write_text(SCRIPT + tail)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=dict(os.environ)
+    )
+    if guarded:
+        assert done.returncode == 0, done.stderr
+        assert "best" in done.stdout
+    else:
+        assert done.returncode == 1
+        line = SCRIPT.count("\n") + tail.count("\n")  # the call of main() at the script's top level
+        assert f"search.py, line {line}, starts an experiment" in done.stderr
+        assert 'if __name__ == "__main__":' in done.stderr.splitlines()[-1]
+        assert "ClusterError" in done.stderr and "EmbeddedNanny" not in done.stderr
