@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import CheckpointEvent, ExperimentState, LogLine, Outcome, ReportBatch, TrialState
+from ..runtime._tracebacks import in_user_terms
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class InMemoryRecord(ExperimentRecord):
                 rec.duration = outcome.started + outcome.duration - rec.started
             else:
                 rec.duration = outcome.duration
-            rec.error, rec.error_kind = outcome.error, outcome.error_kind
+            rec.error, rec.error_kind = in_user_terms(outcome.error), outcome.error_kind
             rec.stopped_at = outcome.stopped_at
             rec.result, rec.rank_results = outcome.result, outcome.rank_results
             rec.result_repr = result_repr(outcome.result)
