@@ -6,7 +6,7 @@ import sys
 
 from ..protocol import TrialState
 from ..runtime._tracebacks import where_it_failed
-from ._base import ExperimentView
+from ._base import ExperimentView, early_stopping_note
 
 
 class TextView(ExperimentView):
@@ -22,8 +22,10 @@ class TextView(ExperimentView):
         self._last_line = ""
 
     def start(self) -> None:
+        note = early_stopping_note(self.exp)
         self._print(
             f"{self.exp.kind} {self.exp.name!r}: {self.exp.total or '?'} trials on Dask"
+            + (f" · {note}" if note else "")
             + (f" · dashboard {self.exp.dashboard_link}" if self.exp.dashboard_link else "")
         )
 
