@@ -189,7 +189,7 @@ class DistributeMagics(Magics):
         say_busy_while_the_cell_runs()  # the body may import torch for seconds before the experiment shows
         namespace = self.shell.user_ns
         before = {k: id(v) for k, v in namespace.items()}
-        self.shell.ex(cell)
+        self._run_body(cell)
         new = new_names(before, namespace)
         for name in (o.dest for o in kind.magic.options if o.variable and o.dest in arguments):
             arguments[name] = pick_variable(name, arguments[name], namespace)
@@ -211,6 +211,19 @@ class DistributeMagics(Magics):
 
         shown_in_cell = resolve("auto", exp.record.stored) in ("lab", "widget")
         return None if kind.magic.view_shows_summary or shown_in_cell else exp
+
+    def _run_body(self, cell: str) -> None:
+        """Run the cell's body in the notebook's namespace, compiled as the cell it is (its lines numbered as the
+        cell shows them, the magic's line first): a traceback, and a failed trial's (rewritten in the kernel,
+        runtime/_tracebacks.py), then names it ``Cell In[N]`` with the source line, not ``<string>``."""
+        shell = self.shell
+        source = "\n" + cell
+        # The cell running now is the one IPython cached last (its execution_count has already moved on in
+        # IPython 9, not in earlier versions).
+        number = next(reversed(shell.compile._filename_map.values()), shell.execution_count)
+        filename = shell.compile.cache(source, number)
+        with shell.builtin_trap:
+            exec(compile(source, filename, "exec"), shell.user_global_ns, shell.user_ns)  # noqa: S102 - the user's cell
 
     @magic_arguments()
     @argument(

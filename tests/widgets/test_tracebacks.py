@@ -62,3 +62,30 @@ def test_the_package_frames_stay_when_asked_for(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_DIST_FULL_TRACEBACKS", "1")  # the kernel and its cluster's workers inherit it
     error = between(run_notebook(tmp_path), "STORED")
     assert "runtime/_runner.py" in error and "Cell In[2], line 7, in train" in error
+
+
+MAGIC = """%%distribute hpo --trials 1 --metric score --name magic
+from jupyter_dist import report, space
+sp = {"x": space.uniform(0.1, 1)}
+
+def train(x=0.5):
+    report(step=0, score=x)
+    return x / 0.0
+"""
+
+
+def test_a_function_defined_in_a_distribute_cell_is_shown_in_that_cell(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    loaded = "%load_ext jupyter_dist\nimport jupyter_dist as jd\njd.hpo  # noqa"
+    shown = 'print("STORED<<<" + jd.load("magic").trials.error[0] + ">>>")'
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (loaded, MAGIC, shown)]
+    NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+        allow_errors=True,  # the cell's experiment fails: every trial does
+    ).execute()
+    error = between("".join(o.get("text", "") for o in nb.cells[2].outputs), "STORED")
+    assert "Cell In[2], line 7, in train\n    return x / 0.0\n" in error, error
+    assert "<dynamic-code" not in error and "jupyter_dist" not in error
