@@ -29,8 +29,8 @@ def experiments(store: Any = None):
 
 def load(name_or_id: str, store: Any = None) -> Experiment:
     """A stored experiment, by name or id, as the Experiment the run returned: ``.best``, ``.trials``,
-    ``.history``, ``.logs()``, ``.plot()``; an ablation study's ``.summary()``; a data-parallel run's ``.result``
-    (when it pickled)."""
+    ``.history``, ``.logs()``, ``.plot()``, ``.summary()``; a data-parallel run's ``.result``
+    (when it pickled). A name or id the store lacks raises ``jupyter_dist.NotInStore`` (also a LookupError)."""
     if not isinstance(name_or_id, str) or not name_or_id:
         raise ArgumentError(f"load() takes an experiment's name or id; got {name_or_id!r:.60}")
     path = store_path(store)

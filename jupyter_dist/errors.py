@@ -4,6 +4,11 @@
 Each class also derives from the builtin a caller would have caught before (``ValueError`` for bad input,
 ``RuntimeError`` for a cluster that cannot serve), so code written against earlier versions keeps working.
 
+The package exports (``jupyter_dist.X``) the ones a caller of the API can catch. ``MetricError`` and ``ClusterLost``
+end a run inside the trial loop, which turns them into ``ExperimentFailed``; ``RendezvousError`` is raised in a
+data-parallel rank on a worker and reaches the kernel as the failed trial's traceback: they are importable from
+here only.
+
 ``TrialPruned`` lives here too but is deliberately *not* an error: it is the stop signal ``report()`` raises in a
 trial, a ``BaseException`` like ``KeyboardInterrupt``.
 """

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from dataclasses import dataclass, field
 from enum import Enum
@@ -282,10 +283,12 @@ class Objective:
             value = outcome.last[self.metric]
         else:
             seen = sorted(set(outcome.last) | set(returned or {}))
+            close = difflib.get_close_matches(self.metric, seen, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             return self._failed(
                 outcome,
                 f"the training function neither returned nor reported metric {self.metric!r} "
-                f"(it reported/returned: {', '.join(seen) or 'nothing'}); report it with "
+                f"(it reported/returned: {', '.join(seen) or 'nothing'}); {hint}report it with "
                 f"jupyter_dist.report({self.metric}=...) or return it, or pick another metric",
             )
         if math.isnan(value):

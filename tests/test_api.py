@@ -160,6 +160,29 @@ def test_a_metric_never_reported_fails_at_the_end_of_the_first_trial(run_hpo):
     assert len(info.value.experiment.trials) <= 2  # it stopped right there, not after 20 trials
 
 
+def reports_score(x=0.0):
+    jd.report(score=x, loss=1 - x)
+
+
+def test_a_misspelt_metric_gets_the_nearest_one_reported(run_hpo):
+    with pytest.raises(jd.ExperimentFailed) as info:
+        run_hpo(reports_score, {"x": space.uniform(0, 1)}, trials=2, metric="scroe", parallel=1)
+    assert "metric 'scroe'" in str(info.value) and "did you mean 'score'?" in str(info.value)
+    assert "did you mean 'score'?" in info.value.experiment.trials.error.iloc[0]
+
+
+def test_summary_is_a_table_for_every_kind(run_hpo):
+    import pandas as pd
+
+    grid = {"x": space.choice([0.2, 0.9, 0.5])}
+    exp = run_hpo(reports_score, grid, trials=3, metric="score", sampler="grid")
+    summary = exp.summary()
+    assert isinstance(summary, pd.DataFrame)
+    assert list(summary.params_x) == [0.9, 0.5, 0.2] and summary.trial_id.iloc[0] == exp.best.trial_id
+    assert "error" not in summary and summary.equals(jd.load(exp.name).summary())
+    assert isinstance(exp.status_line(), str)  # the one-line status it was before 0.5
+
+
 def test_bad_input_is_refused_before_any_work(client):
     submitted = []
     client.subscribe_topic("never", submitted.append)  # nothing to do with it; just a live client

@@ -102,7 +102,9 @@ class Experiment:
 
     @property
     def elapsed(self) -> float:
-        return (self.ended or time.time()) - self.started
+        """How long the experiment has run, as every view and ``experiments()`` say it (a resumed run's earlier
+        runs included)."""
+        return self.record.duration()
 
     # --- results ----------------------------------------------------------------------------------------------
     @property
@@ -234,9 +236,15 @@ class Experiment:
         self.record.add_report_listener(listener)
 
     # --- how it reads -----------------------------------------------------------------------------------------
-    def summary(self) -> str:
-        """The one-line status (an ablation study's summary is a table instead)."""
-        return self.status_line()
+    def summary(self):
+        """The experiment's results as one table (a pandas DataFrame), whatever its kind: here its trials best
+        first (completed ones by value, then running ones, then the rest), as ``trials`` without the
+        tracebacks; an ablation study's is one row per component. The one-line status is ``status_line()``."""
+        table = self.trials.drop(columns=["error"])
+        order = [r.trial_id for r in best_first(self.trial_records(), self.record.definition.objective)]
+        if not len(table):
+            return table
+        return table.set_index("trial_id").loc[order].reset_index()
 
     def final_outputs(self) -> list:
         """What a view shows below itself when the experiment ends (an ablation study: its table and chart)."""
@@ -286,9 +294,7 @@ class Experiment:
 
 def _seconds(rec: TrialRecord, now: float) -> float:
     """The trial-seconds a trial used: its duration, or so far (none while it is queued)."""
-    if rec.duration is not None:
-        return rec.duration
-    return 0.0 if rec.queued else now - rec.started
+    return rec.seconds(now) or 0.0
 
 
 def _format_params(params: dict[str, Any]) -> str:

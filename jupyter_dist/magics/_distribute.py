@@ -7,12 +7,14 @@ In the code the MODE is the experiment's ``kind``, and ``--mode`` (max or min) i
 
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
+from IPython.utils.process import arg_split
 
 import jupyter_dist
 
@@ -92,11 +94,36 @@ def _with_kind_options(magic):
     return magic_arguments()(magic)
 
 
+class _Parser(MagicArgumentParser):
+    """The magic's parser, whose refusal of an option it does not know names the nearest one it does."""
+
+    def parse_argstring(self, argstring, *, partial=False):
+        self._argv = arg_split(argstring, strict=not partial)
+        return super().parse_argstring(argstring, partial=partial)
+
+    def error(self, message: str):
+        known = [flag for action in self._actions for flag in action.option_strings]
+        unknown = [a.split("=", 1)[0] for a in getattr(self, "_argv", []) if a.startswith("-")]
+        hints = []
+        for option in unknown:
+            if option not in known:
+                close = difflib.get_close_matches(option, known, n=1)
+                if close:
+                    hints.append(f"{option}: did you mean {close[0]}?")
+        raise UsageError("; ".join([*hints, message]) if hints else message)
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the choice nearest a misspelt ``word``, or nothing."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 @functools.lru_cache(maxsize=8)
 def _parser(kinds: tuple[Kind, ...]) -> MagicArgumentParser:
     """The parser for the kinds registered now: a kind registered after the magic was defined brings its
     options too."""
-    parser = MagicArgumentParser("distribute")
+    parser = _Parser("distribute")
     for arg in _arguments(kinds):
         arg.add_to_parser(parser, None)
     return parser
@@ -135,8 +162,10 @@ class DistributeMagics(Magics):
         args = _parser(kinds).parse_argstring(line)
         kind = next((k for k in kinds if k.name == args.kind), None)
         if kind is None:
+            names = [str(k.name) for k in kinds]
             raise UsageError(
-                f"%%distribute {args.kind}: unknown mode; use one of {', '.join(str(k.name) for k in kinds)}"
+                f"%%distribute {args.kind}: unknown mode{_did_you_mean(args.kind, names)}; use one of "
+                f"{', '.join(names)}"
             )
         foreign = [name for name in _foreign(kind, kinds) if getattr(args, name) is not None]
         if foreign:
@@ -160,7 +189,7 @@ class DistributeMagics(Magics):
         say_busy_while_the_cell_runs()  # the body may import torch for seconds before the experiment shows
         namespace = self.shell.user_ns
         before = {k: id(v) for k, v in namespace.items()}
-        self.shell.ex(cell)
+        self._run_body(cell)
         new = new_names(before, namespace)
         for name in (o.dest for o in kind.magic.options if o.variable and o.dest in arguments):
             arguments[name] = pick_variable(name, arguments[name], namespace)
@@ -182,6 +211,19 @@ class DistributeMagics(Magics):
 
         shown_in_cell = resolve("auto", exp.record.stored) in ("lab", "widget")
         return None if kind.magic.view_shows_summary or shown_in_cell else exp
+
+    def _run_body(self, cell: str) -> None:
+        """Run the cell's body in the notebook's namespace, compiled as the cell it is (its lines numbered as the
+        cell shows them, the magic's line first): a traceback, and a failed trial's (rewritten in the kernel,
+        runtime/_tracebacks.py), then names it ``Cell In[N]`` with the source line, not ``<string>``."""
+        shell = self.shell
+        source = "\n" + cell
+        # The cell running now is the one IPython cached last (its execution_count has already moved on in
+        # IPython 9, not in earlier versions).
+        number = next(reversed(shell.compile._filename_map.values()), shell.execution_count)
+        filename = shell.compile.cache(source, number)
+        with shell.builtin_trap:
+            exec(compile(source, filename, "exec"), shell.user_global_ns, shell.user_ns)  # noqa: S102 - the user's cell
 
     @magic_arguments()
     @argument(

@@ -15,17 +15,26 @@ next data-parallel run could not be placed. Here a worker whose nanny is still r
 brings its worker process back whenever that process ends (a nanny that gave up has closed itself).
 
 And its workers heartbeat every HEARTBEAT_INTERVAL instead of every 0.5 s (see EmbeddedScheduler).
+
+A script that starts it from its top-level code without ``if __name__ == "__main__":`` is refused first, with the
+fix (``unguarded_script_call``): each worker process would import the script again, start the embedded cluster
+again there, and end in "EmbeddedNanny failed to start" after a screen of multiprocessing's tracebacks.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import os
+import sys
 
 import dask
 from dask.utils import parse_timedelta
 from distributed import LocalCluster, Nanny, Scheduler
 from distributed.core import Status
 from distributed.deploy.cluster import Cluster
+
+from ..errors import ClusterError
 
 
 class EmbeddedNanny(Nanny):
@@ -54,6 +63,15 @@ class EmbeddedScheduler(Scheduler):
 
 class EmbeddedLocalCluster(LocalCluster):
     def __init__(self, **options) -> None:
+        unguarded = unguarded_script_call()
+        if unguarded is not None:
+            path, line = unguarded
+            raise ClusterError(
+                f"{path}, line {line}, starts an experiment from the script's top-level code: the embedded Dask "
+                "cluster starts its workers as new processes, which import the script again and would start "
+                'it again. Put the code that runs the experiment under `if __name__ == "__main__":` (as '
+                'Python\'s multiprocessing asks), or run it on a cluster started elsewhere (cluster="tcp://...").'
+            )
         super().__init__(worker_class=EmbeddedNanny, **options)
 
     async def _start(self):
@@ -77,3 +95,57 @@ class EmbeddedLocalCluster(LocalCluster):
         asyncio.get_running_loop().call_later(delay, close_if_lost)
         # What SpecCluster's own version does next (it would also schedule its check, which this replaces).
         Cluster._update_worker_status(self, op, msg)
+
+
+def unguarded_script_call() -> tuple[str, int] | None:
+    """Where the script being run calls us from its top-level code outside ``if __name__ == "__main__":`` (its
+    path and line), or None: a notebook, ``python -c``, ``python -m package``, a guarded call, or forked
+    workers, which import nothing again. Mirrors what multiprocessing's spawn imports again in each process."""
+    if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
+        return None
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and (spec.name == "__main__" or spec.name.endswith(".__main__")):
+        return (
+            None  # a package's __main__ is not imported again (multiprocessing.spawn._fixup_main_from_name)
+        )
+    path = getattr(main, "__file__", None)
+    if not path or not os.path.isfile(path):
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "<module>" and _same_file(code.co_filename, path):
+            line = frame.f_lineno
+            return None if _guarded(path, line) else (path, line)
+        frame = frame.f_back
+    return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _guarded(path: str, line: int) -> bool:
+    """Whether ``line`` of the script at ``path`` is inside an ``if __name__ == "__main__":`` block."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return True  # cannot tell: let it start, as before
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test):
+            if any(child.lineno <= line <= (child.end_lineno or child.lineno) for child in node.body):
+                return True
+    return False
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
+    return names and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)

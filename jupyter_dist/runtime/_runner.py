@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-import traceback
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from ..protocol import ErrorKind, Outcome, TrialState, TrialTask, encode_outcome
 from ._allocator import tensor_friendly_allocator
 from ._capture import TrialOutput
 from ._devices import holding_gpus
+from ._tracebacks import trial_traceback
 from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
@@ -105,7 +105,7 @@ def run_trial(task: TrialTask) -> Outcome:
         except TrialPruned:
             state, stopped_at = TrialState.PRUNED, time.time()
         except (Exception, SystemExit) as exc:  # a failing trial is recorded, never a crashed worker
-            state, error = TrialState.FAILED, traceback.format_exc()
+            state, error = TrialState.FAILED, trial_traceback(exc)
             kind = ErrorKind.SETUP if isinstance(exc, JupyterDistError) else ErrorKind.TRIAL
             ctx.failed_at = ctx.failed_at or time.time()
         finally:

@@ -26,7 +26,16 @@ from ..protocol import (
     TrialState,
 )
 
-__all__ = ["ExperimentDefinition", "ExperimentRecord", "TrialRecord", "new_experiment_id", "result_repr"]
+__all__ = [
+    "EARLIER_RUNS_S",
+    "RUN_STARTED",
+    "ExperimentDefinition",
+    "ExperimentRecord",
+    "TrialRecord",
+    "experiment_seconds",
+    "new_experiment_id",
+    "result_repr",
+]
 
 RESULT_REPR_CHARS = 2000
 # counts()'s key for the running trials that wait on a worker behind another one.
@@ -42,6 +51,20 @@ def result_repr(result: Any) -> str | None:
     except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not fail the run
         text = f"<{type(result).__name__}: repr failed: {exc}>"
     return text if len(text) <= RESULT_REPR_CHARS else text[:RESULT_REPR_CHARS] + "…"
+
+
+# A resumed run's definition details: when this run began, and how long its earlier runs ran (store/_journal.py
+# writes both when it takes a stored run over).
+RUN_STARTED = "run_started"
+EARLIER_RUNS_S = "earlier_runs_s"
+
+
+def experiment_seconds(created: float, details: dict[str, Any], end: float) -> float:
+    """How long an experiment has run, the one definition the status line, ``Experiment.elapsed``, ``load()``,
+    ``experiments()`` and the REST API all use: from the call that started it (``created``, which includes
+    connecting to the cluster) to ``end`` (its end, its last heartbeat, or now). A resumed run adds this run's
+    time to its earlier runs' (``details``), so the hours between a crash and the resume are not counted."""
+    return details.get(EARLIER_RUNS_S, 0.0) + end - details.get(RUN_STARTED, created)
 
 
 def new_experiment_id() -> str:
@@ -110,6 +133,23 @@ class TrialRecord:
     rank_results: list | None = None
     result_repr: str | None = None
 
+    def seconds(self, now: float | None = None) -> float | None:
+        """How long the trial has run, the one definition every view uses: its duration once it has ended, the
+        time since it began while it runs (``now``, default the clock), None while it waits queued."""
+        if self.duration is not None:
+            return self.duration
+        if self.queued or self.state is not TrialState.RUNNING:
+            return None
+        return (time.time() if now is None else now) - self.started
+
+    def interrupt(self, at: float) -> None:
+        """The trial was running when its experiment ended (the run failed, or its kernel went away): it is
+        interrupted, with the time it had run until ``at`` (a resumed run runs it again)."""
+        if self.state is TrialState.RUNNING:
+            if not self.queued:
+                self.duration = max(0.0, at - self.started)
+            self.state, self.queued = TrialState.INTERRUPTED, False
+
     @property
     def logs(self) -> str:
         """Captured stdout, then stderr, then the traceback if the trial failed."""
@@ -128,7 +168,8 @@ class ExperimentRecord(ABC):
         self.definition = definition
         self.state = ExperimentState.RUNNING
         self.error: str | None = None
-        self.started = time.time()
+        # The experiment's first start (a resumed run keeps it); how long it has run is duration().
+        self.started = definition.created
         self.ended: float | None = None
         # The metric drawn as learning curves: the objective's, or (a data-parallel run needs none) the first
         # one reported.
@@ -169,8 +210,16 @@ class ExperimentRecord(ABC):
         """Record a finished trial (its value already judged by the objective) and return its record."""
 
     def finish(self, state: ExperimentState, error: str | None = None) -> None:
-        """The experiment ended."""
+        """The experiment ended; a trial still running (the run failed around it) is interrupted, as the store
+        reads it back."""
         self.state, self.error, self.ended = state, error, time.time()
+        for rec in self.trial_records():
+            rec.interrupt(self.ended)
+
+    def duration(self, now: float | None = None) -> float:
+        """How long the experiment has run (``experiment_seconds``): to its end, or to ``now`` while it runs."""
+        end = self.ended if self.ended is not None else time.time() if now is None else now
+        return experiment_seconds(self.definition.created, self.definition.details, end)
 
     # --- read by Experiment ---------------------------------------------------------------------------------
     def load_details(self) -> None:  # noqa: B027 - a hook: only a record read back from disk has work to do

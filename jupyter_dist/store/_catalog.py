@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ArgumentError, NotInStore
 from ..protocol import ExperimentState, TrialState
+from ._base import experiment_seconds
 from ._codec import definition_from_json, trial_from_json
 from ._memory import InMemoryRecord
 from ._sqlite import Database, owner_alive
@@ -80,6 +81,7 @@ def list_experiments(path: str, experiment_id: str | None = None) -> list[Experi
         counts = by_state.get(row["id"], {})
         done = sum(n for state, n in counts.items() if TrialState(state).done)
         ended = row["ended"] if row["ended"] is not None else row["heartbeat"]
+        details = definition.get("details") or {}
         out.append(
             {
                 "name": row["name"],
@@ -92,7 +94,7 @@ def list_experiments(path: str, experiment_id: str | None = None) -> list[Experi
                 "mode": definition.get("mode"),
                 "best": _best(definition, value_range.get(row["id"])),
                 "started": row["created"],
-                "duration": ended - row["created"],
+                "duration": experiment_seconds(row["created"], details, ended),
             }
         )
     return out
@@ -128,8 +130,8 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
     trials = []
     for r in db.trial_rows(row["id"], results):
         rec = trial_from_json(r["record"])
-        if rec.state is TrialState.RUNNING and state is not ExperimentState.RUNNING:
-            rec.state, rec.queued = TrialState.INTERRUPTED, False
+        if state is not ExperimentState.RUNNING:  # a trial it left running is interrupted
+            rec.interrupt(row["ended"] if row["ended"] is not None else row["heartbeat"])
         if r["result"] is not None:
             stored = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
             rec.result, rec.rank_results = stored["result"], stored["rank_results"]

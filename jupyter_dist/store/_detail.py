@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 from ._base import ExperimentRecord, TrialRecord
 from ._codec import definition_to_json, finite, plain
@@ -53,7 +52,6 @@ def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> Ex
     objective = definition.objective
     # Nothing to optimise (a data-parallel run): no best, though its trials have a value for the table.
     best = record.best() if objective.metric else None
-    ended = record.ended if record.ended is not None else time.time()
     detail: ExperimentDetail = {
         "id": definition.id,
         "name": definition.name,
@@ -64,7 +62,7 @@ def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> Ex
         "metric": objective.metric,
         "mode": objective.direction.value,
         "started": record.started,
-        "duration": ended - record.started,
+        "duration": record.duration(),
         "best": None
         if best is None
         else {

@@ -11,6 +11,7 @@ output; a run that ends normally writes everything before ``hpo()`` returns.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import pickle
@@ -21,7 +22,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ..protocol import ExperimentState, TrialState
-from ._base import ExperimentDefinition, TrialRecord
+from ._base import EARLIER_RUNS_S, RUN_STARTED, ExperimentDefinition, TrialRecord, experiment_seconds
 from ._codec import definition_to_json, dumps, trial_to_json
 from ._sqlite import Database, owner
 
@@ -65,6 +66,7 @@ class Journal:
         try:
             with db.transaction():  # a new name is chosen and taken in one write transaction: no race
                 if resume:
+                    self.definition = definition = _continued(db, definition, row["heartbeat"])
                     db.update_experiment(definition.id, {**row, "definition": definition_to_json(definition)})
                     db.forget_stop_request(definition.id)
                 else:
@@ -193,6 +195,17 @@ class Journal:
                     )
                 )
         return kept
+
+
+def _continued(db: Database, definition: ExperimentDefinition, now: float) -> ExperimentDefinition:
+    """``definition`` of a run taking over its stored experiment: its time so far is what its earlier runs ran
+    (the stored run's, to its end or last heartbeat), and this run's clock starts ``now``."""
+    stored = db.find(definition.id)
+    before = json.loads(stored["definition"]).get("details") or {}
+    ended = stored["ended"] if stored["ended"] is not None else stored["heartbeat"]
+    earlier = experiment_seconds(stored["created"], before, ended)
+    details = {**definition.details, EARLIER_RUNS_S: earlier, RUN_STARTED: now}
+    return dataclasses.replace(definition, details=details)
 
 
 def _free_name(db: Database, name: str, name_given: bool, path: str) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import CheckpointEvent, ExperimentState, LogLine, Outcome, ReportBatch, TrialState
+from ..runtime._tracebacks import in_user_terms
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ class InMemoryRecord(ExperimentRecord):
                 rec.duration = outcome.started + outcome.duration - rec.started
             else:
                 rec.duration = outcome.duration
-            rec.error, rec.error_kind = outcome.error, outcome.error_kind
+            rec.error, rec.error_kind = in_user_terms(outcome.error), outcome.error_kind
             rec.stopped_at = outcome.stopped_at
             rec.result, rec.rank_results = outcome.result, outcome.rank_results
             rec.result_repr = result_repr(outcome.result)
@@ -176,8 +177,11 @@ class InMemoryRecord(ExperimentRecord):
                 self._best = rec
 
     def finish(self, state: ExperimentState, error: str | None = None) -> None:
+        running = [rec for rec in self.trial_records() if rec.state is TrialState.RUNNING]
         super().finish(state, error)
         if self._journal:
+            for rec in running:  # interrupted now: the store must say so too
+                self._journal.trial_changed(rec)
             self._journal.close(state, error, self.ended)
 
     def continued(self, definition: ExperimentDefinition, journal: Journal | None) -> InMemoryRecord:
@@ -186,7 +190,7 @@ class InMemoryRecord(ExperimentRecord):
         if journal:
             self._batches = []  # the store has them, under this same id: report_rows() reads them there
         self.definition, self._journal = definition, journal
-        self.state, self.error, self.started, self.ended = ExperimentState.RUNNING, None, time.time(), None
+        self.state, self.error, self.ended = ExperimentState.RUNNING, None, None
         if journal:
             for rec in self._trials.values():
                 if rec.state is TrialState.INTERRUPTED:  # the store still says "running"
@@ -213,7 +217,7 @@ class InMemoryRecord(ExperimentRecord):
         for rec in trials:
             self._consider_best(rec)
         self._unread = (reports, output)
-        self.state, self.error, self.started, self.ended = state, error, definition.created, ended
+        self.state, self.error, self.ended = state, error, ended
         return self
 
     def load_details(self) -> None:

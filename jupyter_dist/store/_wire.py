@@ -38,8 +38,8 @@ class _ExperimentFields(TypedDict):
     trials_total: int | None  # None: bounded by a timeout
     metric: str | None  # None: nothing to optimise (a data-parallel run)
     mode: Mode | None
-    started: float
-    duration: float
+    started: float  # its first start (a resumed run keeps it)
+    duration: float  # seconds it has run, its earlier runs included (store.experiment_seconds)
 
 
 class ExperimentSummary(_ExperimentFields):
@@ -66,7 +66,7 @@ class TrialSummary(TypedDict):
     started: float
     queued: bool  # sent to its worker, waiting there behind another trial (its state is "running")
     began: float | None  # when it began to run; null while queued
-    duration: float | None
+    duration: float | None  # null while it runs: the views count from ``began`` (TrialRecord.seconds)
     steps: int
     attempts: int
     checkpoint_step: int | None  # its newest checkpoint's step (jupyter_dist.checkpoint)

@@ -10,6 +10,16 @@ import time
 
 from ..experiment import Experiment
 
+# The default pruner surprises users of Ray Tune (no pruning by default) on short runs: every view's first line says
+# it is on and how to turn it off (the lab extension writes the same words: format.ts earlyStoppingNote).
+EARLY_STOPPING_NOTE = "ASHA early stopping · pruner=None to turn it off"
+
+
+def early_stopping_note(exp: Experiment) -> str | None:
+    """What the first line of a live view says of early stopping: EARLY_STOPPING_NOTE while ASHA (the default
+    pruner) decides, else nothing."""
+    return EARLY_STOPPING_NOTE if exp.record.definition.details.get("pruner") == repr("asha") else None
+
 
 class ExperimentView:
     max_rate = 5.0  # redraws per second

@@ -11,7 +11,7 @@ import time
 from ..experiment import SHOWN_COUNTS, Experiment, best_first, curve_style
 from ..protocol import ExperimentState, TrialState
 from ..store import QUEUED, TrialRecord
-from ._base import ExperimentView, format_duration
+from ._base import ExperimentView, early_stopping_note, format_duration
 from ._lab import show
 from ._scroll import ScrollPane
 from ._side_thread import route_to, side_thread
@@ -141,9 +141,11 @@ class LiveView(ExperimentView):
         state_colour = {"running": "#1f77b4", "completed": "#2ca02c", "stopped": "#ff7f0e"}.get(
             exp.state, "#d62728"
         )
+        note = early_stopping_note(exp)
         self.title.value = (
             f"<b>{html.escape(exp.kind)} · {html.escape(exp.name)}</b> "
             f"<span style='color:{state_colour}'>{exp.state}</span>"
+            + (f" <span style='color:#666'>· {html.escape(note)}</span>" if note else "")
         )
         self.progress.value = done
         self.progress.bar_style = "success" if exp.state is ExperimentState.COMPLETED else "info"
@@ -221,7 +223,7 @@ class LiveView(ExperimentView):
         for r in best_first(records, self.exp.record.definition.objective)[:MAX_TABLE_ROWS]:
             running = r.state is TrialState.RUNNING
             value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
-            duration = None if r.queued else now - r.started if running else r.duration
+            duration = r.seconds(now)
             state = QUEUED if r.queued else r.state
             cells = [
                 r.trial_id,

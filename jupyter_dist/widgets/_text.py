@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 from ..protocol import TrialState
-from ._base import ExperimentView
+from ..runtime._tracebacks import where_it_failed
+from ._base import ExperimentView, early_stopping_note
 
 
 class TextView(ExperimentView):
@@ -21,8 +22,10 @@ class TextView(ExperimentView):
         self._last_line = ""
 
     def start(self) -> None:
+        note = early_stopping_note(self.exp)
         self._print(
             f"{self.exp.kind} {self.exp.name!r}: {self.exp.total or '?'} trials on Dask"
+            + (f" · {note}" if note else "")
             + (f" · dashboard {self.exp.dashboard_link}" if self.exp.dashboard_link else "")
         )
 
@@ -31,8 +34,10 @@ class TextView(ExperimentView):
             if rec.state is TrialState.FAILED and rec.trial_id not in self._reported_failures:
                 self._reported_failures.add(rec.trial_id)
                 last_line = (rec.error or "").strip().splitlines()[-1:] or ["(no traceback)"]
+                where = where_it_failed(rec.error)
+                at = f" at {where}" if where else ""
                 self._print(
-                    f"  trial {rec.trial_id} failed: {last_line[0]}  (exp.logs({rec.trial_id}) has it all)"
+                    f"  trial {rec.trial_id} failed: {last_line[0]}{at}  (exp.logs({rec.trial_id}) has it all)"
                 )
             if rec.resumed_from is not None and (rec.trial_id, rec.attempts) not in self._reported_resumes:
                 self._reported_resumes.add((rec.trial_id, rec.attempts))

@@ -11,6 +11,7 @@ import { CurveChart, ObjectiveChart } from './chart';
 import { Curves } from './curves';
 import { h, replaceChildren } from './dom';
 import {
+  earlyStoppingNote,
   formatDuration,
   formatParam,
   formatValue,
@@ -84,6 +85,7 @@ export class ExperimentDisplay {
     // The metric column: the objective, or (a data-parallel run has none) the metric the curves draw.
     const metric = detail.metric ?? curves.metric ?? 'value';
     this._shown = { detail, bestFirst: trials, metric };
+    const earlyStopping = earlyStoppingNote(detail);
     replaceChildren(
       this._header,
       h('span', { class: 'jd-detail-name' }, `${detail.kind} ${detail.name}`),
@@ -93,6 +95,13 @@ export class ExperimentDisplay {
         { class: 'jd-detail-meta' },
         `${progressText(detail)} trials · ${formatDuration(detail.duration)}`
       ),
+      earlyStopping
+        ? h(
+            'span',
+            { class: 'jd-detail-meta jd-early-stopping' },
+            earlyStopping
+          )
+        : null,
       this._actions,
       dashboard(detail.definition.dashboard_link),
       detail.error ? h('pre', { class: 'jd-error' }, detail.error) : null

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import {
+  earlyStoppingNote,
   formatDuration,
   formatValue,
   paramsAsPython,
@@ -8,7 +9,7 @@ import {
   trialDuration,
   trialState
 } from './format';
-import { summary, trial } from './testing';
+import { detail, summary, trial } from './testing';
 
 describe('formatValue', () => {
   it('writes every number with the same 4 significant digits', () => {
@@ -79,5 +80,20 @@ describe('paramsAsPython', () => {
         x: null
       })
     ).toBe('lr=0.01, arch="mlp", bn=True, layers=[8, 16], x=None');
+  });
+});
+
+describe('earlyStoppingNote', () => {
+  it('says ASHA decides, and how to turn it off, only when it does', () => {
+    const run = (pruner: string) => {
+      const d = detail([]);
+      return { ...d, definition: { ...d.definition, details: { pruner } } };
+    };
+    expect(earlyStoppingNote(run("'asha'"))).toBe(
+      'ASHA early stopping · pruner=None to turn it off'
+    );
+    expect(earlyStoppingNote(run('None'))).toBeNull();
+    expect(earlyStoppingNote(run("'median'"))).toBeNull();
+    expect(earlyStoppingNote(detail([]))).toBeNull();
   });
 });

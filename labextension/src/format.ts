@@ -1,6 +1,10 @@
 /** How every view writes numbers, durations, parameters, progress and a trial's state: one way everywhere. */
 
-import type { IExperimentSummary, ITrialSummary } from './wire';
+import type {
+  IExperimentDetail,
+  IExperimentSummary,
+  ITrialSummary
+} from './wire';
 
 /** A number as every part of the UI writes it: 4 significant digits, no exponent for ordinary sizes. */
 export function formatValue(value: number | null | undefined): string {
@@ -62,6 +66,18 @@ export function statusText(experiments: IExperimentSummary[]): string {
     text += ` · +${running.length - 1} more`;
   }
   return text;
+}
+
+/**
+ * What the first line of an experiment's view says of early stopping while ASHA, the default pruner, decides
+ * (the kernel's views write the same words: widgets/_base.py EARLY_STOPPING_NOTE); null for any other pruner.
+ */
+export function earlyStoppingNote(
+  detail: Pick<IExperimentDetail, 'definition'>
+): string | null {
+  return detail.definition.details?.pruner === "'asha'"
+    ? 'ASHA early stopping · pruner=None to turn it off'
+    : null;
 }
 
 /** A trial's state as the views say it: a running trial still waiting behind another on its worker is queued. */

@@ -37,7 +37,7 @@ export interface ITrialSummary {
   started: number;
   queued: boolean; // sent to its worker, waiting there behind another trial (its state is "running")
   began: number | null; // when it began to run; null while queued
-  duration: number | null;
+  duration: number | null; // null while it runs: the views count from `began` (TrialRecord.seconds)
   steps: number;
   attempts: number;
   checkpoint_step: number | null; // its newest checkpoint's step (jupyter_dist.checkpoint)

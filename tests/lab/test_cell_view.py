@@ -57,3 +57,26 @@ def test_stop_in_the_cell_ends_the_run_in_a_final_state(lab, page):
     expect(stop).to_have_count(0)  # not "Stopping…" forever: the final view has no button
     expect(view.locator(".jd-detail-meta")).not_to_contain_text("20/20")
     assert not page.errors
+
+
+ASHA = """%%distribute hpo --trials 4 --metric v --sampler random OPTIONS
+from jupyter_dist import report, space
+sp = {"x": space.uniform(0, 1)}
+def quick(x=0.0):
+    for step in range(5):
+        report(step=step, v=x * step)
+"""
+
+
+def test_the_first_line_says_asha_decides_by_default_and_how_to_turn_it_off(lab, page):
+    default, off = ASHA.replace("OPTIONS", "--name asha"), ASHA.replace("OPTIONS", "--name off --pruner none")
+    write_notebook(lab.root / "asha.ipynb", default, off)
+    open_and_run_all(lab, page, "asha.ipynb")
+    for index in (1, 2):
+        expect(cell_view(page, index).locator(".jd-state")).to_have_text("completed", timeout=120_000)
+    # Drawn by this build's view alone (not by one installed elsewhere): JUPYTER_PATH must lead to it.
+    expect(cell_view(page, 1).locator(".jd-detail-header .jd-early-stopping")).to_have_text(
+        "ASHA early stopping · pruner=None to turn it off"
+    )
+    expect(cell_view(page, 2).locator(".jd-early-stopping")).to_have_count(0)  # --pruner none: nothing said
+    assert not page.errors

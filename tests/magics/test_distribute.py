@@ -105,6 +105,23 @@ def test_ambiguity_or_a_missing_piece_is_a_clear_error(ip, line, body, message):
         ip.run_cell_magic("distribute", line, body)
 
 
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("hpo --trails 4 --metric acc", "--trails: did you mean --trials?"),
+        ("hpo --trials 4 --metrc acc", "--metrc: did you mean --metric?"),
+        ("hop --trials 4 --metric acc", "%%distribute hop: unknown mode (did you mean 'hpo'?); use one of"),
+        ("ablaton --metric acc", "unknown mode (did you mean 'ablation'?)"),
+    ],
+)
+def test_a_misspelt_option_or_mode_gets_the_nearest_one(ip, line, message):
+    ip.user_ns.pop("exp", None)
+    with pytest.raises(UsageError) as refused:
+        ip.run_cell_magic("distribute", line, BODY)
+    assert message in str(refused.value)
+    assert "exp" not in ip.user_ns  # refused before the cell ran an experiment
+
+
 def test_a_bad_space_fails_before_any_trial(ip):
     body = BODY.replace("space.choice([0.1, 0.2, 0.3])", "space.loguniform(0, 1)")
     with pytest.raises(jd.SearchSpaceError, match="lr: loguniform"):

@@ -136,6 +136,23 @@ def test_the_text_view_prints_progress_failures_and_a_summary(client):
     assert exp.state == "completed"
 
 
+def test_the_first_line_says_asha_decides_and_how_to_turn_it_off(client):
+    note = "ASHA early stopping · pruner=None to turn it off"
+    for pruner, said in (("asha", True), (None, False)):
+        out, views = io.StringIO(), []
+
+        def both(exp, out=out, views=views):
+            views.append(LiveView(exp))  # the widget: drawn below, once the run has ended
+            return TextView(exp, stream=out)
+
+        options = {} if pruner == "asha" else {"pruner": None}  # the default pruner, as a user leaves it
+        grid = {"lr": space.choice([0.1, 0.2])}
+        jd.hpo(curve, grid, metric="acc", sampler="grid", cluster=client, progress=both, **options)
+        views[0].draw()
+        assert (note in out.getvalue().splitlines()[0]) is said, out.getvalue()
+        assert (note in views[0].title.value) is said, views[0].title.value
+
+
 def left_out(features=("a", "b"), seed=0):
     for step in range(3):
         jd.report(step=step, score=len(features) * step)
