@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from ..experiment import Experiment, best_first
+from ..protocol import ExperimentKind
 from ..store import CurvesSnapshot, ExperimentBundle, ExperimentDetail, experiment_detail, finite
 from ._base import ExperimentView
 from ._busy import KernelBusy
@@ -105,6 +106,10 @@ class LabView(ExperimentView):
         if ended:
             data["snapshot"] = experiment_snapshot(self.exp)
             data["curves"] = curves_snapshot(self.exp)
+            if self.exp.record.definition.kind == ExperimentKind.HPO:
+                from ..search import importances_report  # optuna: imported by the run already
+
+                data["importances"] = importances_report(self.exp.record)
         line = self.exp.status_line()
         return {
             MIME_TYPE: data,

@@ -7,7 +7,8 @@ import type {
   IExperimentDetail,
   IExperimentList,
   ILogs,
-  IMetricsPage
+  IMetricsPage,
+  IParamImportances
 } from './wire';
 
 /**
@@ -57,6 +58,10 @@ export function getExperiment(id: string): Promise<IExperimentDetail> {
 
 export function getMetrics(id: string, since: number): Promise<IMetricsPage> {
   return requestAPI(`${experiment(id)}/metrics?since=${since}`);
+}
+
+export function getImportances(id: string): Promise<IParamImportances> {
+  return requestAPI(`${experiment(id)}/importances`);
 }
 
 export function getLogs(id: string, trialId: number): Promise<ILogs> {

@@ -7,7 +7,7 @@ import { Poll } from '@lumino/polling';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { getExperiment, getLogs, getMetrics } from './api';
+import { getExperiment, getImportances, getLogs, getMetrics } from './api';
 import { Curves } from './curves';
 import { ExperimentDisplay, joinLogs } from './display';
 import { every } from './poll';
@@ -46,8 +46,9 @@ export class ExperimentView extends Widget {
     this.addClass('jd-detail');
     this.title.label = experimentId;
     this.title.closable = true;
-    this._display = new ExperimentDisplay(async trialId =>
-      joinLogs(await getLogs(experimentId, trialId))
+    this._display = new ExperimentDisplay(
+      async trialId => joinLogs(await getLogs(experimentId, trialId)),
+      () => getImportances(experimentId)
     );
     this.node.append(this._display.node);
     this._poll = every(

@@ -22,11 +22,20 @@ import {
   trialValue
 } from './format';
 import { bestTrial, paramNames, sortByColumn, sortTrials } from './ordering';
+import { spaceOf } from './geometry';
+import { ImportanceChart } from './importances';
 import { ParallelChart } from './parallel';
-import type { IExperimentDetail, ITrialSummary, Mode } from './wire';
+import type {
+  IExperimentDetail,
+  IParamImportances,
+  ITrialSummary,
+  Mode
+} from './wire';
 
 /** Reads one trial's output when its row is clicked. */
 export type LogsReader = (trialId: number) => Promise<string>;
+/** Reads an HPO run's parameter importances (from the server) when a trial has ended. */
+export type ImportancesReader = () => Promise<IParamImportances>;
 
 export class ExperimentDisplay {
   readonly node = h('div', { class: 'jd-display' });
@@ -38,6 +47,7 @@ export class ExperimentDisplay {
   private _objectiveTitle = h('h3', {}, 'Objective by trial');
   private _parallel = new ParallelChart();
   private _parallelTitle = h('h3', {}, 'Parameters of the completed trials');
+  private _importances = new ImportanceChart();
   private _ablation = h('div', { class: 'jd-ablation' });
   private _result = h('div', { class: 'jd-result' });
   private _table = h('div', { class: 'jd-trials' });
@@ -52,7 +62,10 @@ export class ExperimentDisplay {
   } | null = null;
   private _selected: number | null = null;
 
-  constructor(private _readLogs: LogsReader | null) {
+  constructor(
+    private _readLogs: LogsReader | null,
+    private _readImportances: ImportancesReader | null = null
+  ) {
     this.node.append(
       this._header,
       this._best,
@@ -63,6 +76,7 @@ export class ExperimentDisplay {
       this._objective.node,
       this._parallelTitle,
       this._parallel.node,
+      this._importances.node,
       h('h3', {}, 'Trials'),
       this._table
     );
@@ -120,7 +134,8 @@ export class ExperimentDisplay {
       this._objectiveTitle,
       this._objective.node,
       this._parallelTitle,
-      this._parallel.node
+      this._parallel.node,
+      this._importances.node
     ]) {
       node.hidden = !objective;
     }
@@ -133,10 +148,18 @@ export class ExperimentDisplay {
       this._objective.draw(detail.trials, metric, mode);
       this._parallel.draw(
         detail.trials,
-        detail.definition.space ?? {},
+        spaceOf(detail.definition.space ?? {}, detail.trials),
         metric,
         mode
       );
+      if (this._readImportances) {
+        // They change only as trials complete. No answer (no server: a saved notebook reopened) leaves what
+        // is drawn, e.g. the importances the kernel saved with the run.
+        this._readImportances().then(
+          report => this.drawImportances(report),
+          () => undefined
+        );
+      }
     }
     if (curvesChanged) {
       // Best first, then the running ones: the curves that matter are drawn (and coloured) first.
@@ -147,6 +170,11 @@ export class ExperimentDisplay {
       );
     }
     this._drawTable();
+  }
+
+  /** The parameter importances (an HPO run's), or none. */
+  drawImportances(report: IParamImportances | null): void {
+    this._importances.draw(report);
   }
 
   resize(): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { parallelCoordinates } from './geometry';
+import { parallelCoordinates, spaceOf } from './geometry';
 import { trial } from './testing';
 
 describe('parallelCoordinates', () => {
@@ -22,5 +22,33 @@ describe('parallelCoordinates', () => {
     expect(lines[0].points).toEqual([1, 0, 1]);
     expect(lines[1].points).toEqual([0, 0.5, 0]);
     expect(axes[0].position(0.01)).toBeCloseTo(0.5); // halfway on a log axis
+  });
+});
+
+describe('spaceOf', () => {
+  it("keeps a definition's space", () => {
+    const space = { lr: { uniform: [0, 1] } };
+    expect(spaceOf(space, [trial(0, 'completed', 1, { lr: 0.5 })])).toBe(space);
+  });
+
+  it("reads a define-by-run run's space from its trials: numbers as numbers, the rest as choices", () => {
+    const trials = [
+      trial(0, 'completed', 0.5, { optimizer: 'sgd', lr: 0.1, momentum: 0.9 }),
+      trial(1, 'completed', 0.7, { optimizer: 'adam', lr: 0.01 })
+    ];
+    const space = spaceOf({}, trials);
+    expect(space).toEqual({
+      optimizer: { choice: ['sgd', 'adam'] },
+      lr: { uniform: [] },
+      momentum: { uniform: [] }
+    });
+    const { axes } = parallelCoordinates(trials, space, 'acc', 'max');
+    expect(axes.map(a => a.name)).toEqual([
+      'optimizer',
+      'lr',
+      'momentum',
+      'acc'
+    ]);
+    expect(axes[2].position(undefined)).toBeNull(); // an inactive parameter: no point on its axis
   });
 });

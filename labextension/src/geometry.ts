@@ -18,6 +18,36 @@ export interface IParallelAxis {
  * searches on a log scale, a choice's options evenly spaced in their order), then the objective. ``lines``:
  * each completed trial's positions on the axes, best first.
  */
+/**
+ * The searched space the parallel coordinates draw: the definition's, or, for a run whose space was a function
+ * of the trial (define-by-run: its definition keeps none), one read from the trials' parameters (numbers on a
+ * numeric axis, anything else as choices, in the order first met).
+ */
+export function spaceOf(
+  space: Record<string, any>,
+  trials: ITrialSummary[]
+): Record<string, any> {
+  if (Object.keys(space).length) {
+    return space;
+  }
+  const seen: Record<string, unknown[]> = {};
+  for (const trial of trials) {
+    for (const [name, value] of Object.entries(trial.params)) {
+      (seen[name] ??= []).push(value);
+    }
+  }
+  const derived: Record<string, any> = {};
+  for (const [name, values] of Object.entries(seen)) {
+    if (values.every(v => typeof v === 'number')) {
+      derived[name] = { uniform: [] };
+    } else {
+      const keys = [...new Set(values.map(v => JSON.stringify(v)))];
+      derived[name] = { choice: keys.map(k => JSON.parse(k)) };
+    }
+  }
+  return derived;
+}
+
 export function parallelCoordinates(
   trials: ITrialSummary[],
   space: Record<string, any>,

@@ -9,7 +9,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { getLogs, requestStop } from './api';
+import { getImportances, getLogs, requestStop } from './api';
 import { Curves } from './curves';
 import { fetchExperiment } from './detail';
 import { ExperimentDisplay, joinLogs } from './display';
@@ -52,6 +52,7 @@ export class ExperimentRenderer
           bundle.curves ?? { metric: bundle.snapshot.metric, trials: [] }
         )
       );
+      display.drawImportances(bundle.importances ?? null);
       return;
     }
     if (bundle.id) {
@@ -98,8 +99,9 @@ export class ExperimentRenderer
     if (!this._display) {
       // Trial output comes from the server, so only where one serves it (not in a notebook opened without it:
       // the table is still there).
-      this._display = new ExperimentDisplay(async trialId =>
-        joinLogs(await getLogs(id, trialId))
+      this._display = new ExperimentDisplay(
+        async trialId => joinLogs(await getLogs(id, trialId)),
+        () => getImportances(id)
       );
       this.node.replaceChildren(this._display.node);
     }

@@ -81,6 +81,9 @@ def _check_the_saved_notebook(lab, page, name: str, index: int = 1, app: str = "
     expect(view.locator(".jd-chart canvas").first).to_be_visible(timeout=30_000)
     expect(view.locator(".jd-table tbody tr").first).to_be_visible()
     expect(page.get_by_text("model not found")).to_have_count(0)
+    # every run here is an HPO run: its parameter importances were saved with it
+    assert "importances" in saved_view_of(lab, name, index)
+    expect(view.locator(".jd-importances h3")).to_contain_text("Parameter importances")
 
 
 def _errors(page) -> list[str]:

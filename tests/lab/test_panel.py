@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 import jupyter_dist as jd
 from jupyter_dist import space
+from jupyter_dist.search import param_importances
 
 
 def train(lr=0.1, width=8):
@@ -103,6 +104,36 @@ def test_opening_an_experiment_shows_best_trial_first_curves_and_output(lab, pag
     trial_id = int(rows.nth(1).get_attribute("data-trial"))
     expect(detail.locator(".jd-output")).to_contain_text("printed nothing")
     assert trial_id != best.trial_id
+    assert not page.errors
+
+
+def conditional_space(trial):
+    optimizer = trial.suggest_categorical("optimizer", ["sgd", "adam"])
+    if optimizer == "sgd":
+        trial.suggest_float("momentum", 0.0, 0.9)
+    trial.suggest_float("lr", 0.01, 0.3)
+
+
+def tuned(optimizer, lr, momentum=None):
+    return {"acc": lr * 10 + (momentum or 0) * 0.01}
+
+
+def test_a_define_by_run_search_shows_its_parameters_and_their_importances(lab, page, run_hpo):
+    exp = run_hpo(tuned, conditional_space, trials=8, metric="acc", seed=1)
+    lab.open(page)
+    lab.open_panel(page)
+    page.locator(f".jd-item[data-id='{exp.id}']").click()
+    detail = page.locator(".jd-detail")
+    # Its definition keeps no space: the axes are the parameters its trials were given, then the objective
+    titles = detail.locator(".jd-parallel svg .jd-parallel-title")
+    expect(titles).to_have_count(4)
+    assert sorted(titles.all_text_contents()[:3]) == ["lr", "momentum", "optimizer"]
+    # The server's importances (the same as the kernel's), most important first
+    expected = param_importances(jd.load(exp.name).record)
+    expect(detail.locator(".jd-importances h3")).to_contain_text("PED-ANOVA, 8 completed trials")
+    expect(detail.locator(".jd-importance-name")).to_have_text(list(expected))
+    shares = [float(t.rstrip("%")) for t in detail.locator(".jd-importance-share").all_inner_texts()]
+    assert shares == sorted(shares, reverse=True) and abs(sum(shares) - 100) < 1
     assert not page.errors
 
 
