@@ -21,6 +21,26 @@ def early_stopping_note(exp: Experiment) -> str | None:
     return EARLY_STOPPING_NOTE if exp.record.definition.details.get("pruner") == repr("asha") else None
 
 
+def importances_table(exp: Experiment):
+    """An HPO run's parameter importances as a table (most important first) for the views that end with tables
+    (the widget and the text view; the JupyterLab extension draws them itself), or None: another kind, or too few
+    completed trials."""
+    from ..protocol import ExperimentKind
+
+    if exp.kind != ExperimentKind.HPO:
+        return None
+    import pandas as pd
+
+    from ..search import IMPORTANCE_EVALUATOR, param_importances
+
+    importances = param_importances(exp.record)
+    if importances is None:
+        return None
+    return pd.DataFrame(
+        {"parameter": list(importances), f"importance ({IMPORTANCE_EVALUATOR})": list(importances.values())}
+    )
+
+
 class ExperimentView:
     max_rate = 5.0  # redraws per second
 

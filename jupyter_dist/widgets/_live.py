@@ -11,7 +11,7 @@ import time
 from ..experiment import SHOWN_COUNTS, Experiment, best_first, curve_style
 from ..protocol import ExperimentState, TrialState
 from ..store import QUEUED, TrialRecord
-from ._base import ExperimentView, early_stopping_note, format_duration
+from ._base import ExperimentView, early_stopping_note, format_duration, importances_table
 from ._lab import show
 from ._scroll import ScrollPane
 from ._side_thread import route_to, side_thread
@@ -119,6 +119,9 @@ class LiveView(ExperimentView):
             self._display.update(bundle, raw=True)
         for output in self.exp.final_outputs():
             display(output)
+        importances = importances_table(self.exp)
+        if importances is not None:
+            display(importances)
         if self._preamble is not None:  # several experiments in one cell: one says busy at a time
             self._preamble.busy.stop()
 

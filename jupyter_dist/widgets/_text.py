@@ -6,7 +6,7 @@ import sys
 
 from ..protocol import TrialState
 from ..runtime._tracebacks import where_it_failed
-from ._base import ExperimentView, early_stopping_note
+from ._base import ExperimentView, early_stopping_note, importances_table
 
 
 class TextView(ExperimentView):
@@ -51,7 +51,7 @@ class TextView(ExperimentView):
 
     def finish(self) -> None:
         self.draw()
-        for output in self.exp.final_outputs():
+        for output in [*self.exp.final_outputs(), importances_table(self.exp)]:
             if hasattr(output, "to_string"):  # a table; figures need a notebook
                 self._print(output.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep=""))
 

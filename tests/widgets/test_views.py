@@ -4,11 +4,15 @@ import io
 import threading
 import time
 
+import pytest
+
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.protocol import Objective
+from jupyter_dist.search import param_importances
 from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
 from jupyter_dist.widgets import TextView, view_for
+from jupyter_dist.widgets._base import importances_table
 from jupyter_dist.widgets._live import LiveView
 
 
@@ -134,6 +138,36 @@ def test_the_text_view_prints_progress_failures_and_a_summary(client):
     assert "failed: ValueError: diverged" in text
     assert text.rstrip().splitlines()[-1].startswith("hpo 'curve' completed: 2/2 trials done · 1 failed")
     assert exp.state == "completed"
+
+
+def bowl(lr=0.1, width=1):
+    return {"acc": -((lr - 0.3) ** 2) + width * 1e-9}
+
+
+def test_an_hpo_run_ends_with_its_parameter_importances(client):
+    out = io.StringIO()
+    space_ = {"lr": space.uniform(0.0, 1.0), "width": space.integer(1, 4)}
+    exp = jd.hpo(
+        bowl,
+        space_,
+        trials=8,
+        metric="acc",
+        sampler="random",
+        seed=2,
+        cluster=client,
+        pruner=None,
+        progress=lambda e: TextView(e, stream=out),
+    )
+    lines = out.getvalue().rstrip().splitlines()
+    expected = param_importances(exp.record)
+    assert lines[-3].split() == ["parameter", "importance", "(PED-ANOVA)"]
+    assert [line.split()[0] for line in lines[-2:]] == list(expected)  # most important first
+    assert float(lines[-2].split()[1]) == pytest.approx(next(iter(expected.values())), abs=1e-3)
+    # too few completed trials: no table (a status line ends the view, as before)
+    few = jd.hpo(
+        bowl, space_, trials=2, metric="acc", sampler="random", cluster=client, pruner=None, progress=False
+    )
+    assert importances_table(few) is None and importances_table(exp) is not None
 
 
 def test_the_first_line_says_asha_decides_and_how_to_turn_it_off(client):
