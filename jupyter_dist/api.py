@@ -131,7 +131,7 @@ def hpo(
     target
         The objective's value that ends the experiment: once a completed trial's value reaches it (``>=`` with
         mode "max", ``<=`` with "min"), no trial starts, the running ones are stopped (``stopped``), and the
-        experiment ends ``completed``, its ``exp.error`` message naming the trial that reached it.
+        experiment ends ``completed``, its ``exp.message`` naming the trial that reached it.
     objective_scope
         Which of a trial's reports of ``metric`` make its value: "last" (the default: the returned value, else
         the last report), "max", "min", "avg", "last-5-avg" or "last-10-avg", over the reports of its current

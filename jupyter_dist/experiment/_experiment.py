@@ -90,7 +90,13 @@ class Experiment:
 
     @property
     def error(self) -> str | None:
+        """Why the run failed (or was interrupted); None for one that ended as planned."""
         return self.record.error
+
+    @property
+    def message(self) -> str | None:
+        """What the run's end says: its error, or how a planned end came (``target=`` reached, by which trial)."""
+        return self.record.message
 
     @property
     def started(self) -> float:
@@ -265,8 +271,10 @@ class Experiment:
         highlight = self.highlight()
         if highlight:
             parts.append(highlight)
-        if self.state is ExperimentState.COMPLETED and self.error:  # how a planned end came: a target reached
-            parts.append(self.error)
+        if (
+            self.state is ExperimentState.COMPLETED and self.message
+        ):  # how a planned end came: a target reached
+            parts.append(self.message)
         used = self.compute()
         if "saved" in used and self.state is not ExperimentState.RUNNING:
             parts.append(f"{used['saved']:.0%} of steps saved by pruning")

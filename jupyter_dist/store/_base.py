@@ -167,7 +167,8 @@ class ExperimentRecord(ABC):
     def __init__(self, definition: ExperimentDefinition) -> None:
         self.definition = definition
         self.state = ExperimentState.RUNNING
-        self.error: str | None = None
+        # What its end says: a failed or interrupted run's error, or how a planned end came (a target reached).
+        self.message: str | None = None
         # The experiment's first start (a resumed run keeps it); how long it has run is duration().
         self.started = definition.created
         self.ended: float | None = None
@@ -209,10 +210,16 @@ class ExperimentRecord(ABC):
     def trial_finished(self, outcome: Outcome) -> TrialRecord:
         """Record a finished trial (its value already judged by the objective) and return its record."""
 
-    def finish(self, state: ExperimentState, error: str | None = None) -> None:
-        """The experiment ended; a trial still running (the run failed around it) is interrupted, as the store
-        reads it back."""
-        self.state, self.error, self.ended = state, error, time.time()
+    @property
+    def error(self) -> str | None:
+        """Why the run failed (or was interrupted); None for a run that ended as planned, whatever it says."""
+        failed = self.state in (ExperimentState.FAILED, ExperimentState.INTERRUPTED)
+        return self.message if failed else None
+
+    def finish(self, state: ExperimentState, message: str | None = None) -> None:
+        """The experiment ended, ``message`` saying why (``message``); a trial still running (the run failed
+        around it) is interrupted, as the store reads it back."""
+        self.state, self.message, self.ended = state, message, time.time()
         for rec in self.trial_records():
             rec.interrupt(self.ended)
 

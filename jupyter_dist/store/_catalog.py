@@ -143,7 +143,7 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
         lambda: _reports(path, experiment_id),
         lambda: _output(path, experiment_id),
         state=state,
-        error=row["error"],
+        message=row["error"],
         ended=row["ended"] if row["ended"] is not None else row["heartbeat"],
     )
 

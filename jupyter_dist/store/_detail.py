@@ -71,6 +71,7 @@ def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> Ex
             "params": {k: plain(v) for k, v in best.params.items()},
         },
         "error": record.error,
+        "message": record.message,
         "definition": json.loads(definition_to_json(definition)),
         "trials": [trial_summary(rec) for rec in record.trial_records()],
     }

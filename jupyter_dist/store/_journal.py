@@ -118,9 +118,10 @@ class Journal:
         """A line of a trial's output (Dask IO thread)."""
         self._logs.append((trial_id, stream, text))
 
-    def close(self, state: ExperimentState, error: str | None, ended: float) -> None:
-        """The run ended: write everything pending and the final state, then stop the writer."""
-        self._final = (state.value, error, ended)
+    def close(self, state: ExperimentState, message: str | None, ended: float) -> None:
+        """The run ended: write everything pending, the final state and what its end says, then stop the
+        writer."""
+        self._final = (state.value, message, ended)
         self._wake.set()
         self._writer.join(CLOSE_TIMEOUT_S)
 

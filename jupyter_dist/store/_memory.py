@@ -176,13 +176,13 @@ class InMemoryRecord(ExperimentRecord):
             if self._best is None or self.definition.objective.better(rec.value, self._best.value):
                 self._best = rec
 
-    def finish(self, state: ExperimentState, error: str | None = None) -> None:
+    def finish(self, state: ExperimentState, message: str | None = None) -> None:
         running = [rec for rec in self.trial_records() if rec.state is TrialState.RUNNING]
-        super().finish(state, error)
+        super().finish(state, message)
         if self._journal:
             for rec in running:  # interrupted now: the store must say so too
                 self._journal.trial_changed(rec)
-            self._journal.close(state, error, self.ended)
+            self._journal.close(state, message, self.ended)
 
     def continued(self, definition: ExperimentDefinition, journal: Journal | None) -> InMemoryRecord:
         """This stored record, running again (a resumed run) under ``definition``, journalled to ``journal``."""
@@ -190,7 +190,7 @@ class InMemoryRecord(ExperimentRecord):
         if journal:
             self._batches = []  # the store has them, under this same id: report_rows() reads them there
         self.definition, self._journal = definition, journal
-        self.state, self.error, self.ended = ExperimentState.RUNNING, None, None
+        self.state, self.message, self.ended = ExperimentState.RUNNING, None, None
         if journal:
             for rec in self._trials.values():
                 if rec.state is TrialState.INTERRUPTED:  # the store still says "running"
@@ -206,7 +206,7 @@ class InMemoryRecord(ExperimentRecord):
         output: Callable[[], Iterable[tuple[int, str, str]]],
         *,
         state: ExperimentState,
-        error: str | None,
+        message: str | None,
         ended: float | None,
     ) -> InMemoryRecord:
         """A finished record rebuilt from the store. ``reports()`` gives (trial_id, attempt number, step,
@@ -217,7 +217,7 @@ class InMemoryRecord(ExperimentRecord):
         for rec in trials:
             self._consider_best(rec)
         self._unread = (reports, output)
-        self.state, self.error, self.ended = state, error, ended
+        self.state, self.message, self.ended = state, message, ended
         return self
 
     def load_details(self) -> None:

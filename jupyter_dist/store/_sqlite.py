@@ -36,7 +36,7 @@ CREATE TABLE experiments (
     name TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,
     state TEXT NOT NULL,
-    error TEXT,
+    error TEXT,                    -- what its end says: a failed run's error, or how a planned end came
     definition TEXT NOT NULL,      -- JSON: _codec.definition_to_json
     about TEXT NOT NULL,           -- JSON: function, source, versions, cluster, search settings
     created REAL NOT NULL,

@@ -107,7 +107,9 @@ class ExperimentDetail(_ExperimentFields):
     builds both)."""
 
     best: BestTrial | None
-    error: str | None
+    error: str | None  # why it failed or was interrupted
+    # What its end says: the error, or how a planned end came (a target reached); snapshots before 0.5 lack it.
+    message: NotRequired[str | None]
     definition: DefinitionJson
     about: NotRequired[dict[str, Any]]  # the REST API's only: the function's source, versions, cluster
     trials: list[TrialSummary]

@@ -76,3 +76,42 @@ describe('the trials table', () => {
     ]);
   });
 });
+
+describe('how a run ended', () => {
+  // A data-parallel run's detail: the view draws no uPlot chart there (happy-dom has no canvas).
+  it("shows a failed run's error as an error, and a planned end's message as a note", () => {
+    const display = new ExperimentDisplay(null);
+    const curves = Curves.fromSnapshot({ metric: 'acc', trials: [] });
+    const reached = 'target acc >= 0.9 reached by trial 3 (acc=0.95)';
+    display.draw(
+      detail([trial(3, 'completed', 0.95, {})], {
+        kind: 'ddp',
+        metric: null,
+        mode: null,
+        state: 'completed',
+        error: null,
+        message: reached
+      }),
+      curves
+    );
+    expect(display.node.querySelector('.jd-error')).toBeNull();
+    expect(display.node.querySelector('.jd-message')?.textContent).toBe(
+      reached
+    );
+    display.draw(
+      detail([trial(0, 'failed', null, {})], {
+        kind: 'ddp',
+        metric: null,
+        mode: null,
+        state: 'failed',
+        error: 'every trial failed',
+        message: 'every trial failed'
+      }),
+      curves
+    );
+    expect(display.node.querySelector('.jd-error')?.textContent).toBe(
+      'every trial failed'
+    );
+    expect(display.node.querySelector('.jd-message')).toBeNull();
+  });
+});

@@ -118,7 +118,11 @@ export class ExperimentDisplay {
         : null,
       this._actions,
       dashboard(detail.definition.dashboard_link),
-      detail.error ? h('pre', { class: 'jd-error' }, detail.error) : null
+      detail.error ? h('pre', { class: 'jd-error' }, detail.error) : null,
+      // A planned end's note (a target reached): what happened, not an error.
+      !detail.error && detail.message
+        ? h('div', { class: 'jd-detail-meta jd-message' }, detail.message)
+        : null
     );
     this._drawBest(detail, trials);
     this._drawAblation(detail);

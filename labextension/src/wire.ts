@@ -87,7 +87,8 @@ export interface IExperimentDetail {
   started: number;
   duration: number;
   best: IBestTrial | null;
-  error: string | null;
+  error: string | null; // why it failed or was interrupted
+  message?: string | null;
   definition: IDefinitionJson;
   about?: Record<string, any>; // the REST API's only: the function's source, versions, cluster
   trials: ITrialSummary[];

@@ -258,16 +258,16 @@ def test_a_trial_at_the_target_ends_the_experiment_completed_and_says_so(run_hpo
         target=0.9,
     )
     assert exp.state == "completed" and exp.best.trial_id == 3 and exp.best.value == 0.95
-    assert exp.error == "target acc >= 0.9 reached by trial 3 (acc=0.95)"
+    assert exp.message == "target acc >= 0.9 reached by trial 3 (acc=0.95)" and exp.error is None
     assert exp.trials.state.tolist() == [
         "completed",
         "completed",
         "stopped",
         "completed",
     ]  # none started after
-    assert exp.error in exp.status_line()  # the views' final line
+    assert exp.message in exp.status_line()  # the views' final line
     stored = jd.load(exp.name)
-    assert stored.state == "completed" and stored.error == exp.error
+    assert stored.state == "completed" and stored.message == exp.message and stored.error is None
 
 
 def test_a_minimised_target_and_bad_targets(run_hpo):
@@ -281,7 +281,7 @@ def test_a_minimised_target_and_bad_targets(run_hpo):
         sampler="grid",
         target=0.1,
     )
-    assert exp.state == "completed" and "target loss <= 0.1 reached" in exp.error
+    assert exp.state == "completed" and "target loss <= 0.1 reached" in exp.message
     for bad in ("0.9", float("nan"), True):
         with pytest.raises(ValueError, match="target=.*: give the objective's value to stop at"):
             run_hpo(rises, {"x": space.uniform(0, 1)}, metric="acc", target=bad)
