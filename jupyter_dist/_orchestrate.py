@@ -35,9 +35,11 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: A
     if options.resume:
         prior = prior_run(store, options.name, kind.name)
         plan = kind.resume(prior, plan, options)
+        options = options.resumed(prior.definition.details)
     details = {
         **plan.definition.details,
         "checkpoints": checkpoint_settings(options.checkpoint_dir, options.keep_checkpoints, store),
+        **options.runtime_details(),
     }
     plan = dataclasses.replace(plan, definition=dataclasses.replace(plan.definition, details=details))
     return run_experiment(plan, options, store, prior)
@@ -71,6 +73,8 @@ def run_experiment(
             resources=options.resources,
             checkpoints=checkpoints,
             decides_on_reports=source.prunes,
+            max_failures=options.max_failures or 0,
+            cpus=options.cpus_per_trial,
         )
         parallel, follow = options.parallel, None
         if plan.ranks:
@@ -105,6 +109,7 @@ def run_experiment(
     stop = StopSignal()
     if journal:
         journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
+    launcher.on_retry = record.trial_retried  # a retried attempt's traceback stays in the trial's output
     exp = experiment_of(record, stop.request, source)
     view = _make_view(options.progress, exp, preamble)
     loop = TrialLoop(

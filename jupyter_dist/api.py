@@ -42,6 +42,9 @@ def hpo(
     gpus_per_trial: int | None = None,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
+    max_failures: int | None = None,
+    cpus_per_trial: int | None = None,
+    resources: dict[str, float] | None = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -100,6 +103,21 @@ def hpo(
     checkpoint_dir, keep_checkpoints
         Where the trials' ``jupyter_dist.checkpoint()`` calls save (default: ``checkpoints`` beside the store;
         a shared path or an fsspec URL on several hosts), and how many each trial keeps (the newest).
+    max_failures
+        A trial whose function raises runs again, on the cluster, as the next attempt of the same trial, up to
+        this many more times (default 0; Ray Tune's ``FailureConfig(max_failures=)``): ``restore()`` finds its
+        checkpoints, ``exp.history`` tells its attempts apart, the failed attempt's traceback stays in the
+        trial's stderr, and only its final outcome is told to the sampler. A setup error, a bad return value, a
+        missing metric, a pruned or stopped trial never run again. A resumed run keeps its stored value.
+    cpus_per_trial
+        Cores each trial uses: torch's intra-op threads in the trial (the worker's own setting is back after
+        it). On workers that declare a Dask ``CPU`` resource each trial asks for that many ``CPU``; elsewhere a
+        worker's cores are its threads, and ``parallel`` defaults to the cluster's threads // cpus_per_trial
+        (2 one-thread workers, cpus_per_trial=2: one trial at a time).
+    resources
+        Dask worker resources each trial needs, ``{"MEM": 4e9}`` (``dask worker --resources MEM=16e9``): trials
+        run only where they fit, and ``parallel`` defaults to how many fit; refused before any work starts when
+        no worker declares enough. ``"GPU"`` here is ``gpus_per_trial``. A resumed run keeps its stored value.
     """
     options = RunOptions(
         cluster=cluster,
@@ -112,6 +130,9 @@ def hpo(
         gpus=gpus_per_trial,
         checkpoint_dir=checkpoint_dir,
         keep_checkpoints=keep_checkpoints,
+        max_failures=max_failures,
+        cpus_per_trial=cpus_per_trial,
+        worker_resources=resources,
     )
     return run_kind(
         ExperimentKind.HPO,
@@ -148,6 +169,7 @@ def data_parallel(
     resume: bool = False,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
+    resources: dict[str, float] | None = None,
     **kwargs_for_train: Any,
 ):
     """Run ``fn(**kwargs_for_train)`` data-parallel: one rank per Dask worker, ``workers`` ranks, joined in a
@@ -188,6 +210,10 @@ def data_parallel(
         attempt: with ``jupyter_dist.restore()`` in ``fn`` it goes on from its last checkpoint.
     checkpoint_dir, keep_checkpoints
         As for ``hpo()``.
+    resources
+        Dask worker resources each rank needs, ``{"MEM": 4e9}``, as for ``hpo()`` (``"GPU"`` here is
+        ``gpus_per_worker``). A failing rank is not retried (there is no ``max_failures``): re-run the job with
+        ``resume=True``, and ``restore()`` goes on from its checkpoint.
     """
     options = RunOptions(
         cluster=cluster,
@@ -200,6 +226,7 @@ def data_parallel(
         gpus=gpus_per_worker,
         checkpoint_dir=checkpoint_dir,
         keep_checkpoints=keep_checkpoints,
+        worker_resources=resources,
     )
     return run_kind(
         ExperimentKind.DDP,
@@ -237,6 +264,9 @@ def ablation(
     gpus_per_trial: int | None = None,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
+    max_failures: int | None = None,
+    cpus_per_trial: int | None = None,
+    resources: dict[str, float] | None = None,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.
@@ -262,6 +292,8 @@ def ablation(
         Fixed arguments for every trial (e.g. the best hyperparameters an HPO experiment found).
     cluster, name, parallel, timeout, progress, store, resume, gpus_per_trial, checkpoint_dir, keep_checkpoints
         As for ``hpo()``.
+    max_failures, cpus_per_trial, resources
+        As for ``hpo()``.
     """
     options = RunOptions(
         cluster=cluster,
@@ -274,6 +306,9 @@ def ablation(
         gpus=gpus_per_trial,
         checkpoint_dir=checkpoint_dir,
         keep_checkpoints=keep_checkpoints,
+        max_failures=max_failures,
+        cpus_per_trial=cpus_per_trial,
+        worker_resources=resources,
     )
     return run_kind(
         ExperimentKind.ABLATION,

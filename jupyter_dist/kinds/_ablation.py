@@ -15,6 +15,7 @@ from ..runtime import TrialSource
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
 from ._options import RunOptions, TrialPlan
+from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
 
 
 class AblationStudy(Kind):
@@ -27,6 +28,7 @@ class AblationStudy(Kind):
             option("--flags", help="ablation: boolean arguments to set False, comma-separated"),
             option("--group", action="append", help="ablation: NAME=a,b leaves a and b out together"),
             option("--repeats", type=int, help="ablation: runs per variant (default 1)"),
+            *TRIAL_RUNTIME_OPTIONS,
         ),
         view_shows_summary=True,
     )
@@ -112,7 +114,7 @@ class AblationStudy(Kind):
         return ablation
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        arguments = dict(given)
+        arguments = runtime_arguments(given)
         for name in ("features", "modules", "flags"):
             if name in arguments:
                 arguments[name] = _comma_list(arguments[name])

@@ -16,6 +16,7 @@ from ..space import validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, option
 from ._options import RunOptions, TrialPlan
+from ._runtime_options import RESOURCES_OPTION, runtime_arguments
 
 
 class DataParallelRun(Kind):
@@ -36,6 +37,7 @@ class DataParallelRun(Kind):
                 choices=MIXED_PRECISIONS,
                 help="ddp: bf16 or fp16: prepare(model)'s forward runs under autocast (default: full precision)",
             ),
+            RESOURCES_OPTION,
         ),
         # One run: nothing to optimise in a direction, nothing to run side by side, no sampler to seed; its GPUs
         # are each rank's (--gpus-per-worker).
@@ -116,3 +118,6 @@ class DataParallelRun(Kind):
         from ..api import data_parallel
 
         return data_parallel
+
+    def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
+        return runtime_arguments(given)

@@ -14,6 +14,7 @@ from ..space import searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
 from ._options import RunOptions, TrialPlan
+from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
 
 
 class HyperparameterSearch(Kind):
@@ -26,6 +27,7 @@ class HyperparameterSearch(Kind):
             option("--pruner", help="hpo: asha (default), median, hyperband or none"),
             option("--max-steps", type=int, help="hpo: the most steps a trial reports (ASHA rungs)"),
             option("--space", help="hpo: the search-space dict (default: the one the cell defines)"),
+            *TRIAL_RUNTIME_OPTIONS,
         ),
         takes_space=True,
     )
@@ -56,6 +58,11 @@ class HyperparameterSearch(Kind):
             raise ArgumentError(
                 "gpus_per_trial= places single-process trials; it is not combined with workers_per_trial > 1 "
                 "(GPUs for each rank of an HPO trial): use one or the other"
+            )
+        if workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
+            raise ArgumentError(
+                "max_failures= and cpus_per_trial= are for single-process trials; with workers_per_trial > 1 "
+                "each trial is a data-parallel job (its ranks' threads: a DataParallelTrial's own): leave them out"
             )
         validate_space(fn, search_space)
         search = OptunaSearch(
@@ -122,7 +129,7 @@ class HyperparameterSearch(Kind):
         return hpo
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        arguments = dict(given)
+        arguments = runtime_arguments(given)
         if "timeout" in arguments:  # --timeout without --trials: as many trials as fit in the time
             arguments.setdefault("trials", None)
         if arguments.get("pruner") == "none":
