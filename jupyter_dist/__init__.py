@@ -40,7 +40,7 @@ from .errors import (
 )
 from .experiment import Best, Experiment
 from .protocol import Direction, ExperimentState, TrialState
-from .runtime import close_local_cluster, get_client
+from .runtime import close_local_cluster, get_client, with_parameters
 
 __version__ = "0.4.0"
 
@@ -90,6 +90,7 @@ __all__ = [
     "space",
     "unwrap",
     "use_cluster",
+    "with_parameters",
     "world_size",
 ]
 

@@ -42,7 +42,8 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: A
     prior = None
     if options.resume:
         prior = prior_run(store, options.name, kind.name)
-        options = as_resumed(options, prior)
+        # What the call leaves out is what the stored run had: its control, and how its trials used the cluster.
+        options = as_resumed(options, prior).resumed(prior.definition.details)
     plan = kind.plan(fn, options, **arguments)
     if prior is not None:
         plan = kind.resume(prior, plan, options)
@@ -50,6 +51,7 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: A
     details = {
         **plan.definition.details,
         "checkpoints": checkpoint_settings(options.checkpoint_dir, options.keep_checkpoints, store),
+        **options.runtime_details(),
     }
     definition = control.applied(dataclasses.replace(plan.definition, details=details))
     plan = dataclasses.replace(plan, definition=definition)
@@ -91,6 +93,8 @@ def run_experiment(
             checkpoints=checkpoints,
             # a stop rule decides on reports too: late, a trial at its goal would train on
             decides_on_reports=source.prunes or control.stop_rule is not None,
+            max_failures=options.max_failures or 0,
+            cpus=options.cpus_per_trial,
         )
         parallel, follow = options.parallel, None
         if plan.ranks:
@@ -125,6 +129,7 @@ def run_experiment(
     stop = StopSignal()
     if journal:
         journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
+    launcher.on_retry = record.trial_retried  # a retried attempt's traceback stays in the trial's output
     exp = experiment_of(record, stop.request, source)
     view = _make_view(options.progress, exp, preamble)
     loop = TrialLoop(

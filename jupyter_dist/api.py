@@ -47,6 +47,9 @@ def hpo(
     stop: dict[str, float] | Callable[[int, dict[str, float]], bool] | None = None,
     target: float | None = None,
     objective_scope: str | None = None,
+    max_failures: int | None = None,
+    cpus_per_trial: int | None = None,
+    resources: dict[str, float] | None = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -138,6 +141,21 @@ def hpo(
         attempt (a returned value counts as its final report). The pruner is given the same: at step n, the scope
         over the reports up to n. ``resume=True`` keeps the stored run's scope, target and stop thresholds
         unless given (callbacks and a stop function must be given again).
+    max_failures
+        A trial whose function raises runs again, on the cluster, as the next attempt of the same trial, up to
+        this many more times (default 0; Ray Tune's ``FailureConfig(max_failures=)``): ``restore()`` finds its
+        checkpoints, ``exp.history`` tells its attempts apart, the failed attempt's traceback stays in the
+        trial's stderr, and only its final outcome is told to the sampler. A setup error, a bad return value, a
+        missing metric, a pruned or stopped trial never run again. A resumed run keeps its stored value.
+    cpus_per_trial
+        Cores each trial uses: torch's intra-op threads in the trial (the worker's own setting is back after
+        it). On workers that declare a Dask ``CPU`` resource each trial asks for that many ``CPU``; elsewhere a
+        worker's cores are its threads, and ``parallel`` defaults to the cluster's threads // cpus_per_trial
+        (2 one-thread workers, cpus_per_trial=2: one trial at a time).
+    resources
+        Dask worker resources each trial needs, ``{"MEM": 4e9}`` (``dask worker --resources MEM=16e9``): trials
+        run only where they fit, and ``parallel`` defaults to how many fit; refused before any work starts when
+        no worker declares enough. ``"GPU"`` here is ``gpus_per_trial``. A resumed run keeps its stored value.
     """
     options = RunOptions(
         cluster=cluster,
@@ -154,6 +172,9 @@ def hpo(
         stop=stop,
         target=target,
         objective_scope=objective_scope,
+        max_failures=max_failures,
+        cpus_per_trial=cpus_per_trial,
+        worker_resources=resources,
     )
     return run_kind(
         ExperimentKind.HPO,
@@ -193,6 +214,7 @@ def data_parallel(
     keep_checkpoints: int = 2,
     callbacks: list | None = None,
     stop: dict[str, float] | Callable[[int, dict[str, float]], bool] | None = None,
+    resources: dict[str, float] | None = None,
     **kwargs_for_train: Any,
 ):
     """Run ``fn(**kwargs_for_train)`` data-parallel: one rank per Dask worker, ``workers`` ranks, joined in a
@@ -236,6 +258,10 @@ def data_parallel(
     callbacks, stop
         As for ``hpo()``: the run is one trial, and rank 0's reports are what the callbacks hear and the stop rule
         judges (``metric`` with no mode: every threshold is reached at ``>=``).
+    resources
+        Dask worker resources each rank needs, ``{"MEM": 4e9}``, as for ``hpo()`` (``"GPU"`` here is
+        ``gpus_per_worker``). A failing rank is not retried (there is no ``max_failures``): re-run the job with
+        ``resume=True``, and ``restore()`` goes on from its checkpoint.
     """
     options = RunOptions(
         cluster=cluster,
@@ -250,6 +276,7 @@ def data_parallel(
         keep_checkpoints=keep_checkpoints,
         callbacks=callbacks,
         stop=stop,
+        worker_resources=resources,
     )
     return run_kind(
         ExperimentKind.DDP,
@@ -289,6 +316,9 @@ def ablation(
     keep_checkpoints: int = 2,
     callbacks: list | None = None,
     objective_scope: str | None = None,
+    max_failures: int | None = None,
+    cpus_per_trial: int | None = None,
+    resources: dict[str, float] | None = None,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.
@@ -317,6 +347,8 @@ def ablation(
     callbacks, objective_scope
         As for ``hpo()``: the scope makes each trial's value, which the summary compares. (No ``stop=`` or
         ``target=``: variants compare only when each runs to its end.)
+    max_failures, cpus_per_trial, resources
+        As for ``hpo()``.
     """
     options = RunOptions(
         cluster=cluster,
@@ -331,6 +363,9 @@ def ablation(
         keep_checkpoints=keep_checkpoints,
         callbacks=callbacks,
         objective_scope=objective_scope,
+        max_failures=max_failures,
+        cpus_per_trial=cpus_per_trial,
+        worker_resources=resources,
     )
     return run_kind(
         ExperimentKind.ABLATION,

@@ -439,7 +439,9 @@ class TrialTask:
     """What one trial task runs (one attempt of a trial, or one rank of it), as the kernel sends it to a worker."""
 
     function: tuple[str, str]  # how workers keep the function, unpickled: (experiment id, hash of its pickle)
-    pickled: bytes  # the function, pickled once per run: cheap to send with every task
+    # The function, pickled once per run: cheap to send with every task; above jupyter_dist.scatter-threshold the
+    # key those bytes were scattered under, which each worker fetches once (runtime/_by_reference.py).
+    pickled: bytes | str
     exp_id: str
     trial_id: int
     params: dict[str, Any]
@@ -450,3 +452,4 @@ class TrialTask:
     checkpoint_dir: str | None
     keep_checkpoints: int | None
     report_wait: float  # how long a report may wait for others to travel with (runtime/_trial_context.py)
+    cpus: int | None = None  # torch's intra-op threads while it runs (cpus_per_trial=); None: the worker's

@@ -16,6 +16,7 @@ from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
 from ._control import CALLBACKS, OBJECTIVE_SCOPE
 from ._options import RunOptions, TrialPlan
+from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
 
 
 class AblationStudy(Kind):
@@ -30,6 +31,7 @@ class AblationStudy(Kind):
             option("--repeats", type=int, help="ablation: runs per variant (default 1)"),
             CALLBACKS,
             OBJECTIVE_SCOPE,
+            *TRIAL_RUNTIME_OPTIONS,
         ),
         view_shows_summary=True,
     )
@@ -115,7 +117,7 @@ class AblationStudy(Kind):
         return ablation
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        arguments = dict(given)
+        arguments = runtime_arguments(given)
         for name in ("features", "modules", "flags"):
             if name in arguments:
                 arguments[name] = _comma_list(arguments[name])

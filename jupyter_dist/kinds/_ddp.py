@@ -17,6 +17,7 @@ from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, option
 from ._control import CALLBACKS, STOP
 from ._options import RunOptions, TrialPlan
+from ._runtime_options import RESOURCES_OPTION, runtime_arguments
 
 
 class DataParallelRun(Kind):
@@ -39,6 +40,7 @@ class DataParallelRun(Kind):
             ),
             CALLBACKS,
             STOP,
+            RESOURCES_OPTION,
         ),
         # One run: nothing to optimise in a direction, nothing to run side by side, no sampler to seed; its GPUs
         # are each rank's (--gpus-per-worker).
@@ -119,3 +121,6 @@ class DataParallelRun(Kind):
         from ..api import data_parallel
 
         return data_parallel
+
+    def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
+        return runtime_arguments(given)

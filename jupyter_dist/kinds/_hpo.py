@@ -15,6 +15,7 @@ from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
 from ._control import CALLBACKS, OBJECTIVE_SCOPE, STOP, TARGET
 from ._options import RunOptions, TrialPlan
+from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
 
 # The definition's details key that marks a define-by-run space (the function's name).
 SPACE_FUNCTION = "space_function"
@@ -42,6 +43,7 @@ class HyperparameterSearch(Kind):
             STOP,
             TARGET,
             OBJECTIVE_SCOPE,
+            *TRIAL_RUNTIME_OPTIONS,
         ),
         takes_space=True,
     )
@@ -77,6 +79,11 @@ class HyperparameterSearch(Kind):
         space_function = is_space_function(search_space)
         if not space_function:
             validate_space(fn, search_space)
+        if workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
+            raise ArgumentError(
+                "max_failures= and cpus_per_trial= are for single-process trials; with workers_per_trial > 1 "
+                "each trial is a data-parallel job (its ranks' threads: a DataParallelTrial's own): leave them out"
+            )
         search = OptunaSearch(
             search_space,
             trials=trials,
@@ -153,7 +160,7 @@ class HyperparameterSearch(Kind):
         return hpo
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        arguments = dict(given)
+        arguments = runtime_arguments(given)
         if "timeout" in arguments:  # --timeout without --trials: as many trials as fit in the time
             arguments.setdefault("trials", None)
         if arguments.get("pruner") == "none":

@@ -14,7 +14,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
 import cloudpickle
@@ -30,14 +30,16 @@ from ..protocol import (
     TrialState,
     TrialTask,
 )
+from ._by_reference import Shipment, scatter_threshold
 from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
 from ._cluster import adaptive_maximum
+from ._cpus import CPU, declares_cpus, trials_by_threads
 from ._first_task import load_on_a_worker
 from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, trials_that_fit
 from ._gateway import gateway_adapt
 from ._loop import RunningTrial, TaskEnded, TrialSpec
 from ._runner import run_trial
-from ._task_trial import TaskTrial
+from ._task_trial import Retries, TaskTrial
 from ._trial_context import FRESH, RELAXED
 
 # How long restarting the workers of ranks given up on may take.
@@ -54,6 +56,9 @@ SETTLE_WAIT = 2.0
 # The client cut off from the scheduler this long: the cluster is gone (Dask's client keeps trying to reconnect).
 SCHEDULER_LOST = 5.0
 
+# A pickled function this large is dropped from the workers' memory when its run ends (runtime/_by_reference.py).
+LARGE_FUNCTION = 2**20
+
 # (scheduler address, hash of the pickled function) pairs whose function loaded on that cluster's workers.
 _loadable: set[tuple[str, str]] = set()
 
@@ -65,6 +70,8 @@ class DaskLauncher:
     ``checkpoints``: where the trials' ``jupyter_dist.checkpoint()`` calls save.
     ``decides_on_reports``: whether the kernel decides on every report (a pruner); otherwise reports only feed
     the views and the store, and may wait a little on the worker to travel together (cheaper for both).
+    ``max_failures``: how many more times a single-task trial whose function raised runs again (``Retries``);
+    ``on_retry(outcome, why)`` hears of each such failed attempt. ``cpus``: cores per trial (runtime/_cpus.py).
     """
 
     def __init__(
@@ -77,6 +84,8 @@ class DaskLauncher:
         resources: dict[str, float] | None = None,
         checkpoints: CheckpointPlan | None = None,
         decides_on_reports: bool = True,
+        max_failures: int = 0,
+        cpus: int | None = None,
     ) -> None:
         self.client = client
         self.report_wait = FRESH if decides_on_reports else RELAXED
@@ -85,8 +94,21 @@ class DaskLauncher:
         self.topic = f"jupyter_dist-{exp_id}"
         self.ranks = ranks
         self.resources = resources
-        self._fn_blob = cloudpickle.dumps(fn)
-        self._fn_key = (exp_id, hashlib.sha1(self._fn_blob).hexdigest())  # how workers keep it, unpickled
+        self.cpus = cpus
+        if cpus and declares_cpus(client.scheduler_info(n_workers=-1)["workers"]):
+            self.resources = {**(resources or {}), CPU: cpus}
+        self.retries = Retries(max_failures)
+        self.on_retry: Callable[[Outcome, str], None] | None = None
+        # What this run puts on the cluster once (with_parameters' objects, a large function), released at its end.
+        self.shipment = Shipment(client)
+        with self.shipment.shipping():
+            blob = cloudpickle.dumps(fn)
+        self._fn_key = (exp_id, hashlib.sha1(blob).hexdigest())  # how workers keep it, unpickled
+        # Sent with every task, or (above the threshold) only its key: each worker then fetches it once.
+        self._fn_size = len(blob)
+        self._fn_blob: bytes | str = blob if len(blob) <= scatter_threshold() else self.shipment.put(blob)
+        # Single-task trials running now: trial id -> (spec, notify), to run one again (max_failures).
+        self._specs: dict[int, tuple[TrialSpec, Callable[[TaskEnded], None]]] = {}
         # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
         # the task done, so a plain submit could land behind a long trial on a busy worker: name the free one.
         self._freed: list[str] = []
@@ -118,7 +140,7 @@ class DaskLauncher:
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         if self.resources:
             return trials_that_fit(workers, self.resources)
-        return max(1, sum(w.get("nthreads", 1) for w in workers.values()))
+        return trials_by_threads(workers, self.cpus)
 
     def _wait_for_coming_workers(self) -> None:
         """A gateway cluster that keeps a trial's ranks as its minimum (runtime/_gateway.py) may still be
@@ -144,7 +166,7 @@ class DaskLauncher:
         if maximum is not None:
             per_worker = max((w.get("nthreads", 1) for w in workers.values()), default=1)
             threads = max(threads, maximum * per_worker)
-        return max(1, threads)
+        return max(1, threads // (self.cpus or 1))
 
     def check_function(self, timeout: float = 60.0) -> None:
         """Load the training function on a worker once, so an unimportable module fails fast and clearly.
@@ -168,7 +190,16 @@ class DaskLauncher:
         on_checkpoint: Callable[[CheckpointEvent], None],
         on_outcome: Callable[[Outcome], None],
     ) -> AbstractContextManager:
-        return EventChannel(self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome)
+        stack = ExitStack()
+        # Last out: the run's data leaves the cluster once nothing of the run is listening any more.
+        # A large function is forgotten on the workers too, even when it travelled with every task (the
+        # threshold turned off): each worker would otherwise keep it, data and all, for KEPT_EXPERIMENTS runs.
+        large = bool(self.shipment.futures) or self._fn_size > LARGE_FUNCTION
+        stack.callback(self.shipment.release, self._fn_key if large else None)
+        stack.enter_context(
+            EventChannel(self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome)
+        )
+        return stack
 
     def place(self, trial_id: int, behind: int = 0) -> list[str] | None:
         """Single-task trials go anywhere (a just-freed worker preferred), or, queued ahead (``behind``), to wait
@@ -210,6 +241,7 @@ class DaskLauncher:
                 hint["resources"] = self.resources
             tasks = [self._submit(self._task(spec, None), f"trial-{spec.trial_id}", **hint)]
             trial: RunningTrial = TaskTrial(spec.trial_id)
+            self._specs[spec.trial_id] = (spec, notify)
             if placement:
                 self._pinned[spec.trial_id] = (spec, placement[0], notify)
         else:
@@ -242,6 +274,7 @@ class DaskLauncher:
             self.topic,
             rank,
             gpus=0 if rank is not None else (self.resources or {}).get("GPU", 0),
+            cpus=None if rank is not None else self.cpus,
             checkpoint_dir=self._checkpoint_dir(spec),
             keep_checkpoints=self.checkpoints and self.checkpoints.keep,
             report_wait=self.report_wait,
@@ -269,7 +302,7 @@ class DaskLauncher:
     def settle(self, trial: RunningTrial, event: Outcome | TaskEnded) -> Outcome | None:
         if isinstance(event, Outcome):
             if not isinstance(trial, GangTrial):
-                return event  # the fast path: ~2 ms after the function returned
+                return None if self._ran_again(trial, event) else event  # ~2 ms after the function returned
             if trial.rank_reported(event):
                 self.stop([trial.trial_id])
             return None
@@ -284,7 +317,8 @@ class DaskLauncher:
 
     def poll(self, trial: RunningTrial, now: float) -> Outcome | None:
         if not isinstance(trial, GangTrial):
-            return trial.late_outcome(now)
+            outcome = trial.late_outcome(now)
+            return None if outcome is not None and self._ran_again(trial, outcome) else outcome
         lost = trial.left_cluster(self.present_workers())
         if lost:
             self._cancel(trial.trial_id, lost)
@@ -299,6 +333,26 @@ class DaskLauncher:
         self._cancel(trial.trial_id, stuck)
         self.restart([trial.workers[rank] for rank in stuck])
         return trial.merged()
+
+    def _ran_again(self, trial: TaskTrial, outcome: Outcome) -> bool:
+        """Whether ``outcome`` is one of a failed attempt that runs again (now, or already): as a worker lost
+        mid-trial is (Dask runs its task again), as the next attempt of the same trial, its checkpoints there."""
+        if self.retries.already(outcome):
+            return True
+        if not self.retries.take(trial, outcome):
+            return False
+        if self.on_retry is not None:
+            self.on_retry(outcome, self.retries.why(trial.trial_id))
+        spec, notify = self._specs[trial.trial_id]
+        self._pinned.pop(trial.trial_id, None)
+        self._lingering.extend(self._tasks.get(trial.trial_id, []))  # released once it has ended
+        placement = {"resources": self.resources} if self.resources else {}
+        retry = self.retries.failures[trial.trial_id]
+        task = self._submit(self._task(spec, None), f"trial-{trial.trial_id}-retry-{retry}", **placement)
+        self._tasks[trial.trial_id] = [task]
+        trial.again()
+        _on_end(task, trial.trial_id, 0, notify)
+        return True
 
     def abandon(self, trial: RunningTrial, why: str) -> Outcome:
         stuck = [trial.workers[rank] for rank in trial.unfinished()] if isinstance(trial, GangTrial) else []
@@ -336,6 +390,8 @@ class DaskLauncher:
         """Let Dask drop the trial's tasks (we have its outcome) and free its workers; the trial that waited
         behind it on its worker begins now (Dask runs a worker's tasks in the order they came)."""
         self._pinned.pop(trial.trial_id, None)
+        self._specs.pop(trial.trial_id, None)
+        self.retries.forget(trial.trial_id)
         self._waiting.pop(trial.trial_id, None)
         for future in self._tasks.pop(trial.trial_id, []):
             if future.done():

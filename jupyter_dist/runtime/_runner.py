@@ -19,7 +19,9 @@ import cloudpickle
 from ..errors import JupyterDistError, TrialPruned
 from ..protocol import ErrorKind, Outcome, TrialState, TrialTask, encode_outcome
 from ._allocator import tensor_friendly_allocator
+from ._by_reference import fetch
 from ._capture import TrialOutput
+from ._cpus import torch_threads
 from ._devices import holding_gpus
 from ._tracebacks import trial_traceback
 from ._trial_context import Reporter, TrialContext, activate, forget_experiment
@@ -33,12 +35,16 @@ _functions: OrderedDict[tuple[str, str], Callable] = OrderedDict()
 _functions_lock = threading.Lock()
 
 
-def load_function(key: tuple[str, str], blob: bytes) -> Callable:
+def load_function(key: tuple[str, str], blob: bytes | str) -> Callable:
+    """The training function, unpickled once per worker process; ``blob`` is its pickle, or (a str) the key
+    its pickle was scattered under (runtime/_by_reference.py), fetched only when it is not loaded yet."""
     fn = _functions.get(key)
     if fn is None:
         with _functions_lock:
             fn = _functions.get(key)
             if fn is None:
+                if isinstance(blob, str):
+                    blob = fetch(blob, keep=False)
                 fn = _functions[key] = cloudpickle.loads(blob)
                 while len(_functions) > KEPT_EXPERIMENTS:
                     (oldest, _), _ = _functions.popitem(last=False)
@@ -46,7 +52,13 @@ def load_function(key: tuple[str, str], blob: bytes) -> Callable:
     return fn
 
 
-def probe_function(key: tuple[str, str], blob: bytes) -> str | None:
+def forget_function(key: tuple[str, str]) -> None:
+    """Drop an unpickled function (its run has ended and took its data off the cluster)."""
+    with _functions_lock:
+        _functions.pop(key, None)
+
+
+def probe_function(key: tuple[str, str], blob: bytes | str) -> str | None:
     """Try to load the training function on a worker: None if it loads, else the reason it cannot."""
     try:
         load_function(key, blob)
@@ -98,7 +110,11 @@ def run_trial(task: TrialTask) -> Outcome:
             if ctx.should_stop:  # queued before the stop, started after it
                 raise TrialPruned
             declared = worker.state.total_resources.get("GPU", 0)
-            with holding_gpus(int(task.gpus), declared) as ctx.devices, tensor_friendly_allocator():
+            with (
+                holding_gpus(int(task.gpus), declared) as ctx.devices,
+                tensor_friendly_allocator(),
+                torch_threads(task.cpus),
+            ):
                 returned = fn(**kwargs)
             if ctx.should_stop:
                 state = TrialState.PRUNED  # it returned by itself, but after it was told to stop

@@ -1,4 +1,5 @@
-"""A trial that runs as one Dask task: its outcome comes on the event stream, or from the task itself."""
+"""A trial that runs as one Dask task: its outcome comes on the event stream, or from the task itself; and which
+of its failures run it again (``max_failures=``)."""
 
 from __future__ import annotations
 
@@ -37,11 +38,51 @@ class TaskTrial(RunningTrial):
             return Outcome.lost(self.trial_id, TrialState.INTERRUPTED, why, ErrorKind.LOST)
         return None
 
+    def again(self) -> None:
+        """It runs again as a new task: what its last task's end said no longer counts."""
+        self.unreported_since, self._finished_task = None, None
+
     def late_outcome(self, now: float) -> Outcome | None:
         """The task's own result, when its outcome event is OUTCOME_GRACE late (lost or slow: it says the same)."""
         if self.unreported_since is not None and now - self.unreported_since > OUTCOME_GRACE:
             return self._finished_task.result()
         return None
+
+
+class Retries:
+    """Which failed trials run again: one whose function raised (``ErrorKind.TRIAL``; not a setup error, a bad
+    return value or a missing metric, which would fail the same way again), up to ``max_failures`` more times,
+    never one that was told to stop (pruned, or stopped with the experiment)."""
+
+    def __init__(self, max_failures: int) -> None:
+        self.max_failures = max_failures
+        self.failures: dict[int, int] = {}  # trial id -> attempts of it that failed and ran again
+        self._retried: set[tuple[int, str | None]] = set()  # (trial id, attempt) already run again
+
+    def already(self, outcome: Outcome) -> bool:
+        """The outcome of an attempt already run again (its event and its task's result both say it)."""
+        return (outcome.trial_id, outcome.attempt) in self._retried
+
+    def take(self, trial: RunningTrial, outcome: Outcome) -> bool:
+        """Whether ``outcome`` runs its trial again; if so, counted."""
+        if (
+            outcome.state is not TrialState.FAILED
+            or outcome.error_kind is not ErrorKind.TRIAL
+            or trial.told_to_stop
+            or self.failures.get(trial.trial_id, 0) >= self.max_failures
+        ):
+            return False
+        self.failures[trial.trial_id] = self.failures.get(trial.trial_id, 0) + 1
+        self._retried.add((outcome.trial_id, outcome.attempt))
+        return True
+
+    def why(self, trial_id: int) -> str:
+        """What the next attempt's note in the trial's output says."""
+        return f"retry {self.failures[trial_id]} of max_failures={self.max_failures}"
+
+    def forget(self, trial_id: int) -> None:
+        self.failures.pop(trial_id, None)
+        self._retried = {k for k in self._retried if k[0] != trial_id}
 
 
 def task_error(future) -> str:

@@ -29,6 +29,8 @@ class InMemoryRecord(ExperimentRecord):
         self._attempts_before: dict[int, int] = {}
         # The previous attempt's learning curve, while the current one may still say it resumed from a step of it.
         self._earlier_curves: dict[int, tuple[list[int], list[float]]] = {}
+        # Why a trial's next attempt runs, when not because its worker was lost (its function raised: retried).
+        self._rerun_because: dict[int, str] = {}
         self._best: TrialRecord | None = None
         self._lock = threading.Lock()
         # Report batches as they arrived, (trial_id, attempt number, [[step, metrics, sent_at], ...]), kept here
@@ -73,12 +75,13 @@ class InMemoryRecord(ExperimentRecord):
             again = bool(numbers)
             number = numbers[attempt] = self._attempts_before.get(rec.trial_id, 0) + len(numbers)
             rec.attempts = number + 1
-            if again:  # a worker died and Dask re-ran the trial: its curve starts over, unless it resumes
+            if again:  # a worker died, or it raised and is retried: its curve starts over, unless it resumes
                 self._earlier_curves[rec.trial_id] = (rec.curve_steps, rec.curve_values)
                 rec.curve_steps, rec.curve_values = [], []
                 rec.resumed_from = None
+                why = self._rerun_because.pop(rec.trial_id, "the previous worker was lost")
                 for stream in (rec.stdout, rec.stderr):
-                    stream.append(f"\n--- attempt {number + 1} (the previous worker was lost) ---\n")
+                    stream.append(f"\n--- attempt {number + 1} ({why}) ---\n")
         return number
 
     def reports_arrived(self, batch: ReportBatch) -> None:
@@ -136,6 +139,22 @@ class InMemoryRecord(ExperimentRecord):
             self._journal.trial_changed(rec)
             if event.resumed:
                 self._journal.output(rec.trial_id, "stdout", note)
+
+    def trial_retried(self, outcome: Outcome, why: str) -> None:
+        """An attempt of a trial raised and the trial runs again (``max_failures=``): its traceback stays in the
+        trial's stderr, and the next attempt's note there says why it runs (``why``: which retry it is)."""
+        rec = self._trials.get(outcome.trial_id)
+        if rec is None:
+            return
+        with self._lock:
+            number = self._attempt_number(rec, outcome.attempt) if outcome.attempt else rec.attempts - 1
+            text = f"--- attempt {number + 1} failed ---\n{outcome.error}"
+            rec.stderr.append(text)
+            self._rerun_because[rec.trial_id] = (
+                f"attempt {number + 1} raised, its traceback is in stderr; {why}"
+            )
+        if self._journal:
+            self._journal.output(rec.trial_id, "stderr", text)
 
     def trial_pruned(self, trial_id: int) -> None:
         self._trials[trial_id].prune_decided_at = time.time()

@@ -1,0 +1,53 @@
+"""%%distribute's --max-failures, --cpus-per-trial and --resources, in a real IPython shell on the session's
+embedded LocalCluster."""
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing import globalipapp
+
+import jupyter_dist as jd
+
+FLAKY_BODY = """
+import os
+import torch
+import jupyter_dist as jd
+from jupyter_dist import space
+sp = {"x": space.uniform(0, 1), "folder": FOLDER}
+
+def flaky(x=0.0, folder=""):
+    attempts = len(os.listdir(folder))
+    open(os.path.join(folder, str(attempts)), "w").close()
+    jd.report(step=0, v=x, threads=torch.get_num_threads())
+    if attempts == 0:
+        raise ConnectionError("flaky")
+    return x
+"""
+
+
+@pytest.fixture(scope="module")
+def ip(client):
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "jupyter_dist")
+    return shell
+
+
+def test_max_failures_and_cpus_per_trial_reach_the_run_and_its_stored_definition(ip, tmp_path):
+    body = FLAKY_BODY.replace("FOLDER", repr(str(tmp_path / "attempts")))
+    (tmp_path / "attempts").mkdir()
+    line = "hpo --trials 1 --metric v --sampler random --max-failures 1 --cpus-per-trial 2 --out flaky_exp"
+    ip.run_cell_magic("distribute", line, body)
+    exp = ip.user_ns["flaky_exp"]
+    assert exp.state == "completed" and list(exp.trials.attempts) == [2]
+    assert set(exp.history.query("metric == 'threads'").value) == {2.0}
+    details = jd.load(exp.record.definition.id).record.definition.details
+    assert (details["max_failures"], details["cpus_per_trial"], details["resources"]) == (1, 2, {})
+
+
+def test_resources_are_parsed_and_placed(ip, tmp_path):
+    body = FLAKY_BODY.replace("FOLDER", repr(str(tmp_path)))
+    with pytest.raises(jd.PlacementError, match=r"a trial needs 4e\+09 MEM"):
+        ip.run_cell_magic("distribute", "hpo --trials 1 --metric v --resources MEM=4e9", body)
+    with pytest.raises(UsageError, match=r"--resources MEM: 'MEM' is not NAME=AMOUNT"):
+        ip.run_cell_magic("distribute", "hpo --trials 1 --metric v --resources MEM", body)
+    with pytest.raises(UsageError, match=r"--max-failures: not an option of %%distribute ddp"):
+        ip.run_cell_magic("distribute", "ddp --max-failures 1", body)
