@@ -136,3 +136,17 @@ def test_a_retried_trial_restores_its_checkpoint_and_goes_on_from_it(client, tmp
     record = exp.record.trial_records()[0]
     assert record.state == "completed" and record.attempts == 2 and record.resumed_from == 1
     assert sorted(exp.history.query("attempt == 1").step) == [2, 3]
+
+
+def test_a_resumed_run_keeps_its_stored_max_failures(client, tmp_path, run_hpo):
+    folder = tmp_path / "attempts"
+    folder.mkdir()
+    space_ = {"x": jd.space.uniform(0, 1), "folder": str(folder), "failures": 0}
+    run_hpo(flaky, space_, trials=1, metric="v", name="kept", max_failures=2)
+    for name in os.listdir(folder):
+        os.remove(folder / name)
+    # The second trial raises on its first attempt: resumed without max_failures=, it still runs again.
+    resumed = run_hpo(flaky, {**space_, "failures": 1}, trials=2, metric="v", name="kept", resume=True)
+    assert list(resumed.trials.state) == ["completed", "completed"]
+    assert list(resumed.trials.attempts) == [1, 2]
+    assert resumed.record.definition.details["max_failures"] == 2
