@@ -1,7 +1,7 @@
 """Run every benchmark, one after the other, each in a fresh Python process; write bench/results/summary.json.
 
     .venv/bin/python bench/run_all.py                 # all of them
-    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead, pruning, ddp); the
+    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead, pruning, ddp,
                                                       # others' latest result files are summarised as they are
 
 Fresh processes keep the benchmarks apart (each starts and stops its own LocalCluster) and keep their own training
@@ -71,6 +71,7 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
     ),
     "pruning": _pruning,
     "ddp": _keys("median_samples_per_s", "scaling_2_over_1", "one_rank_over_plain_loop"),
+    "data_by_reference": _keys("by_way", "ratios"),
 }
 BENCHMARKS = tuple(FIGURES)
 

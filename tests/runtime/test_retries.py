@@ -30,13 +30,25 @@ def flaky(x=0.0, folder="", failures=2):
 def test_a_trial_raising_twice_then_succeeding_with_max_failures_2_completes_in_3_attempts(
     client, tmp_path, run_hpo
 ):
-    exp = run_hpo(flaky, {"x": 1.0, "folder": str(tmp_path)}, trials=1, metric="v", max_failures=2)
+    import optuna
+
+    told = []
+
+    class Listening(optuna.samplers.RandomSampler):
+        def after_trial(self, study, trial, state, values):
+            told.append((state.name, values))
+
+    space_ = {"x": jd.space.uniform(1, 1.001), "folder": str(tmp_path)}
+    exp = run_hpo(flaky, space_, trials=1, metric="v", max_failures=2, sampler=Listening())
     t = exp.trials.iloc[0]
-    assert t.state == "completed" and t.value == 3.0
+    assert t.state == "completed" and t.value == pytest.approx(t.params_x + 2)
+    assert told == [("COMPLETE", [t.value])]  # the sampler heard of the final outcome only
     assert t.attempts == 3 and t.error is None
     h = exp.history
     assert sorted(h.attempt.unique()) == [0, 1, 2]
-    assert list(h[h.attempt == 2].value) == [3.0, 4.0, 5.0]  # the curve started again
+    assert list(h[h.attempt == 2].value - t.params_x) == pytest.approx(
+        [2.0, 3.0, 4.0]
+    )  # the curve started again
     record = exp.record.trial_records()[0]
     stderr = "".join(record.stderr)
     assert stderr.count("ConnectionError: flaky read") == 2  # each failed attempt's traceback stays visible
@@ -45,9 +57,9 @@ def test_a_trial_raising_twice_then_succeeding_with_max_failures_2_completes_in_
         in stderr
     )
     assert exp.record.definition.details["max_failures"] == 2
-    # What the sampler was told: one completed trial, not two failures before it.
-    study = jd.load(exp.record.definition.id)
-    assert study.trials.iloc[0].attempts == 3
+    stored = jd.load(exp.record.definition.id)
+    assert stored.trials.iloc[0].attempts == 3
+    assert stored.logs(0).count("ConnectionError: flaky read") == 2  # the tracebacks are stored too
 
 
 def test_a_trial_raising_more_often_than_max_failures_fails_with_the_last_traceback(
@@ -136,3 +148,17 @@ def test_a_retried_trial_restores_its_checkpoint_and_goes_on_from_it(client, tmp
     record = exp.record.trial_records()[0]
     assert record.state == "completed" and record.attempts == 2 and record.resumed_from == 1
     assert sorted(exp.history.query("attempt == 1").step) == [2, 3]
+
+
+def test_a_resumed_run_keeps_its_stored_max_failures(client, tmp_path, run_hpo):
+    folder = tmp_path / "attempts"
+    folder.mkdir()
+    space_ = {"x": jd.space.uniform(0, 1), "folder": str(folder), "failures": 0}
+    run_hpo(flaky, space_, trials=1, metric="v", name="kept", max_failures=2)
+    for name in os.listdir(folder):
+        os.remove(folder / name)
+    # The second trial raises on its first attempt: resumed without max_failures=, it still runs again.
+    resumed = run_hpo(flaky, {**space_, "failures": 1}, trials=2, metric="v", name="kept", resume=True)
+    assert list(resumed.trials.state) == ["completed", "completed"]
+    assert list(resumed.trials.attempts) == [1, 2]
+    assert resumed.record.definition.details["max_failures"] == 2

@@ -1,0 +1,167 @@
+"""Large data by reference: a training function that closes over a 500 MB array, 32 trials, three ways.
+
+- ``pickled``: the closure with dask config ``jupyter_dist.scatter-threshold: null``: its 500 MB pickle travels
+  with every trial task (the only way before issue 25);
+- ``automatic``: the same closure with the default threshold (1 MiB): the pickle is scattered once per run and
+  each worker fetches it once;
+- ``with_parameters``: ``jupyter_dist.with_parameters(train, data=array)``: the array scattered once per run,
+  each worker fetching it once.
+
+The array is random float64 (nothing compresses it). Each trial reads the array and sleeps 1.05 s, so the runs
+keep 2 trials in flight (no trial queued ahead: trials under 1 s would be) on the embedded cluster (2 worker
+processes x 1 thread). Measured per run: the wall time of the ``hpo()`` call and the bytes that crossed the
+loopback interface meanwhile (psutil's counters for ``lo``: machine-wide, so another process's loopback traffic
+counts too; the idle rate measured before the runs says how much). The three ways run interleaved, the order
+rotating each round, on one cluster.
+
+Run: ``.venv/bin/python bench/bench_data_by_reference.py`` (writes bench/results/data_by_reference.json);
+``BENCH_DATA_MB=5 BENCH_TRIALS=8 BENCH_ROUNDS=1 BENCH_RESULTS=/tmp/x`` for a smoke run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from _common import CpuMonitor, contention_note, header, median, write_result
+
+DATA_MB = float(os.environ.get("BENCH_DATA_MB", 500))
+TRIALS = int(os.environ.get("BENCH_TRIALS", 32))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 2))
+TRIAL_S = 1.05
+WAYS = ("pickled", "automatic", "with_parameters")
+
+
+# --- run on the workers (defined here so cloudpickle ships them by value) ----------------------------------
+def train(data, x=0.0):
+    import time
+
+    import jupyter_dist as jd
+
+    value = float(data[:: max(1, len(data) // 1000)].sum()) + x  # the array is really there
+    time.sleep(TRIAL_S)
+    jd.report(step=0, v=value)
+    return value
+
+
+def closing_over(array):
+    def train_closure(x=0.0):
+        return train(array, x)
+
+    return train_closure
+
+
+# --- the kernel side ---------------------------------------------------------------------------------------
+def loopback_bytes() -> int:
+    import psutil
+
+    return psutil.net_io_counters(pernic=True)["lo"].bytes_sent
+
+
+def one_run(way: str, array, client) -> dict:
+    import dask
+
+    import jupyter_dist as jd
+    from jupyter_dist import space
+
+    fn = jd.with_parameters(train, data=array) if way == "with_parameters" else closing_over(array)
+    threshold = None if way == "pickled" else "1 MiB"
+    with dask.config.set({"jupyter_dist.scatter-threshold": threshold}):
+        sent0, t0 = loopback_bytes(), time.perf_counter()
+        exp = jd.hpo(
+            fn,
+            {"x": space.uniform(0, 1)},
+            trials=TRIALS,
+            metric="v",
+            sampler="random",
+            pruner=None,
+            cluster=client,
+            progress=False,
+            store=False,
+            parallel=2,
+        )
+        wall = time.perf_counter() - t0
+        sent = loopback_bytes() - sent0
+    assert exp.state == "completed" and len(exp.trials) == TRIALS, exp
+    return {
+        "way": way,
+        "wall_s": wall,
+        "loopback_bytes": sent,
+        "completed": int((exp.trials.state == "completed").sum()),
+    }
+
+
+def main() -> None:
+    import numpy as np
+
+    import jupyter_dist as jd
+
+    array = np.random.default_rng(0).random(int(DATA_MB * 1e6 / 8))
+    client = jd.get_client("local", n_workers=2, threads_per_worker=1)
+    idle0, t0 = loopback_bytes(), time.monotonic()
+    time.sleep(5)
+    idle_rate = (loopback_bytes() - idle0) / (time.monotonic() - t0)
+    cpu = CpuMonitor()
+    runs = []
+    try:
+        for round_no in range(ROUNDS):
+            order = WAYS[round_no % len(WAYS) :] + WAYS[: round_no % len(WAYS)]
+            for way in order:
+                run = one_run(way, array, client)
+                run["round"] = round_no
+                runs.append(run)
+                print(
+                    f"  round {round_no} {way:>15}: {run['wall_s']:6.1f} s, "
+                    f"{run['loopback_bytes'] / 1e9:7.2f} GB over loopback",
+                    flush=True,
+                )
+    finally:
+        jd.close_local_cluster()
+    contention = cpu.stop()
+
+    by_way = {}
+    for way in WAYS:
+        mine = [r for r in runs if r["way"] == way]
+        by_way[way] = {
+            "median_wall_s": median([r["wall_s"] for r in mine]),
+            "median_loopback_gb": median([r["loopback_bytes"] for r in mine]) / 1e9,
+        }
+    ratios = {
+        way: {
+            "bytes_pickled_over_this": by_way["pickled"]["median_loopback_gb"]
+            / by_way[way]["median_loopback_gb"],
+            "wall_pickled_over_this": by_way["pickled"]["median_wall_s"] / by_way[way]["median_wall_s"],
+        }
+        for way in ("automatic", "with_parameters")
+    }
+    result = header(
+        "data_by_reference",
+        {
+            "data_mb": DATA_MB,
+            "trials": TRIALS,
+            "rounds": ROUNDS,
+            "trial_s": TRIAL_S,
+            "parallel": 2,
+            "ways": WAYS,
+        },
+    )
+    result.update(
+        idle_loopback_bytes_per_s=idle_rate,
+        runs=runs,
+        by_way=by_way,
+        ratios=ratios,
+        cpu_contention=contention,
+    )
+    path = write_result("data_by_reference", result)
+    for way, figures in by_way.items():
+        print(f"{way:>15}: median {figures['median_wall_s']:.1f} s, {figures['median_loopback_gb']:.2f} GB")
+    for way, r in ratios.items():
+        print(
+            f"pickled / {way}: {r['bytes_pickled_over_this']:.1f}x the bytes, {r['wall_pickled_over_this']:.2f}x the time"
+        )
+    print(contention_note(contention))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
