@@ -76,6 +76,7 @@ def run_experiment(
     control = control or RunControl(scope=definition.objective.scope)
     # The cell shows something from its first instant: starting a cluster takes seconds.
     preamble = _make_preamble(options.progress, stored=store is not None)
+    launcher = None
     try:
         if preamble:
             preamble.phase("connecting to the Dask cluster…")
@@ -116,44 +117,53 @@ def run_experiment(
     except BaseException:
         if preamble:
             preamble.clear()  # the error is what the cell shows
+        if launcher is not None:
+            launcher.release()
         raise
 
-    journal = None
-    if store is not None:
-        about = _about(plan.fn, client, parallel)
-        journal = Journal(
-            store, definition, about, name_given=options.name is not None, resume=prior is not None
+    # What the run put on the cluster leaves it however the run ends, also before its trial loop starts.
+    try:
+        journal = None
+        if store is not None:
+            about = _about(plan.fn, client, parallel)
+            journal = Journal(
+                store, definition, about, name_given=options.name is not None, resume=prior is not None
+            )
+            definition = journal.definition
+        record = (
+            InMemoryRecord(definition, journal) if prior is None else prior.continued(definition, journal)
         )
-        definition = journal.definition
-    record = InMemoryRecord(definition, journal) if prior is None else prior.continued(definition, journal)
-    stop = StopSignal()
-    if journal:
-        journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
-    launcher.on_retry = record.trial_retried  # a retried attempt's traceback stays in the trial's output
-    exp = experiment_of(record, stop.request, source)
-    view = _make_view(options.progress, exp, preamble)
-    loop = TrialLoop(
-        launcher,
-        source,
-        record,
-        definition.objective,
-        parallel=parallel,
-        follow=follow,
-        stop=stop,
-        timeout=definition.timeout,
-        watcher=control.hooks(exp, source),
-        stop_rule=control.stop_rule,
-        target=control.target,
-    )
-    # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
-    with interrupts_stop(stop):
-        try:
-            view.start()
-            _run(loop, record, exp, view)
-        finally:
-            if record.state is ExperimentState.RUNNING:  # the view failed: the store must not say "running"
-                record.finish(ExperimentState.FAILED, "the run ended before its trial loop did")
-            view.finish()
+        stop = StopSignal()
+        if journal:
+            journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
+        launcher.on_retry = record.trial_retried  # a retried attempt's traceback stays in the trial's output
+        exp = experiment_of(record, stop.request, source)
+        view = _make_view(options.progress, exp, preamble)
+        loop = TrialLoop(
+            launcher,
+            source,
+            record,
+            definition.objective,
+            parallel=parallel,
+            follow=follow,
+            stop=stop,
+            timeout=definition.timeout,
+            watcher=control.hooks(exp, source),
+            stop_rule=control.stop_rule,
+            target=control.target,
+        )
+        # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
+        with interrupts_stop(stop):
+            try:
+                view.start()
+                _run(loop, record, exp, view)
+            finally:
+                # the view failed: the store must not say "running"
+                if record.state is ExperimentState.RUNNING:
+                    record.finish(ExperimentState.FAILED, "the run ended before its trial loop did")
+                view.finish()
+    finally:
+        launcher.release()
     return exp
 
 

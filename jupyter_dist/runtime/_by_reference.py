@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, TrialFunctionError
 
 __all__ = ["Shipment", "WithParameters", "fetch", "scatter_threshold", "with_parameters"]
 
@@ -125,11 +125,31 @@ def fetch(key: str, keep: bool = True) -> Any:
             # A Future made from a key alone (as Dask's own unpickling makes one) waits for news of its key until
             # the scheduler knows this client wants it: what Client._inform_scheduler_of_futures sends.
             client._send_to_scheduler({"op": "client-desires-keys", "keys": [key]})
-            value = future.result()
+            value = _wait_for(future, client)
             del future  # this client's want of the key ends here; the run's own Future keeps the data
         if keep:
             _fetched[key] = value
         return value
+
+
+# How often a worker waiting for scattered data asks whether any worker still holds it.
+HOLDER_CHECK_S = 5.0
+
+
+def _wait_for(future, client) -> Any:
+    """The future's data; a TrialFunctionError when no worker holds it any more. Scattered data lives on the
+    worker it was put on (and on those that fetched it): if they died it is gone, and nothing would ever say so
+    to a Future that waits for it (the scheduler forgets a lost scattered key)."""
+    while True:
+        try:
+            return future.result(timeout=HOLDER_CHECK_S)
+        except TimeoutError:
+            if not client.who_has([future.key]).get(future.key):
+                raise TrialFunctionError(
+                    f"the data this run put on the cluster (key {future.key}: with_parameters() objects, or a "
+                    "training function above jupyter_dist.scatter-threshold) was lost with the workers holding "
+                    "it; run the experiment again (resume=True keeps its finished trials)"
+                ) from None
 
 
 def _without(fn: Callable, names: list[str]) -> inspect.Signature:

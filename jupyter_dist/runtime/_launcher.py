@@ -107,6 +107,7 @@ class DaskLauncher:
         # Sent with every task, or (above the threshold) only its key: each worker then fetches it once.
         self._fn_size = len(blob)
         self._fn_blob: bytes | str = blob if len(blob) <= scatter_threshold() else self.shipment.put(blob)
+        self._released = False
         # Single-task trials running now: trial id -> (spec, notify), to run one again (max_failures).
         self._specs: dict[int, tuple[TrialSpec, Callable[[TaskEnded], None]]] = {}
         # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
@@ -191,15 +192,21 @@ class DaskLauncher:
         on_outcome: Callable[[Outcome], None],
     ) -> AbstractContextManager:
         stack = ExitStack()
-        # Last out: the run's data leaves the cluster once nothing of the run is listening any more.
-        # A large function is forgotten on the workers too, even when it travelled with every task (the
-        # threshold turned off): each worker would otherwise keep it, data and all, for KEPT_EXPERIMENTS runs.
-        large = bool(self.shipment.futures) or self._fn_size > LARGE_FUNCTION
-        stack.callback(self.shipment.release, self._fn_key if large else None)
+        stack.callback(self.release)  # last out: once nothing of the run is listening any more
         stack.enter_context(
             EventChannel(self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome)
         )
         return stack
+
+    def release(self) -> None:
+        """Let go of what the run put on the cluster (its data leaves it); safe to call again. A large function
+        is forgotten on the workers too, even when it travelled with every task (the threshold turned off): each
+        worker would otherwise keep it, data and all, for KEPT_EXPERIMENTS runs."""
+        if self._released:
+            return
+        self._released = True
+        large = bool(self.shipment.futures) or self._fn_size > LARGE_FUNCTION
+        self.shipment.release(self._fn_key if large else None)
 
     def place(self, trial_id: int, behind: int = 0) -> list[str] | None:
         """Single-task trials go anywhere (a just-freed worker preferred), or, queued ahead (``behind``), to wait

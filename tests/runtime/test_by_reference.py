@@ -103,3 +103,36 @@ def test_a_bad_threshold_is_named():
     with dask.config.set({"jupyter_dist.scatter-threshold": "lots"}):
         with pytest.raises(jd.ArgumentError, match=r"jupyter_dist.scatter-threshold='lots'"):
             _by_reference.scatter_threshold()
+
+
+def test_data_no_worker_holds_any_more_fails_the_trial_instead_of_waiting_forever(client):
+    # Scattered data lives on the workers that hold it: when they die the scheduler forgets its key, as it does
+    # here when the last reference goes. A worker asking for it then must say so, not wait for ever.
+    (future,) = client.scatter([np.ones(3)], hash=False)
+    key = future.key
+    del future
+    deadline = time.monotonic() + 10
+    while client.run_on_scheduler(lambda dask_scheduler, key=key: key in dask_scheduler.tasks):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    asked = client.submit(_by_reference.fetch, key, pure=False)
+    with pytest.raises(jd.TrialFunctionError, match="was lost with the workers holding it"):
+        asked.result(timeout=60)
+
+
+class _BreaksAtTheStart(jd.Callback):
+    def on_experiment_start(self, exp):
+        raise RuntimeError("the tracking server is down")
+
+
+def test_the_data_leaves_the_cluster_when_the_run_fails_before_its_first_trial(client, run_hpo):
+    held_before = _scattered(client, settled_at=None)
+    wrapped = jd.with_parameters(train, data=np.ones(5))
+    # refused when placing its trials (no worker declares MEM), after the data went to the cluster
+    with pytest.raises(jd.PlacementError):
+        run_hpo(wrapped, {"x": space.uniform(0, 1)}, trials=2, metric="v", resources={"MEM": 1})
+    assert _scattered(client, settled_at=held_before) == held_before
+    # failed by a callback before any trial started
+    with pytest.raises(jd.ExperimentFailed, match="the tracking server is down"):
+        run_hpo(wrapped, {"x": space.uniform(0, 1)}, trials=2, metric="v", callbacks=[_BreaksAtTheStart()])
+    assert _scattered(client, settled_at=held_before) == held_before
