@@ -14,7 +14,7 @@ loopback interface meanwhile (psutil's counters for ``lo``: machine-wide, so ano
 counts too; the idle rate measured before the runs says how much). The three ways run interleaved, the order
 rotating each round, on one cluster.
 
-Run: ``.venv/bin/python bench/bench_data_by_reference.py`` (writes bench/results/data_by_reference.json);
+Run: ``.venv/bin/python bench/bench_data_by_reference.py`` (~6.5 min; writes bench/results/data_by_reference.json);
 ``BENCH_DATA_MB=5 BENCH_TRIALS=8 BENCH_ROUNDS=1 BENCH_RESULTS=/tmp/x`` for a smoke run.
 """
 
