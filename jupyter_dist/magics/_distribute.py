@@ -215,7 +215,7 @@ class DistributeMagics(Magics):
     def _run_body(self, cell: str) -> None:
         """Run the cell's body in the notebook's namespace, compiled as the cell it is (its lines numbered as the
         cell shows them, the magic's line first): a traceback, and a failed trial's (rewritten in the kernel,
-        runtime/_tracebacks.py), then names it ``Cell In[N]`` with the source line, not ``<string>``."""
+        jupyter_dist/_tracebacks.py), then names it ``Cell In[N]`` with the source line, not ``<string>``."""
         shell = self.shell
         source = "\n" + cell
         # The cell running now is the one IPython cached last (its execution_count has already moved on in

@@ -16,6 +16,7 @@ from typing import Any
 
 import cloudpickle
 
+from .._tracebacks import trial_traceback
 from ..errors import JupyterDistError, TrialPruned
 from ..protocol import ErrorKind, Outcome, TrialState, TrialTask, encode_outcome
 from ._allocator import tensor_friendly_allocator
@@ -23,7 +24,6 @@ from ._by_reference import fetch
 from ._capture import TrialOutput
 from ._cpus import torch_threads
 from ._devices import holding_gpus
-from ._tracebacks import trial_traceback
 from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._tracebacks import in_user_terms
 from ..protocol import CheckpointEvent, ExperimentState, LogLine, Outcome, ReportBatch, TrialState
-from ..runtime._tracebacks import in_user_terms
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class InMemoryRecord(ExperimentRecord):
             return
         with self._lock:
             number = self._attempt_number(rec, outcome.attempt) if outcome.attempt else rec.attempts - 1
-            text = f"--- attempt {number + 1} failed ---\n{outcome.error}"
+            text = f"--- attempt {number + 1} failed ---\n{in_user_terms(outcome.error)}"
             rec.stderr.append(text)
             self._rerun_because[rec.trial_id] = (
                 f"attempt {number + 1} raised, its traceback is in stderr; {why}"
@@ -196,11 +196,13 @@ class InMemoryRecord(ExperimentRecord):
                 self._best = rec
 
     def finish(self, state: ExperimentState, message: str | None = None) -> None:
-        running = [rec for rec in self.trial_records() if rec.state is TrialState.RUNNING]
         super().finish(state, message)
         if self._journal:
-            for rec in running:  # interrupted now: the store must say so too
-                self._journal.trial_changed(rec)
+            # Trials the run's end interrupted (now, or in an earlier call that only marked the end, so a hook
+            # could read it): the store must say so too. Writing one twice writes the same.
+            for rec in self.trial_records():
+                if rec.state is TrialState.INTERRUPTED:
+                    self._journal.trial_changed(rec)
             self._journal.close(state, message, self.ended)
 
     def continued(self, definition: ExperimentDefinition, journal: Journal | None) -> InMemoryRecord:

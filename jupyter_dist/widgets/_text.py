@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from .._tracebacks import where_it_failed
 from ..protocol import TrialState
-from ..runtime._tracebacks import where_it_failed
 from ._base import ExperimentView, early_stopping_note, importances_table
 
 

@@ -111,6 +111,33 @@ def test_a_hook_that_raises_fails_the_run_naming_it_and_keeps_what_was_recorded(
     assert stored.state == "failed" and stored.trials.state.tolist()[0] == "completed"
 
 
+def misses_the_metric_then_trains(x=0.0):
+    if x < 0.5:
+        return {"other": 1.0}  # the objective's metric is missing: the run fails at once
+    time.sleep(5)
+    return {"acc": 1.0}
+
+
+def test_a_failed_run_with_callbacks_stores_its_running_trials_interrupted(run_hpo, fresh_store):
+    import sqlite3
+
+    ends = EndsOnly()
+    with pytest.raises(jd.ExperimentFailed, match="neither returned nor reported metric 'acc'"):
+        run_hpo(
+            misses_the_metric_then_trains,
+            {"x": space.choice([0.1, 0.9])},
+            sampler="grid",
+            metric="acc",
+            parallel=2,
+            callbacks=[ends],
+            name="fails",
+        )
+    # what the store itself says (experiments() counts from its column), not load()'s reading of it
+    with sqlite3.connect(fresh_store) as db:
+        states = dict(db.execute("SELECT trial_id, state FROM trials ORDER BY trial_id").fetchall())
+    assert sorted(states.values()) == ["failed", "interrupted"]
+
+
 class StopsAfterTwo(jd.Callback):
     def on_trial_end(self, exp, trial):
         if exp.done >= 2:

@@ -19,10 +19,12 @@ def train(x=0.5):
 """
 RUN = """\
 try:
-    jd.hpo(train, {"x": space.uniform(0.1, 1)}, trials=1, metric="score", name="broken", progress="text")
+    jd.hpo(train, {"x": space.uniform(0.1, 1)}, trials=1, metric="score", name="broken", progress="text",
+           max_failures=1)
 except jd.ExperimentFailed as failed:
     print("LIVE<<<" + failed.experiment.trials.error[0] + ">>>")
 print("STORED<<<" + jd.load("broken").trials.error[0] + ">>>")
+print("LOGS<<<" + jd.load("broken").logs(0) + ">>>")
 """
 
 
@@ -51,6 +53,10 @@ def test_a_failed_trial_shows_the_cell_line_and_source_without_the_package(tmp_p
         assert "Cell In[2], line 2, in scale\n    return x / 0.0\n" in error, error
         assert error.rstrip().endswith("ZeroDivisionError: float division by zero")
         assert "<dynamic-code" not in error and "jupyter_dist" not in error and "_runner.py" not in error
+    # The first attempt's traceback (max_failures=1 ran it again), kept in the trial's output, reads the same.
+    logs = between(printed, "LOGS")
+    assert logs.count("Cell In[2], line 7, in train\n    return scale(x) + 1\n") == 2, logs
+    assert "--- attempt 1 failed ---" in logs and "<dynamic-code" not in logs
     # The text view's line for the failure says where it failed.
     assert (
         "trial 0 failed: ZeroDivisionError: float division by zero at Cell In[2], line 2: return x / 0.0"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 __all__ = ["full_tracebacks", "in_user_terms", "trial_traceback", "where_it_failed"]
 
-PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+PACKAGE_DIR = str(Path(__file__).resolve().parent)
 DYNAMIC = "<dynamic-code>"
 # A frame of a function sent by value, as the worker writes it: its qualified name and first line.
 MARKED = re.compile(
