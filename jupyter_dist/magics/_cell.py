@@ -71,6 +71,12 @@ def pick_function(
         and namespace[n].__module__ == here
         and not takes_only_trial(namespace[n])  # the cell's space function, not a training function
     ]
+    # A function the cell also wraps with its data (`bound = with_parameters(train, data=X)`) runs as the wrapper.
+    for n in new:
+        wrapped = getattr(namespace[n], "__wrapped__", None) if _binds_data(namespace[n]) else None
+        for i, name in enumerate(functions):
+            if namespace[name] is wrapped:
+                functions[i] = n
     if not functions:
         raise UsageError(
             "the cell defines no training function: define it in the cell, or name it with --fn NAME"
@@ -87,6 +93,12 @@ def pick_function(
             )
         functions = fits
     return namespace[functions[0]]
+
+
+def _binds_data(obj) -> bool:
+    from ..runtime import WithParameters
+
+    return isinstance(obj, WithParameters)
 
 
 def _accepts(fn, needs: set[str]) -> bool:

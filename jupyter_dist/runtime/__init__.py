@@ -4,7 +4,7 @@ Nothing here knows about IPython or widgets. The trial loop (_loop.py) knows not
 launcher (_launcher.py) is where trials meet the cluster.
 """
 
-from ._by_reference import with_parameters
+from ._by_reference import WithParameters, with_parameters
 from ._cluster import (
     ClusterInfo,
     close_local_cluster,
@@ -52,5 +52,6 @@ __all__ = [
     "get_client",
     "interrupts_stop",
     "use_cluster",
+    "WithParameters",
     "with_parameters",
 ]

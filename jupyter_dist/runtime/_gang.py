@@ -67,9 +67,11 @@ def trials_that_fit(workers: dict[str, dict], resources: dict[str, float]) -> in
     )
     if fits == 0:
         need = " and ".join(f"{amount:g} {name}" for name, amount in resources.items())
+        declare = ",".join(f"{name}={amount:g}" for name, amount in resources.items())
         raise PlacementError(
             f"a trial needs {need}; none of the cluster's {len(workers)} workers declares that much. Start "
-            f"workers that do (dask worker --resources GPU=N, or the cluster's worker resources) or ask for fewer."
+            f"workers that do (dask worker --resources {declare}, or the cluster's worker resources) or ask for "
+            "fewer."
         )
     return fits
 

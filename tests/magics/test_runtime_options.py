@@ -45,9 +45,34 @@ def test_max_failures_and_cpus_per_trial_reach_the_run_and_its_stored_definition
 
 def test_resources_are_parsed_and_placed(ip, tmp_path):
     body = FLAKY_BODY.replace("FOLDER", repr(str(tmp_path)))
-    with pytest.raises(jd.PlacementError, match=r"a trial needs 4e\+09 MEM"):
+    with pytest.raises(
+        jd.PlacementError, match=r"a trial needs 4e\+09 MEM.*dask worker --resources MEM=4e\+09"
+    ):
         ip.run_cell_magic("distribute", "hpo --trials 1 --metric v --resources MEM=4e9", body)
     with pytest.raises(UsageError, match=r"--resources MEM: 'MEM' is not NAME=AMOUNT"):
         ip.run_cell_magic("distribute", "hpo --trials 1 --metric v --resources MEM", body)
     with pytest.raises(UsageError, match=r"--max-failures: not an option of %%distribute ddp"):
         ip.run_cell_magic("distribute", "ddp --max-failures 1", body)
+
+
+WITH_DATA_BODY = """
+import numpy as np
+import jupyter_dist as jd
+from jupyter_dist import space
+table = np.arange(4.0)
+sp = {"x": space.uniform(0, 1)}
+
+def train(data, x=0.0):
+    jd.report(step=0, v=float(data.sum()) + x)
+
+bound = jd.with_parameters(train, data=table)
+"""
+
+
+def test_a_cell_that_binds_its_data_to_its_function_runs_the_bound_one(ip):
+    ip.run_cell_magic(
+        "distribute", "hpo --trials 2 --metric v --sampler random --out bound_exp", WITH_DATA_BODY
+    )
+    exp = ip.user_ns["bound_exp"]
+    assert exp.state == "completed" and exp.name.startswith("train")
+    assert all(abs(t.value - 6.0 - t.params_x) < 1e-9 for t in exp.trials.itertuples())
