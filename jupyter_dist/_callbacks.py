@@ -44,6 +44,10 @@ class Callback:
     ) -> None:
         """One ``report(step=..., **metrics)`` of a running trial, in the order it was made."""
 
+    def on_trial_retry(self, exp: Experiment, trial: TrialRecord, error: str) -> None:
+        """An attempt of the trial raised and it runs again (``max_failures=``); ``error`` is that attempt's
+        traceback (Ray Tune's ``on_trial_error`` / ``on_trial_recover``)."""
+
     def on_trial_end(self, exp: Experiment, trial: TrialRecord) -> None:
         """A trial ended (``trial.state``: completed, pruned, failed, stopped), its value judged and told to the
         sampler."""
@@ -98,9 +102,30 @@ class OptunaCallback(Callback):
     def __init__(self, fn: Any) -> None:
         self.fn = fn
         self.search: Any = None  # the run's OptunaSearch, given when the run starts (CallbackHooks)
+        # Each running trial's objective curve in its current attempt: (attempt, scope tracker, step -> value).
+        self._curves: dict[int, tuple[int, Any, dict[int, float]]] = {}
+
+    def on_trial_report(
+        self, exp: Experiment, trial: TrialRecord, step: int, metrics: dict[str, float]
+    ) -> None:
+        # The trial's intermediate values as the pruner was given them (the objective under its scope), kept here:
+        # Optuna's own trial holds only those a pruner judged, none without a pruner.
+        objective = exp.record.definition.objective
+        value = metrics.get(objective.metric)
+        if value is None:
+            return
+        curve = self._curves.get(trial.trial_id)
+        if curve is None or curve[0] != trial.attempts:  # a new attempt (a retry) starts its curve again
+            curve = self._curves[trial.trial_id] = (trial.attempts, objective.tracker(), {})
+        _, tracker, steps = curve
+        scoped = tracker.add(value)
+        steps.setdefault(step, scoped)
 
     def on_trial_end(self, exp: Experiment, trial: TrialRecord) -> None:
-        self.fn(self.search.study, self.search.frozen_trial(trial.trial_id))
+        frozen = self.search.frozen_trial(trial.trial_id)
+        # The last attempt's curve, as exp.study holds it.
+        frozen.intermediate_values = self._curves.pop(trial.trial_id, (None, None, {}))[2]
+        self.fn(self.search.study, frozen)
 
     def __repr__(self) -> str:
         return getattr(self.fn, "__qualname__", repr(self.fn))
@@ -135,6 +160,9 @@ class CallbackHooks:
         trial = self.record.trial(trial_id)
         for step, metrics, _ in rows:
             self._call(self.reporting, _REPORT_HOOK, self.exp, trial, step, dict(metrics))
+
+    def trial_retried(self, trial_id: int, error: str) -> None:
+        self._call(self.callbacks, "on_trial_retry", self.exp, self.record.trial(trial_id), error)
 
     def trial_ended(self, trial_id: int) -> None:
         self._call(self.callbacks, "on_trial_end", self.exp, self.record.trial(trial_id))

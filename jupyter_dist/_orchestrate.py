@@ -8,12 +8,14 @@ The API's entry points (api.py) and the magic only name the kind and pass its ar
 from __future__ import annotations
 
 import dataclasses
+import functools
 import platform
 from collections.abc import Callable
 from typing import Any
 
 from ._control import RunControl, as_resumed
 from ._stored import prior_run
+from ._tracebacks import in_user_terms
 from ._validate import check_callable
 from .checkpoints import checkpoint_plan, checkpoint_settings
 from .errors import ClusterLost, ExperimentFailed, MetricError
@@ -136,8 +138,9 @@ def run_experiment(
         stop = StopSignal()
         if journal:
             journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
-        launcher.on_retry = record.trial_retried  # a retried attempt's traceback stays in the trial's output
         exp = experiment_of(record, stop.request, source)
+        watcher = control.hooks(exp, source)
+        launcher.on_retry = functools.partial(_retried, record, watcher)
         view = _make_view(options.progress, exp, preamble)
         loop = TrialLoop(
             launcher,
@@ -148,7 +151,7 @@ def run_experiment(
             follow=follow,
             stop=stop,
             timeout=definition.timeout,
-            watcher=control.hooks(exp, source),
+            watcher=watcher,
             stop_rule=control.stop_rule,
             target=control.target,
         )
@@ -165,6 +168,14 @@ def run_experiment(
     finally:
         launcher.release()
     return exp
+
+
+def _retried(record: InMemoryRecord, watcher, outcome, why: str) -> None:
+    """An attempt raised and its trial runs again: its traceback stays in the trial's output, and the callbacks
+    hear of it."""
+    record.trial_retried(outcome, why)
+    if watcher is not None:
+        watcher.trial_retried(outcome.trial_id, in_user_terms(outcome.error))
 
 
 def _run(loop: TrialLoop, record: InMemoryRecord, exp: Experiment, view) -> None:

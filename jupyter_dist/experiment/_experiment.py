@@ -225,8 +225,8 @@ class Experiment:
         finished trial with its params and distributions, value, state, the objective's intermediate values and
         user_attrs ``trial_id``, ``attempts``, ``duration``. For ``optuna.visualization.*``,
         ``optuna.importance.get_param_importances(exp.study)``, or optuna-dashboard after
-        ``optuna.copy_study(from_study_name=exp.name, from_storage=exp.study._storage,
-        to_storage="sqlite:///optuna.db")``. Only an HPO experiment has one."""
+        ``optuna.create_study(study_name=exp.name, storage="sqlite:///optuna.db",
+        direction=exp.study.direction).add_trials(exp.study.trials)``. Only an HPO experiment has one."""
         from ..search import study_of
 
         return study_of(self.record)

@@ -107,7 +107,8 @@ class _Parser(MagicArgumentParser):
         hints = []
         for option in unknown:
             if option not in known:
-                close = difflib.get_close_matches(option, known, n=1)
+                # options share their "--": only a near spelling is a hint (--progress is not --workers)
+                close = difflib.get_close_matches(option, known, n=1, cutoff=0.75)
                 if close:
                     hints.append(f"{option}: did you mean {close[0]}?")
         raise UsageError("; ".join([*hints, message]) if hints else message)

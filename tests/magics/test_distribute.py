@@ -122,6 +122,12 @@ def test_a_misspelt_option_or_mode_gets_the_nearest_one(ip, line, message):
     assert "exp" not in ip.user_ns  # refused before the cell ran an experiment
 
 
+def test_an_unknown_option_far_from_every_known_one_gets_no_hint(ip):
+    with pytest.raises(UsageError) as refused:
+        ip.run_cell_magic("distribute", "hpo --metric acc --progress none", BODY)
+    assert "did you mean" not in str(refused.value) and "--progress" in str(refused.value)
+
+
 def test_a_bad_space_fails_before_any_trial(ip):
     body = BODY.replace("space.choice([0.1, 0.2, 0.3])", "space.loguniform(0, 1)")
     with pytest.raises(jd.SearchSpaceError, match="lr: loguniform"):

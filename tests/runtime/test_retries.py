@@ -38,8 +38,20 @@ def test_a_trial_raising_twice_then_succeeding_with_max_failures_2_completes_in_
         def after_trial(self, study, trial, state, values):
             told.append((state.name, values))
 
+    class Retries(jd.Callback):
+        heard = []
+
+        def on_trial_retry(self, exp, trial, error):
+            self.heard.append((trial.trial_id, trial.state, error.strip().splitlines()[-1]))
+
     space_ = {"x": jd.space.uniform(1, 1.001), "folder": str(tmp_path)}
-    exp = run_hpo(flaky, space_, trials=1, metric="v", max_failures=2, sampler=Listening())
+    exp = run_hpo(
+        flaky, space_, trials=1, metric="v", max_failures=2, sampler=Listening(), callbacks=[Retries()]
+    )
+    assert Retries.heard == [
+        (0, "running", "ConnectionError: flaky read, attempt 0"),
+        (0, "running", "ConnectionError: flaky read, attempt 1"),
+    ]  # the callbacks heard of each retry, with the attempt's traceback
     t = exp.trials.iloc[0]
     assert t.state == "completed" and t.value == pytest.approx(t.params_x + 2)
     assert told == [("COMPLETE", [t.value])]  # the sampler heard of the final outcome only

@@ -59,7 +59,9 @@ def test_the_study_holds_every_finished_trial_live_and_loaded(run_hpo, tmp_path)
     optuna.visualization.plot_param_importances(loaded)
     # into an RDB storage, for optuna-dashboard: the one-liner the README gives
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
-    optuna.copy_study(from_study_name=exp.name, from_storage=exp.study._storage, to_storage=url)
+    optuna.create_study(study_name=exp.name, storage=url, direction=exp.study.direction).add_trials(
+        exp.study.trials
+    )
     copied = optuna.load_study(study_name="tuned", storage=url)
     assert len(copied.trials) == 10 and copied.best_value == exp.best.value
 
