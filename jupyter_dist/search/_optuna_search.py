@@ -121,13 +121,20 @@ class OptunaSearch:
         self._waiting: deque[tuple[str, Any]] = deque()
         self._known_enqueued = False
         self._numbers: dict[int, int] = {}  # our trial id -> Optuna's trial number
+        self._sampler_choice, self._seed = sampler, seed
 
     def resume(self, finished: list, rerun: list, curves: dict[int, dict[int, float]]) -> None:
         """Continue a stored search: tell Optuna the ``finished`` trials (records: completed, pruned, failed),
         with their objective's ``curves`` (trial id -> step -> value) so pruning rungs include them, and
         queue the ``rerun`` trials' parameters (those a dead kernel left running) to be asked first. They all
-        count towards ``total``; new trial ids follow the stored ones."""
+        count towards ``total``; new trial ids follow the stored ones. A seeded sampler chosen by name goes on
+        from a seed of its own (the seed and how many trials were stored): seeded as the first run was, it would
+        propose that run's first points again."""
         import optuna
+
+        if self._seed is not None and isinstance(self._sampler_choice, str):
+            stored = len(finished) + len(rerun)
+            self.study.sampler = make_sampler(self._sampler_choice, self.searched, self._seed + stored)
 
         states = {
             TrialState.COMPLETED: optuna.trial.TrialState.COMPLETE,
