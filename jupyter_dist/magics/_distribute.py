@@ -221,7 +221,8 @@ class DistributeMagics(Magics):
         source = "\n" + cell
         # The cell running now is the one IPython cached last (its execution_count has already moved on in
         # IPython 9, not in earlier versions).
-        number = next(reversed(shell.compile._filename_map.values()), shell.execution_count)
+        cached = getattr(shell.compile, "_filename_map", None) or {}  # IPython's, not public: guarded
+        number = next(reversed(cached.values()), shell.execution_count)
         filename = shell.compile.cache(source, number)
         with shell.builtin_trap:
             exec(compile(source, filename, "exec"), shell.user_global_ns, shell.user_ns)  # noqa: S102 - the user's cell

@@ -69,11 +69,10 @@ def test_enqueued_configurations_run_first_in_order_and_are_told_to_the_sampler(
     ],
 )
 def test_a_bad_configuration_is_refused_before_any_work_naming_its_index(run_hpo, enqueue, message):
-    started = time.monotonic()
     with pytest.raises(jd.ArgumentError) as raised:
         run_hpo(train, SPACE, trials=2, metric="acc", enqueue=enqueue)
     assert message in str(raised.value)
-    assert time.monotonic() - started < 2 and jd.experiments().empty
+    assert jd.experiments().empty
 
 
 def test_a_function_space_checks_each_configuration_against_the_branch_it_takes(run_hpo):

@@ -260,10 +260,9 @@ def test_a_stop_function_that_raises_fails_the_run_naming_it(run_hpo):
     ],
 )
 def test_a_malformed_stop_rule_is_refused_before_any_work(run_hpo, stop, message):
-    started = time.monotonic()
     with pytest.raises(ValueError, match=message):
         run_hpo(rises, {"x": space.uniform(0, 1)}, metric="acc", stop=stop)
-    assert time.monotonic() - started < 1
+    assert jd.experiments().empty  # nothing ran, nothing was recorded
 
 
 # --- the experiment's target ----------------------------------------------------------------------------------------
