@@ -247,9 +247,9 @@ def _busy_times(log: IopubLog) -> list[float]:
     ]
 
 
-def test_while_an_experiment_runs_the_kernel_says_busy_every_second_and_never_after_its_cell(lab_flagged):
+def test_while_an_experiment_runs_the_kernel_keeps_saying_busy_and_never_after_its_cell(lab_flagged):
     """JupyterLab's status bar shows the last status it saw, and other requests (the debugger's probe of a
-    notebook that connects) end in an idle of their own while the cell runs: the cell says busy again every
+    notebook that connects) end in an idle of their own while the cell runs: the cell says busy again twice a
     second, for its own request, and stops when the cell ends, whichever way it ends."""
     _, kc = lab_flagged
     # The cell's body takes 3 s (as importing torch does) before the experiment shows anything: busy already.
@@ -258,7 +258,7 @@ def test_while_an_experiment_runs_the_kernel_says_busy_every_second_and_never_af
     final = log.read(_idle)
     ended = next(t for t, m in log.messages if m is final)
     said = _busy_times(log)
-    assert len(said) >= 6, said  # the kernel's own busy at the cell's start, then one a second
+    assert len(said) >= 6, said  # the kernel's own busy at the cell's start, then two a second
     assert max(b - a for a, b in zip(said, said[1:], strict=False)) < 2.5
     first_output = next(t for t, m in log.messages if m["msg_type"] == "display_data")
     assert said[1] < first_output  # said during the body, before the experiment's first output

@@ -1,4 +1,4 @@
-"""The kernel says, every second while an experiment's cell runs, that it is busy.
+"""The kernel says, twice a second while an experiment's cell runs, that it is busy.
 
 JupyterLab shows the kernel's last status message. ipykernel 7 answers control-channel and subshell requests
 with a busy/idle pair of their own even while a cell runs: the debugger's ``debug_request``s, which JupyterLab
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 
-BUSY_EVERY_S = 1.0
+BUSY_EVERY_S = 0.5
 
 
 class KernelBusy:
@@ -53,8 +53,12 @@ class KernelBusy:
         self._thread.start()
 
     def _say_busy(self, publish, parent) -> None:
-        while not self._stopped.wait(BUSY_EVERY_S):
+        # At once, then on: an Idle from the debugger's probe may have just come (JupyterLab sends it as the
+        # notebook connects, which Run All on a new kernel meets as its first cells start).
+        while True:
             publish("busy", "shell", parent)
+            if self._stopped.wait(BUSY_EVERY_S):
+                return
 
     def stop(self) -> None:
         """Say nothing more; once this returns, nothing is said (the thread has ended)."""
@@ -81,5 +85,5 @@ def _request_id(parent: dict | None) -> str | None:
 
 
 def say_busy_while_the_cell_runs() -> None:
-    """From now until the cell ends (or its experiment's view has finished), the kernel says busy every second."""
+    """From now until the cell ends (or its experiment's view has finished), the kernel says busy twice a second."""
     KernelBusy.for_this_cell()
