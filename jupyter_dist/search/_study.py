@@ -48,18 +48,18 @@ def _states():
     }
 
 
-def study_of(record: ExperimentRecord) -> optuna.Study:
+def study_of(record: ExperimentRecord, intermediate_values: bool = True) -> optuna.Study:
     """A new in-memory ``optuna.Study`` holding every finished trial of the HPO experiment ``record``: its params
     and distributions, value, state (completed, pruned, failed; a stopped trial is pruned), the objective's
-    intermediate values (its last attempt's reports), and user_attrs ``trial_id``, ``attempts``, ``duration``.
-    Running and interrupted trials are left out."""
+    intermediate values (its last attempt's reports; ``intermediate_values=False``: none, and no report is read),
+    and user_attrs ``trial_id``, ``attempts``, ``duration``. Running and interrupted trials are left out."""
     import optuna
 
     definition = record.definition
     _check_searched(record)
     states = _states()
     finished = [rec for rec in record.trial_records() if rec.state in states]
-    curves = objective_curves(record, finished)
+    curves = objective_curves(record, finished) if intermediate_values else {}
     spaces = searched(definition.space)
     fixed = {name: space.to_optuna(name) for name, space in spaces.items()}
     from ._optuna_search import _quiet_optuna
@@ -131,7 +131,10 @@ def param_importances(record_or_study: ExperimentRecord | optuna.Study) -> dict[
     define-by-run space did not suggest in every completed trial are left out (as Optuna does)."""
     import optuna
 
-    study = record_or_study if isinstance(record_or_study, optuna.Study) else study_of(record_or_study)
+    if isinstance(record_or_study, optuna.Study):
+        study = record_or_study
+    else:  # importances read parameters and values only: no need to read every report
+        study = study_of(record_or_study, intermediate_values=False)
     completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if len(completed) < MIN_TRIALS_FOR_IMPORTANCE:
         return None
