@@ -5,6 +5,8 @@ import os
 import threading
 import time
 
+from tickets import ticket
+
 import jupyter_dist as jd
 from jupyter_dist import space
 
@@ -44,19 +46,8 @@ def slow_steps(x=0.0, steps=100):
     return x
 
 
-def _ticket(folder: str) -> int:
-    """The order in which trials got here, across worker processes: 0, 1, 2, ..."""
-    n = 0
-    while True:
-        try:
-            os.close(os.open(os.path.join(folder, str(n)), os.O_CREAT | os.O_EXCL))
-            return n
-        except FileExistsError:
-            n += 1
-
-
 def two_short_then_long(x=0.0, folder=""):
-    return slow_steps(x, steps=2 if _ticket(folder) < 2 else 200)
+    return slow_steps(x, steps=2 if ticket(folder) < 2 else 200)
 
 
 def _capture_experiment(exp_holder):

@@ -3,23 +3,13 @@
 import os
 
 import pytest
+from tickets import ticket
 
 import jupyter_dist as jd
 
 
-def _attempt(folder: str) -> int:
-    """How many attempts of this trial came here before this one, across worker processes."""
-    n = 0
-    while True:
-        try:
-            os.close(os.open(os.path.join(folder, str(n)), os.O_CREAT | os.O_EXCL))
-            return n
-        except FileExistsError:
-            n += 1
-
-
 def flaky(x=0.0, folder="", failures=2):
-    attempt = _attempt(folder)
+    attempt = ticket(folder)
     for step in range(3):
         jd.report(step=step, v=x + step + attempt)
     if attempt < failures:
@@ -95,12 +85,12 @@ def test_without_max_failures_a_raising_trial_fails_at_once(client, tmp_path, ru
 
 
 def pruned_every_time(x=0.0, folder=""):
-    _attempt(folder)
+    ticket(folder)
     raise jd.TrialPruned
 
 
 def returns_a_string(x=0.0, folder=""):
-    _attempt(folder)
+    ticket(folder)
     return "not a number"
 
 
@@ -117,7 +107,7 @@ def test_pruned_trials_and_bad_return_values_never_run_again(client, tmp_path, r
 
 def test_an_ablation_trial_is_retried_too(client, tmp_path, run_ablation):
     def trial(use_a=True, folder=""):
-        attempt = _attempt(os.path.join(folder, "a" if use_a else "b"))
+        attempt = ticket(os.path.join(folder, "a" if use_a else "b"))
         if attempt == 0:
             raise OSError("transient")
         return {"v": 1.0 if use_a else 0.5}
@@ -135,7 +125,7 @@ def test_max_failures_is_checked_before_any_work(client, run_hpo):
 
 
 def crashes_after_a_checkpoint(x=0.0, folder=""):
-    attempt = _attempt(folder)
+    attempt = ticket(folder)
     restored = jd.restore()
     start = 0 if restored is None else restored.step + 1
     for step in range(start, 4):
