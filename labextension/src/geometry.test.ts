@@ -50,5 +50,7 @@ describe('spaceOf', () => {
       'acc'
     ]);
     expect(axes[2].position(undefined)).toBeNull(); // an inactive parameter: no point on its axis
+    const { lines } = parallelCoordinates(trials, space, 'acc', 'max');
+    expect(lines.find(l => l.trialId === 1)?.points[2]).toBeNull(); // adam's momentum: none, not the axis' foot
   });
 });

@@ -53,7 +53,10 @@ export function parallelCoordinates(
   space: Record<string, any>,
   metric: string,
   mode: Mode
-): { axes: IParallelAxis[]; lines: { trialId: number; points: number[] }[] } {
+): {
+  axes: IParallelAxis[];
+  lines: { trialId: number; points: (number | null)[] }[];
+} {
   const done = sortTrials(trials, mode).filter(
     t => t.state === 'completed' && t.value !== null
   );
@@ -109,12 +112,13 @@ export function parallelCoordinates(
       false
     )
   );
+  // A parameter a trial was not given (a define-by-run space's inactive one) has no point: its line breaks there.
   const lines = done.map(t => ({
     trialId: t.trial_id,
     points: axes.map((axis, i) =>
       i === axes.length - 1
         ? (axis.position(t.value) ?? 0)
-        : (axis.position(t.params[axis.name]) ?? 0)
+        : axis.position(t.params[axis.name])
     )
   }));
   return { axes, lines };

@@ -65,8 +65,14 @@ export class ParallelChart {
       .reverse()
       .forEach(line => {
         const rank = lines.indexOf(line) / Math.max(1, lines.length - 1); // 0 best .. 1 worst
+        // Each run of points a move then lines: a missing point (an inactive parameter) leaves a gap.
         const path = line.points
-          .map((p, i) => `${i ? 'L' : 'M'}${x(i)},${y(p)}`)
+          .map((p, i) =>
+            p === null
+              ? ''
+              : `${i && line.points[i - 1] !== null ? 'L' : 'M'}${x(i)},${y(p)}`
+          )
+          .filter(step => step)
           .join(' ');
         svg.append(
           el('path', {
