@@ -86,6 +86,9 @@ def test_stop_keeps_finished_trials_and_stops_running_ones(client, tmp_path):
         trials=20,
         metric="v",
         sampler="random",
+        # No pruner: ASHA would prune a long trial at its first rung (against the two short ones' steps) before
+        # the stop reaches it, and a pruned trial is not the stopped one this test is about.
+        pruner=None,
         cluster=client,
         progress=_capture_experiment(holder),
     )
@@ -113,6 +116,7 @@ def test_ctrl_c_stops_gracefully(client):
         trials=10,
         metric="v",
         sampler="random",
+        pruner=None,  # the trials end completed or stopped, none pruned by ASHA on the way
         cluster=client,
         progress=_capture_experiment(holder),
     )
