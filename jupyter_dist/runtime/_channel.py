@@ -46,6 +46,8 @@ class EventChannel:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.client.status == "closed":
+            return  # a client whose reconnect gave up has no subscription left (and refuses to send)
         self.client.unsubscribe_topic(self.topic)
 
     def _on_event(self, event) -> None:

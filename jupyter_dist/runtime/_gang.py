@@ -13,6 +13,7 @@ import dataclasses
 import socket
 import time
 import uuid
+from collections.abc import Container
 
 from ..errors import PlacementError
 from ..protocol import ErrorKind, Outcome, RankInfo, TrialState
@@ -135,7 +136,7 @@ class GangTrial(RunningTrial):
             return True
         return False
 
-    def left_cluster(self, present: set[str]) -> list[int]:
+    def left_cluster(self, present: Container[str]) -> list[int]:
         """The unfinished ranks whose worker is not among ``present`` (killed, out of memory): their tasks would
         wait for it forever, as Dask does not fail a task whose only allowed worker is gone. They are settled
         here; cancelling their tasks and stopping their peers is the launcher's."""

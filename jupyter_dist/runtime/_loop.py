@@ -15,6 +15,7 @@ callbacks) hears of every trial's start, reports and end. All of them are asked 
 from __future__ import annotations
 
 import contextlib
+import math
 import queue
 import time
 from collections.abc import Callable
@@ -49,15 +50,17 @@ __all__ = [
     "TrialWatcher",
 ]
 
-# Between one trial's end and the next one's start on its worker there is a round trip of ~10 ms: the outcome
-# reaching the kernel, the sampler's next ask, Dask's dispatch (bench_trial_speed: 1.5-2% of a 0.6 s trial, the
-# worker idle meanwhile). Trials shorter than BRIEF_TRIAL therefore get one more trial per slot queued on the
-# workers, which starts the moment the one ahead of it ends (Dask runs it from the worker's own queue), and trials
-# shorter than SHORT_TRIAL get three. Longer trials get none, so the sampler decides with the latest results. The
-# last trials are not queued ahead either: a trial waiting behind a busy worker while another worker has nothing
-# left to run would cost more than the round trip it saves.
+# Between one trial's end and the next one's start on its worker there is a round trip of 10-20 ms: the outcome
+# leaving the worker (runtime/_outbox.py OUTCOME_WAIT), reaching the kernel, the sampler's next ask, Dask's
+# dispatch (bench_trial_speed: 1.5-2% of a 0.6 s trial, the worker idle meanwhile). Trials shorter than
+# BRIEF_TRIAL therefore get trials queued on the workers behind each running one, which start the moment the one
+# ahead of them ends (Dask runs them from the worker's own queue): one per slot, or as many as it takes to cover
+# QUEUE_ROUND_TRIP (at most MAX_QUEUE_DEPTH) when trials take less than that. Longer trials get none, so the
+# sampler decides with the latest results. The last trials are not queued ahead either: a trial waiting behind a
+# busy worker while another worker has nothing left to run would cost more than the round trip it saves.
 BRIEF_TRIAL = 1.0
-SHORT_TRIAL = 0.05
+QUEUE_ROUND_TRIP = 0.03
+MAX_QUEUE_DEPTH = 16
 # How often a run whose parallelism follows the cluster asks it what it can run (a scheduler round trip).
 FOLLOW_INTERVAL = 1.0
 
@@ -164,8 +167,11 @@ class TrialLauncher(Protocol):
         """Where the trial would run; None while it cannot be placed yet (too few free workers). ``behind``: it
         is queued ahead, to wait on a worker that has fewer than ``behind`` trials of ours waiting already."""
 
-    def start(self, spec: TrialSpec, placement: Any, notify: Callable[[TaskEnded], None]) -> RunningTrial:
-        """Start it; ``notify`` is how the ends of its tasks reach the loop (from any thread)."""
+    def start(
+        self, starts: list[tuple[TrialSpec, Any]], notify: Callable[[TaskEnded], None]
+    ) -> list[RunningTrial]:
+        """Start these trials, each where ``place()`` said, together (one submission where the cluster allows);
+        ``notify`` is how the ends of their tasks reach the loop (from any thread)."""
 
     def settle(self, trial: RunningTrial, event: Outcome | TaskEnded) -> Outcome | None:
         """An outcome (of the trial, or of one of its ranks) or a task's end arrived: the trial's outcome, once
@@ -226,6 +232,7 @@ class TrialLoop:
         self.stop = stop or StopSignal()
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.poll_interval = poll_interval
+        self.polled_at = 0.0  # when the launcher last looked at every running trial (launcher.poll)
         self.idle_interval = idle_interval
         self.stop_grace = stop_grace
         self.running: dict[int, RunningTrial] = {}
@@ -302,10 +309,12 @@ class TrialLoop:
                 self._finish(trial, self.launcher.abandon(trial, why))
             return False
         now = time.monotonic()
-        for trial in list(self.running.values()):
-            outcome = self.launcher.poll(trial, now)
-            if outcome is not None:
-                self._finish(trial, outcome)
+        if now - self.polled_at >= self.poll_interval:  # not at every event: a step per event, 1,000 trials
+            self.polled_at = now
+            for trial in list(self.running.values()):
+                outcome = self.launcher.poll(trial, now)
+                if outcome is not None:
+                    self._finish(trial, outcome)
         self.launcher.tidy()
         try:
             self._handle(self.events.get(timeout=self.poll_interval))
@@ -321,24 +330,32 @@ class TrialLoop:
             with contextlib.suppress(OSError, TimeoutError):  # no answer now: keep the last figure (a cluster
                 self.parallel = max(1, self.follow())  # that is gone is the launcher's lost() to report)
         depth = self._queue_depth()
-        while len(self.running) < self.parallel * (1 + depth):
+        starts: list[tuple[TrialSpec, Any]] = []  # started together: one submission for all (launcher.start)
+        queued_now: set[int] = set()
+        while len(self.running) + len(starts) < self.parallel * (1 + depth):
             spec = self.held or self.source.next_trial()
             self.held = None
             if spec is None:
-                return
-            queued = len(self.running) - len(self.queued) >= self.parallel
+                break
+            queued = len(self.running) + len(starts) - len(self.queued) - len(queued_now) >= self.parallel
             placement = self.launcher.place(spec.trial_id, depth if queued else 0)
             if placement is None:
                 self.held = spec  # it waits for enough free workers (or a worker to queue it on)
-                return
+                break
             # Recorded before it starts: its first reports may arrive before start() returns.
             self.sink.trial_started(
                 spec.trial_id, spec.params, spec.labels, queued, distributions=spec.distributions
             )
-            self.running[spec.trial_id] = self.launcher.start(spec, placement, self.events.put)
+            starts.append((spec, placement))
             if queued:
-                self.queued.add(spec.trial_id)
-            if self.watcher is not None:
+                queued_now.add(spec.trial_id)
+        if not starts:
+            return
+        for trial in self.launcher.start(starts, self.events.put):
+            self.running[trial.trial_id] = trial
+        self.queued |= queued_now
+        if self.watcher is not None:
+            for spec, _ in starts:
                 self.watcher.trial_started(spec.trial_id)
 
     def _queue_depth(self) -> int:
@@ -350,7 +367,9 @@ class TrialLoop:
         if remaining is not None and remaining <= self.parallel:
             return 0
         typical = sorted(self.recent)[len(self.recent) // 2]
-        return 3 if typical < SHORT_TRIAL else 1 if typical < BRIEF_TRIAL else 0
+        if typical >= BRIEF_TRIAL:
+            return 0
+        return max(1, min(MAX_QUEUE_DEPTH, math.ceil(QUEUE_ROUND_TRIP / max(typical, 1e-6))))
 
     def _stopping(self) -> None:
         if self.stop_deadline is None:

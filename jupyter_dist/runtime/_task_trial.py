@@ -20,6 +20,17 @@ class TaskTrial(RunningTrial):
         super().__init__(trial_id)
         self.unreported_since: float | None = None  # when its task ended without its outcome event
         self._finished_task = None
+        self._seen_ended = None  # the task whose end task_ended() was told
+
+    def poll(self, task, now: float) -> Outcome | None:
+        """Look at its task (the launcher does now and then): an outcome when the task failed or was cancelled,
+        or when it finished OUTCOME_GRACE ago and its outcome event has not come."""
+        if task is not self._seen_ended and task.done():
+            self._seen_ended = task
+            outcome = self.task_ended(task)
+            if outcome is not None:
+                return outcome
+        return self.late_outcome(now)
 
     def task_ended(self, task) -> Outcome | None:
         """Its task ended: an outcome when the task itself failed or was cancelled (when it finished, the

@@ -1,4 +1,4 @@
-"""The trial a worker thread is running: its reports batched to the kernel, its output, its stop flag.
+"""The trial a worker thread is running: its reports and output on their way to the kernel, its stop flag.
 
 ``report()`` (jupyter_dist/_report.py) finds the calling thread's trial here. Messages are built with the
 protocol's encoders only (jupyter_dist/protocol.py); stop flags are set from the kernel with ``Client.run``.
@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 from ..errors import ArgumentError, TrialPruned
-from ..protocol import RankInfo, encode_checkpoint, encode_log, encode_reports, encode_together
+from ..protocol import RankInfo, encode_checkpoint, encode_log
+from ._outbox import FRESH, LOG_WAIT, MAX_BATCH, OUTCOME_WAIT, forget_outboxes, outbox_for
 
 __all__ = ["Reporter", "TrialContext", "activate", "current_trial", "forget_experiment", "mark_stopped"]
 
@@ -30,9 +31,10 @@ def mark_stopped(exp_id: str, trial_ids: list[int] | None = None) -> None:
 
 
 def forget_experiment(exp_id: str) -> None:
-    """Drop an ended experiment's stop flags from this process."""
+    """Drop an ended experiment's stop flags and outbox from this process."""
     _stopped_experiments.discard(exp_id)
     _stopped_trials.difference_update({key for key in _stopped_trials if key[0] == exp_id})
+    forget_outboxes(exp_id)
 
 
 def _as_number(name: str, value: Any) -> float:
@@ -45,28 +47,9 @@ def _as_number(name: str, value: Any) -> float:
         ) from None
 
 
-# Reports are sent in batches: one Dask event per report costs the trial's thread ~90 us and a tight loop of
-# them floods the scheduler and the kernel (measured: a backlog of seconds). A batch leaves when it reaches
-# MAX_BATCH reports, and at the latest its trial's ``max_wait`` after its first report (a background thread sees
-# to that). Back-pressure: a full batch leaves no sooner than BACKPRESSURE_INTERVAL after the previous one, so a
-# trial reports about MAX_BATCH / BACKPRESSURE_INTERVAL = 25,000 times a second at most; a loop that tries more
-# waits in report(). Measured on 2 cores: without it two tight loops outran the kernel 2:1 and latency grew by a
-# second a second; at 25,000 they deliver about what the kernel takes in (46,000 a second for two).
-MAX_BATCH = 100
-BACKPRESSURE_INTERVAL = 0.004
-FLUSH_INTERVAL = 0.005
-# How long a report may wait for others to travel with. FRESH when the kernel decides on every report (a
-# pruner): a decision made late lets a doomed trial train on. RELAXED when reports only feed the views (redrawn
-# 5 times a second: a report waits at most one redraw) and the store (written every 0.5 s): each event costs
-# ~1 ms of CPU in the worker and ~1 ms in the kernel's scheduler and client, on the cores the trials run on with
-# the embedded cluster, so a trial reporting 40 times a second (bench_trial_speed's digits) sends 5 events a
-# second instead of 40 (10 at 0.1 s cost 0.7% more of the run's CPU, measured).
-FRESH = FLUSH_INTERVAL
-RELAXED = 0.2
-
-
 class TrialContext:
-    """One attempt of one trial, as the worker runs it: streams reports and captured output to the kernel."""
+    """One attempt of one trial, as the worker runs it: streams reports and captured output to the kernel, through
+    its experiment's outbox in this process (runtime/_outbox.py), with every other trial's of the experiment."""
 
     def __init__(
         self,
@@ -88,15 +71,16 @@ class TrialContext:
         self.devices: list[int] = []  # the worker's GPU indices this trial holds (gpus_per_trial=)
         self.checkpoint_dir: str | None = None  # where jupyter_dist.checkpoint() saves; None: it does not
         self.keep_checkpoints: int | None = None
-        self._emit = emit  # worker.log_event, bound once: get_worker() per report would cost more
+        # emit is worker.log_event, bound once: get_worker() per report would cost more.
+        self._outbox = outbox_for(exp_id, topic, emit)
         self.max_wait = max_wait  # how long a report may wait for others to travel with (FRESH or RELAXED)
         self.steps = 0
         self.last: dict[str, float] = {}
         # When the function raised, before any clean-up ran: tells which rank of a job failed first.
         self.failed_at: float | None = None
-        self._batch: list[list] = []  # [step, metrics, time] per report, oldest first
-        self._batch_lock = threading.Lock()
-        self._last_flush = 0.0
+        self.batch: list[
+            list
+        ] = []  # [step, metrics, time] per report not sent yet, oldest first (the outbox's)
 
     @property
     def should_stop(self) -> bool:
@@ -113,23 +97,20 @@ class TrialContext:
             if self.should_stop:
                 raise TrialPruned(f"trial {self.trial_id} was stopped")
             return
-        with self._batch_lock:
-            self._batch.append([step, values, time.time()])
-            size = len(self._batch)
-        if size == 1:
-            _flusher.due(self, time.monotonic() + self.max_wait)
-        elif size >= MAX_BATCH:
-            wait = self._last_flush + BACKPRESSURE_INTERVAL - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            self.flush()
+        outbox = self._outbox
+        with outbox.lock:
+            self.batch.append([step, values, time.time()])
+            outbox.reported(self, self.max_wait)
+            full = len(self.batch) >= MAX_BATCH
+        if full:
+            outbox.hold_back()
+            outbox.flush()
         if self.should_stop:
             raise TrialPruned(f"trial {self.trial_id} was stopped")
 
     def flush(self) -> None:
-        """Send the reports not sent yet."""
-        with self._batch_lock:
-            self._flush_locked()
+        """Send what waits in this trial's outbox now (its reports, and every other trial's of the experiment)."""
+        self._outbox.flush()
 
     def checkpointed(self, step: int, path: str, resumed: bool) -> None:
         """Tell the kernel the checkpoint of ``step`` at ``path`` was saved, or (``resumed``) that this attempt
@@ -137,70 +118,17 @@ class TrialContext:
         if resumed:
             self.steps = step + 1
         if not self.rank:
-            self.send(encode_checkpoint(self.trial_id, self.attempt, step, path, resumed))
+            self.send(encode_checkpoint(self.trial_id, self.attempt, step, path, resumed), OUTCOME_WAIT)
 
     def send_log(self, stream: str, text: str) -> None:
         """Send captured output, after every report made before it."""
-        self.send(encode_log(self.trial_id, self.attempt, stream, text))
+        self.send(encode_log(self.trial_id, self.attempt, stream, text), LOG_WAIT)
 
-    def send(self, msg: dict) -> None:
-        """Send one encoded message (an output line, the outcome) after every report made before it: in the
-        same event as those not sent yet."""
-        # Under the lock, so a batch the flusher thread is sending cannot overtake this message.
-        with self._batch_lock:
-            if self._batch:
-                msg = encode_together([self._take_batch(), msg])
-            self._emit(self.topic, msg)
-
-    def _flush_locked(self) -> None:
-        if self._batch:
-            self._emit(self.topic, self._take_batch())
-
-    def _take_batch(self) -> dict:
-        self._last_flush = time.monotonic()
-        msg = encode_reports(self.trial_id, self.attempt, self._batch)
-        self._batch = []
-        return msg
-
-
-class _Flusher:
-    """One daemon thread per worker process that sends each pending batch when it is due (its trial's
-    ``max_wait`` after its first report).
-
-    It sleeps while no report is pending, so an idle or computing trial costs nothing.
-    """
-
-    def __init__(self) -> None:
-        self._due: dict[TrialContext, float] = {}  # trial -> when its pending batch must leave (monotonic)
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def due(self, ctx: TrialContext, at: float) -> None:
-        with self._changed:
-            # A batch that left early (full, or pushed out by a log line) left its entry: the new one replaces it.
-            self._due[ctx] = at
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="jupyter_dist-report-flusher", daemon=True
-                )
-                self._thread.start()
-            self._changed.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                now = time.monotonic()
-                ready = [ctx for ctx, at in self._due.items() if at <= now]
-                if not ready:
-                    self._changed.wait(min(self._due.values(), default=now + 60.0) - now)
-                    continue
-                for ctx in ready:
-                    del self._due[ctx]
-            for ctx in ready:
-                ctx.flush()
-
-
-_flusher = _Flusher()
+    def send(self, msg: dict, wait: float = OUTCOME_WAIT) -> None:
+        """Send one encoded message (an output line, the outcome) within ``wait``, after every report made before
+        it (in the same event as those not sent yet)."""
+        with self._outbox.lock:
+            self._outbox.add(self, msg, wait)
 
 
 _thread = threading.local()

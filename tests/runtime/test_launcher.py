@@ -8,6 +8,18 @@ from jupyter_dist.runtime._launcher import DaskLauncher
 from jupyter_dist.runtime._task_trial import TaskTrial
 
 
+class Workers:
+    """What the launcher asks the cluster about its workers (their threads), and nothing else."""
+
+    status = "running"
+
+    def __init__(self, **nthreads: int) -> None:
+        self.nthreads = nthreads
+
+    def scheduler_info(self, n_workers=-1):
+        return {"workers": {w: {"nthreads": n} for w, n in self.nthreads.items()}}
+
+
 def end(launcher: DaskLauncher, trial_id: int, worker: str) -> int | None:
     """A single-task trial ended on ``worker`` (its task already released)."""
     outcome = Outcome(trial_id, "a", TrialState.COMPLETED, returned=1.0, worker=worker)
@@ -15,7 +27,7 @@ def end(launcher: DaskLauncher, trial_id: int, worker: str) -> int | None:
 
 
 def test_queued_trials_spread_over_the_workers_and_begin_as_the_trial_ahead_ends():
-    launcher = DaskLauncher(None, abs, "exp-test")
+    launcher = DaskLauncher(Workers(w1=1, w2=1), abs, "exp-test")
     assert launcher.place(0, behind=1) is None  # no worker has run a trial of ours yet: nowhere to queue
     assert end(launcher, 0, "w1") is None and end(launcher, 1, "w2") is None
     # one queued behind each worker, the latest to end first; then none, until one ends
@@ -29,8 +41,16 @@ def test_queued_trials_spread_over_the_workers_and_begin_as_the_trial_ahead_ends
     assert launcher.place(9) == ["w2"]  # not queued: the worker that freed last, as before
 
 
+def test_a_worker_of_several_threads_takes_as_many_queued_trials_per_thread():
+    launcher = DaskLauncher(Workers(w1=1, w2=4), abs, "exp-test")
+    end(launcher, 0, "w1")
+    end(launcher, 1, "w2")
+    assert [launcher.place(t, behind=1) for t in range(10, 16)] == [["w2"]] * 4 + [["w1"], None]
+    assert end(launcher, 2, "w2") == 10  # the first queued there begins as one of its four slots frees
+
+
 def test_a_queued_trial_that_ends_first_is_forgotten_and_data_parallel_trials_never_queue():
-    launcher = DaskLauncher(None, abs, "exp-test")
+    launcher = DaskLauncher(Workers(w1=1), abs, "exp-test")
     end(launcher, 0, "w1")
     assert launcher.place(4, behind=1) == ["w1"]
     assert end(launcher, 4, "w1") is None  # it ran elsewhere after all (its worker was lost, say)

@@ -36,6 +36,7 @@ class FakeLauncher:
         self.cancelled: set[int] = set()
         self.behaviour: dict[int, object] = {}
         self.gone_after: int | None = None  # the cluster goes away once this many trials have started
+        self.submissions: list[list[int]] = []  # the trials of each start() call
 
     @contextlib.contextmanager
     def events(self, on_reports, on_log, on_checkpoint, on_outcome):
@@ -45,17 +46,21 @@ class FakeLauncher:
     def place(self, trial_id, behind=0):
         return "anywhere"
 
-    def start(self, spec: TrialSpec, placement, notify) -> RunningTrial:
-        self.started.append(spec.trial_id)
-        self.in_flight.add(spec.trial_id)
-        self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
-        trial = self.trials[spec.trial_id] = RunningTrial(spec.trial_id)
-        behaviour = self.behaviour[spec.trial_id] = self.script(spec)
-        if isinstance(behaviour, Outcome):
-            self.on_outcome(behaviour)  # as the event channel would, from its own thread
-        elif behaviour == TASK_FAILS:
-            notify(TaskEnded(spec.trial_id, 0, "failed task"))  # as a task's done-callback would
-        return trial
+    def start(self, starts, notify) -> list[RunningTrial]:
+        self.submissions.append([spec.trial_id for spec, _ in starts])
+        trials = []
+        for spec, _ in starts:
+            self.started.append(spec.trial_id)
+            self.in_flight.add(spec.trial_id)
+            self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
+            trial = self.trials[spec.trial_id] = RunningTrial(spec.trial_id)
+            trials.append(trial)
+            behaviour = self.behaviour[spec.trial_id] = self.script(spec)
+            if isinstance(behaviour, Outcome):
+                self.on_outcome(behaviour)  # as the event channel would, from its own thread
+            elif behaviour == TASK_FAILS:
+                notify(TaskEnded(spec.trial_id, 0, "failed task"))  # as a task's done-callback would
+        return trials
 
     def stop(self, trial_ids):
         self.stops.append(trial_ids)
