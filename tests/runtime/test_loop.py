@@ -165,6 +165,17 @@ def test_trials_start_in_the_sources_order_never_more_than_parallel_at_once():
     assert record.best().trial_id == 6
 
 
+def test_trials_that_can_start_together_are_started_in_one_call():
+    # The launcher submits each call's trials together (one graph update on the scheduler, not one per trial).
+    loop, launcher, _ = make_loop(completed, ListSource(9), parallel=4)
+    loop.run()
+    assert launcher.submissions == [
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+        [8],
+    ]  # whole slots freed by outcomes that came together
+
+
 def test_parallel_one_is_strictly_sequential():
     source = ListSource(4)
     loop, launcher, _ = make_loop(completed, source, parallel=1)
