@@ -255,23 +255,31 @@ def _make_view(progress: Any, exp: Experiment, preamble=None):
 def _about(fn: Callable, client, parallel: int) -> dict[str, Any]:
     """What the store keeps beside the definition, so a stored run says what ran where."""
     import inspect
-    from importlib.metadata import PackageNotFoundError, version
 
     user_fn = getattr(fn, "fn", fn)  # the trial wrappers (ablation, data-parallel) keep the user's as .fn
     try:
         source = inspect.getsource(user_fn)
     except (OSError, TypeError):
         source = None
-    versions = {}
-    for package in ("jupyter_dist", "torch", "dask", "distributed", "optuna", "python"):
-        try:
-            versions[package] = platform.python_version() if package == "python" else version(package)
-        except PackageNotFoundError:
-            versions[package] = None
     return {
         "function": getattr(user_fn, "__qualname__", repr(user_fn)),
         "source": source,
-        "versions": versions,
+        "versions": {**_installed_versions(), "python": platform.python_version()},
         "cluster": getattr(client.scheduler, "address", None),
         "parallel": parallel,
     }
+
+
+@functools.cache
+def _installed_versions() -> dict[str, str | None]:
+    """The versions of the packages a run depends on, looked up once per process: importlib.metadata parses each
+    package's METADATA file (~8 ms each, 39 ms of every hpo() call's set-up when asked every time)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("jupyter_dist", "torch", "dask", "distributed", "optuna"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return versions

@@ -61,6 +61,10 @@ __all__ = [
 BRIEF_TRIAL = 1.0
 QUEUE_ROUND_TRIP = 0.03
 MAX_QUEUE_DEPTH = 16
+# Trials placed at once (a run's first ones, hundreds of them) go to the launcher in chunks of this many: each
+# chunk is one submission, and the first trials already run while the sampler asks for the later ones (an ask
+# takes 0.1-0.25 ms: 960 of them, a quarter of a second).
+START_CHUNK = 64
 # How often a run whose parallelism follows the cluster asks it what it can run (a scheduler round trip).
 FOLLOW_INTERVAL = 1.0
 
@@ -349,11 +353,17 @@ class TrialLoop:
             starts.append((spec, placement))
             if queued:
                 queued_now.add(spec.trial_id)
+            if len(starts) == START_CHUNK:  # the first trials run while the sampler asks for the next ones
+                self._start(starts, queued_now)
+                starts, queued_now = [], set()
+        self._start(starts, queued_now)
+
+    def _start(self, starts: list[tuple[TrialSpec, Any]], queued: set[int]) -> None:
         if not starts:
             return
         for trial in self.launcher.start(starts, self.events.put):
             self.running[trial.trial_id] = trial
-        self.queued |= queued_now
+        self.queued |= queued
         if self.watcher is not None:
             for spec, _ in starts:
                 self.watcher.trial_started(spec.trial_id)
