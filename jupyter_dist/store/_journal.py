@@ -149,7 +149,7 @@ class Journal:
                 trials, self._trials = self._trials, {}
             # The IO thread appends meanwhile: write the first n, and drop them only once they are on disk (a
             # prefix deletion and an append cannot interleave under the GIL). A failed write stops the writer
-            # and leaves them pending: reports_so_far() still has them.
+            # and leaves them pending: batches_so_far() still has them.
             n_reports, n_logs = len(self._reports), len(self._logs)
             self._commit(db, trials, self._reports[:n_reports], self._capped(self._logs[:n_logs]), final)
             del self._reports[:n_reports]
@@ -159,21 +159,16 @@ class Journal:
                 self._stop_seen = True
                 self.on_stop_requested()
 
-    def reports_so_far(self) -> list[tuple[int, int, int, float, dict[str, float]]]:
-        """Every report handed over so far, written or still pending, in arrival order: (trial_id, attempt
-        number, step, sent_at, metrics). The record keeps none of them itself."""
+    def batches_so_far(self) -> list[tuple[int, int, list]]:
+        """Every report batch handed over so far, written or still pending, in arrival order: (trial_id, attempt
+        number, [[step, metrics, sent_at], ...]). The record keeps none of them itself."""
         with self._write_lock:
             db = Database(self.path)
             try:
-                out = list(db.reports(self.experiment_id))
+                out = [(t, a, rows) for _, t, a, rows in db.report_batches(self.experiment_id)]
             finally:
                 db.close()
-            pending = self._reports[:]
-        out.extend(
-            (trial_id, attempt, step, sent_at, metrics)
-            for trial_id, attempt, rows in pending
-            for step, metrics, sent_at in rows
-        )
+            out.extend(self._reports)
         return out
 
     def _commit(self, db: Database, trials: dict, reports: list, logs: list, final: tuple | None) -> None:
