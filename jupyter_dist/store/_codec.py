@@ -145,9 +145,21 @@ _TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE
 
 
 def trial_to_json(rec: TrialRecord) -> str:
+    return fields_to_json(trial_fields(rec))
+
+
+def trial_fields(rec: TrialRecord) -> dict[str, Any]:
+    """What ``trial_to_json`` writes of ``rec``, as it is now, for another thread to encode later: the dicts a
+    running trial's record goes on changing are copied (~2 us, against ~10 us to encode it)."""
     d = {name: getattr(rec, name) for name in _TRIAL_FIELDS}
-    d["params"] = {k: plain(v) for k, v in rec.params.items()}
-    d["labels"] = {k: plain(v) for k, v in rec.labels.items()}
+    d["params"], d["labels"], d["last"] = dict(rec.params), dict(rec.labels), dict(rec.last)
+    return d
+
+
+def fields_to_json(d: dict[str, Any]) -> str:
+    """A ``trial_fields`` snapshot (which it takes over) as the trial's JSON."""
+    d["params"] = {k: plain(v) for k, v in d["params"].items()}
+    d["labels"] = {k: plain(v) for k, v in d["labels"].items()}
     return dumps(d)
 
 
