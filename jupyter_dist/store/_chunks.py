@@ -7,9 +7,9 @@ the batches in arrival order, up to CHUNK_REPORTS reports a row, packed in one m
 writer's write transaction, so a reader's cursor ("the reports after this one") can start or end inside a chunk,
 and the cursors a client was given before the migration from schema 2 still mean the same reports.
 
-Why chunks, not one row per report (schema 2) nor one per batch: on bench_scale's shape (2,000 trials x 100
-tight-loop reports) schema 2's writer thread spent ~4.4 us of the kernel's CPU per report (6.4 us at 1M reports,
-where the index no longer fits SQLite's cache) on a row, an index entry and a JSON text per report. Writing 200k
+Why chunks, not one row per report (schema 2) nor one per batch: in bench_scale's shape (trials of 100 tight-loop
+reports; per-thread CPU times, 200k and 1M reports) schema 2's writer thread spent 4.4-6.4 us of the kernel's CPU
+per report on a row, an index entry and a JSON text per report; chunks take it to 0.5-1.1 us. Writing 200k
 reports through ``Database.write_batch``, measured: in batches of 50, a row per batch 0.31 us a report, chunks 0.24;
 in batches of 2 (many trials reporting slowly), a row per batch 2.0 us and 64 bytes a report, chunks 0.43 us and 27
 bytes. A chunk costs one insert and one msgpack call per CHUNK_REPORTS reports, whatever the batches.
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from ._codec import pack_reports, unpack_reports
 
 # Reports per chunk, at most (a batch is never split, so one bigger batch makes a bigger chunk). A page of the
-# REST API that starts or ends inside a chunk decodes it whole: ~1.2 us a report, so ~1 ms per partial chunk.
+# REST API that starts or ends inside a chunk decodes it whole: 0.4-1.2 us a report, at most ~1 ms a chunk.
 CHUNK_REPORTS = 1000
 
 TABLE = """

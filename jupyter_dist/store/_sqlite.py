@@ -7,6 +7,11 @@ each connection waits up to BUSY_TIMEOUT_S for another process's write transacti
 "database is locked". Writes come in batches from one writer thread per run (_journal.py), so a transaction per
 batch, not per report.
 
+Reports are kept in chunks (_chunks.py, schema 3), each report numbered in arrival order across the file. Three
+ways read them: ``report_page`` (at most n after a cursor: the REST API's paging, a live view following a run),
+``reports`` (one tuple per report) and ``report_batches`` (the fast bulk path: whole batches as they arrived, with
+the cursor of each one's last report, for ``history``, a loaded run's curves and a resume).
+
 The file says what it is: ``PRAGMA application_id`` marks it as ours and ``PRAGMA user_version`` is the schema
 version. A file that is not SQLite, or is someone else's database, or was written by a newer jupyter_dist, is
 refused with an error naming the file; it is never modified, let alone replaced.
