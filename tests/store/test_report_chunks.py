@@ -56,9 +56,12 @@ def test_every_cursor_reads_the_reports_after_it_whatever_the_page_and_chunk(sto
                 assert dumps([r for _, _, _, rows in batches for r in rows]) == dumps(
                     [[r[3], r[5], r[4]] for r in after]
                 )
-                # each batch whole (cut only where the cursor falls inside it), its cursor its last report's number
-                sizes = [len(rows) for _, _, _, rows in batches]
-                assert sum(sizes) == len(after) and (not after or batches[-1][0] == after[-1][0])
+                # each batch's cursor is its last report's number, and it holds that trial's and attempt's reports
+                by_seq = {r[0]: r for r in reports}
+                for cursor, trial_id, attempt, rows in batches:
+                    held = [by_seq[n] for n in range(cursor - len(rows) + 1, cursor + 1)]
+                    assert {(r[1], r[2]) for r in held} == {(trial_id, attempt)}
+                    assert dumps([[r[3], r[5], r[4]] for r in held]) == dumps(rows)
             assert dumps(list(db.reports(experiment_id))) == dumps([r[1:] for r in reports])
     finally:
         db.close()
