@@ -33,9 +33,14 @@ TARGET_COST = 0.10
 TARGET_P50_S = 0.05
 
 
-def _rows(path: str, table: str) -> int:
+def _trials(path: str) -> int:
     with sqlite3.connect(path) as conn:
-        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
+
+
+def _reports(path: str) -> int:
+    with sqlite3.connect(path) as conn:  # schema 3: reports lie in chunks, each row says how many it holds
+        return conn.execute("SELECT coalesce(sum(count), 0) FROM report_chunks").fetchone()[0]
 
 
 def run_side(client, side: str, folder: str, round_no: int) -> dict:
@@ -53,8 +58,8 @@ def run_side(client, side: str, folder: str, round_no: int) -> dict:
         "streaming_lost": streaming["lost"],
     }
     if side == "on":
-        out["stored_trials"] = _rows(path, "trials")
-        out["stored_reports"] = _rows(path, "reports")
+        out["stored_trials"] = _trials(path)
+        out["stored_reports"] = _reports(path)
         out["store_bytes"] = sum(f.stat().st_size for f in Path(folder).glob(f"store-{round_no}.sqlite*"))
         # every dispatch trial, both streaming trials, and every report the streaming run sent
         assert out["stored_trials"] == N * bench_dispatch.REPEATS + bench_streaming.TRIALS, out

@@ -140,7 +140,7 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
     return InMemoryRecord.restored(
         definition_from_json(row["definition"]),
         trials,
-        lambda: _reports(path, experiment_id),
+        lambda: _batches(path, experiment_id),
         lambda: _output(path, experiment_id),
         state=state,
         message=row["error"],
@@ -148,10 +148,10 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
     )
 
 
-def _reports(path: str, experiment_id: str) -> list[tuple]:
+def _batches(path: str, experiment_id: str) -> list[tuple]:
     db = Database(path)
     try:
-        return list(db.reports(experiment_id))
+        return [(trial_id, attempt, rows) for _, trial_id, attempt, rows in db.report_batches(experiment_id)]
     finally:
         db.close()
 

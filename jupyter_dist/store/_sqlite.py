@@ -1,10 +1,16 @@
 """The experiment store on disk: one SQLite file in WAL mode, shared by every kernel of a user. Every SQL statement
-of jupyter_dist is in this module; the rest of the package reads and writes through ``Database``.
+of jupyter_dist is in this module and in _chunks.py (how reports lie in the file); the rest of the package reads
+and writes through ``Database``.
 
 WAL lets readers (``experiments()``, ``load()``, another kernel, the server extension) read while a run writes;
 each connection waits up to BUSY_TIMEOUT_S for another process's write transaction instead of failing with
 "database is locked". Writes come in batches from one writer thread per run (_journal.py), so a transaction per
 batch, not per report.
+
+Reports are kept in chunks (_chunks.py, schema 3), each report numbered in arrival order across the file. Three
+ways read them: ``report_page`` (at most n after a cursor: the REST API's paging, a live view following a run),
+``reports`` (one tuple per report) and ``report_batches`` (the fast bulk path: whole batches as they arrived, with
+the cursor of each one's last report, for ``history``, a loaded run's curves and a resume).
 
 The file says what it is: ``PRAGMA application_id`` marks it as ours and ``PRAGMA user_version`` is the schema
 version. A file that is not SQLite, or is someone else's database, or was written by a newer jupyter_dist, is
@@ -13,19 +19,20 @@ refused with an error naming the file; it is never modified, let alone replaced.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from ._codec import dumps
+from . import _chunks
+from ._chunks import Batch
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x4A445354  # "JDST"
 BUSY_TIMEOUT_S = 30.0
 
@@ -55,16 +62,6 @@ CREATE TABLE trials (
     result BLOB,                   -- a data-parallel trial's return values, pickled, when they pickle
     PRIMARY KEY (experiment_id, trial_id)
 );
-CREATE TABLE reports (
-    seq INTEGER PRIMARY KEY,       -- arrival order: the cursor a live reader resumes from
-    experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    trial_id INTEGER NOT NULL,
-    attempt INTEGER NOT NULL,
-    step INTEGER NOT NULL,
-    sent_at REAL NOT NULL,
-    metrics TEXT NOT NULL          -- JSON object of one report() call
-);
-CREATE INDEX reports_by_experiment ON reports (experiment_id, seq);
 CREATE TABLE logs (
     seq INTEGER PRIMARY KEY,
     experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
@@ -82,9 +79,14 @@ CREATE TABLE stop_requests (
     requested REAL NOT NULL
 )"""
 SCHEMA += STOP_REQUESTS + ";"
+# Schema 3: reports in chunks of batches (_chunks.py), where schema 2 had a row per report.
+SCHEMA += _chunks.TABLE + ";"
 
 # What brings a store of schema version N up to N + 1 (a store is migrated when opened, in one transaction).
-MIGRATIONS = {1: [STOP_REQUESTS]}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: lambda conn: conn.execute(STOP_REQUESTS),
+    2: _chunks.migrate_from_schema_2,
+}
 
 
 def owner() -> dict[str, Any]:
@@ -163,13 +165,26 @@ class Database:
             self._migrate()
 
     def _migrate(self) -> None:
-        with self.transaction():
-            version = self._pragmas()[1]  # again under the write lock: another process may have done it
-            while version < SCHEMA_VERSION:
-                for statement in MIGRATIONS[version]:
-                    self.conn.execute(statement)
-                version += 1
-                self.conn.execute(f"PRAGMA user_version={version}")
+        on_disk = version = self._pragmas()[1]
+        try:
+            with self.transaction():
+                version = self._pragmas()[1]  # again under the write lock: another process may have done it
+                while version < SCHEMA_VERSION:
+                    MIGRATIONS[version](self.conn)
+                    version += 1
+                    self.conn.execute(f"PRAGMA user_version={version}")
+        except Exception as exc:
+            raise StoreError(
+                f"{self.path} could not be brought up to date (store schema {on_disk} to {SCHEMA_VERSION}): "
+                f"{type(exc).__name__}: {exc}. The migration was rolled back and the file left as it was; "
+                "point JUPYTER_DIST_STORE at another file, or open it with the jupyter_dist that wrote it."
+            ) from exc
+        # Schema 2's reports, now chunks, leave most of the file free: 110 MB back to 28 for 1M reports, in ~1.6 s,
+        # once. If it cannot (another connection's transaction, no room for the copy), the file stays as big.
+        free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+        if free > self.conn.execute("PRAGMA page_count").fetchone()[0] // 2:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("VACUUM")
 
     def _tables(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -241,26 +256,50 @@ class Database:
         ).fetchone()
         return None if row is None else row[0]
 
+    def report_batches(self, experiment_id: str, since: int = 0) -> list[tuple[int, int, int, list]]:
+        """An experiment's reports after cursor ``since`` (0: all), as they arrived, batch by batch and not
+        expanded: (cursor, trial_id, attempt number, rows), ``rows`` being ``[[step, metrics, sent_at], ...]``
+        and ``cursor`` the sequence number of the batch's last report (``report_page``'s cursor, to go on from;
+        a batch that ``since`` falls inside comes cut). The fast path for a reader that wants everything
+        (``history``, a resume's curves): one msgpack decode per chunk of reports, no tuple per report, the
+        garbage collector paused (1M reports: 0.4-0.65 s of CPU, against 3.7 s for schema 2's ``reports()``)."""
+        with _chunks.gc_paused():
+            return [
+                (cursor, trial_id, attempt, rows)
+                for cursor, (trial_id, attempt, rows) in _chunks.batches_after(
+                    self.conn, experiment_id, since
+                )
+            ]
+
     def reports(self, experiment_id: str) -> Iterator[tuple[int, int, int, float, dict[str, float]]]:
         """An experiment's reports in arrival order: (trial_id, attempt number, step, sent_at, metrics)."""
-        rows = self.conn.execute(
-            "SELECT trial_id, attempt, step, sent_at, metrics FROM reports WHERE experiment_id = ? ORDER BY seq",
-            (experiment_id,),
-        )
-        for trial_id, attempt, step, sent_at, metrics in rows:
-            yield trial_id, attempt, step, sent_at, json.loads(metrics)
+        for _, trial_id, attempt, rows in self.report_batches(experiment_id):
+            for step, metrics, sent_at in rows:
+                yield trial_id, attempt, step, sent_at, metrics
 
     def report_page(
         self, experiment_id: str, since: int, limit: int
     ) -> list[tuple[int, int, int, int, float, dict[str, float]]]:
         """At most ``limit`` reports after cursor ``since`` (a report's ``seq``; 0: from the start), in arrival
         order: (seq, trial_id, attempt number, step, sent_at, metrics)."""
-        rows = self.conn.execute(
-            "SELECT seq, trial_id, attempt, step, sent_at, metrics FROM reports "
-            "WHERE experiment_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (experiment_id, since, limit),
-        )
-        return [(*row[:5], json.loads(row[5])) for row in rows]
+        page: list[tuple[int, int, int, int, float, dict[str, float]]] = []
+        batches = _chunks.batches_after(self.conn, experiment_id, since)
+        try:
+            with _chunks.gc_paused():
+                for cursor, (trial_id, attempt, rows) in batches:
+                    seq = cursor - len(rows)
+                    for step, metrics, sent_at in rows[: limit - len(page)]:
+                        seq += 1
+                        page.append((seq, trial_id, attempt, step, sent_at, metrics))
+                    if len(page) >= limit:
+                        break
+        finally:
+            batches.close()  # ends the query now, not when the generator is collected
+        return page
+
+    def report_count(self, experiment_id: str) -> int:
+        """How many reports an experiment has in the file."""
+        return _chunks.report_count(self.conn, experiment_id)
 
     def log_rows(self, experiment_id: str) -> list[sqlite3.Row]:
         return self.conn.execute(
@@ -279,7 +318,7 @@ class Database:
         self,
         experiment_id: str,
         trials: dict[int, tuple[str, float | None, str, bytes | None]],
-        reports: list[tuple[int, int, list]],
+        reports: list[Batch],
         logs: list[tuple[int, str, str]],
         final: tuple[str, str | None, float] | None,
     ) -> None:
@@ -287,16 +326,10 @@ class Database:
         pickled result) replace their rows; ``reports`` (trial_id, attempt number, [[step, metrics, sent_at],
         ...]) and ``logs`` (trial_id, stream, text) are appended; the heartbeat is stamped and, with ``final``
         (state, error, ended), the run's end is recorded."""
+        chunks = _chunks.packed(reports)
         with self.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO reports (experiment_id, trial_id, attempt, step, sent_at, metrics) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (experiment_id, trial_id, attempt, step, sent_at, dumps(metrics))
-                    for trial_id, attempt, rows in reports
-                    for step, metrics, sent_at in rows
-                ],
-            )
+            if chunks:
+                _chunks.insert(conn, experiment_id, chunks)
             conn.executemany(
                 "INSERT INTO logs (experiment_id, trial_id, stream, text) VALUES (?, ?, ?, ?)",
                 [(experiment_id, trial_id, stream, text) for trial_id, stream, text in logs],

@@ -148,18 +148,6 @@ def test_a_file_that_is_not_our_store_is_refused_and_left_untouched(run_hpo, tmp
         run_hpo(train, SPACE, trials=1, metric="acc", store=str(path), name="train", resume=True)
 
 
-def test_a_store_of_the_previous_schema_is_brought_up_to_date_and_keeps_everything(run_hpo, store):
-    exp = run_hpo(train, SPACE, trials=2, metric="acc", store=store)
-    with sqlite3.connect(store) as conn:  # as the first 0.5 development versions wrote it (schema 1)
-        conn.execute("DROP TABLE stop_requests")
-        conn.execute("PRAGMA user_version=1")
-    loaded = jd.load(exp.id, store=store)
-    assert loaded.best.value == exp.best.value and len(loaded.history) == 6
-    with sqlite3.connect(store) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
-        assert conn.execute("SELECT count(*) FROM stop_requests").fetchone()[0] == 0
-
-
 def _definition(name: str) -> ExperimentDefinition:
     return ExperimentDefinition("hpo", name, Objective("acc"), {}, total=50)
 
@@ -187,7 +175,7 @@ def test_two_processes_writing_one_store_at_once_lose_nothing(store):
         p.join(120)
         assert p.exitcode == 0
     with sqlite3.connect(store) as conn:
-        assert conn.execute("SELECT count(*) FROM reports").fetchone()[0] == 2 * BATCHES * ROWS
+        assert conn.execute("SELECT sum(count) FROM report_chunks").fetchone()[0] == 2 * BATCHES * ROWS
         assert conn.execute("SELECT count(*) FROM trials").fetchone()[0] == 2 * BATCHES
     listing = jd.experiments(store=store)
     assert list(listing["state"]) == ["completed", "completed"]
@@ -260,7 +248,7 @@ def test_a_store_that_stops_taking_writes_loses_nothing_and_says_so(run_hpo, sto
     assert f"NOT STORED: writing to the store {store} failed" in exp.status_line()
     assert len(exp.history) == exp.reports == 160
     with sqlite3.connect(store) as conn:
-        on_disk = conn.execute("SELECT count(*) FROM reports").fetchone()[0]
+        on_disk = conn.execute("SELECT coalesce(sum(count), 0) FROM report_chunks").fetchone()[0]
     assert 0 < on_disk < 160
 
 
