@@ -253,11 +253,12 @@ def thread_cpu_s() -> dict[int, tuple[str, float]]:
 
 class CpuSampler:
     """CPU seconds of this process (in all, and by thread role) and of named groups of other processes, sampled
-    every ``interval`` seconds by a thread of its own and on demand (``sample()``).
+    every ``interval`` seconds by a thread of its own and on demand (``sample()``); each sample is stamped with
+    ``time.monotonic()`` ("t") and ``time.time()`` ("time", to compare with trials' and reports' times).
 
     ``groups``: {name: pids} (the scheduler, the workers...), or a callable returning it, asked at each sample
     (workers may come and go). ``window(t0, t1)`` gives the CPU each used between the first sample at or after
-    ``t0`` and the last at or before ``t1``. A thread that begins and ends between two samples is counted in the
+    ``t0`` and the last at or before ``t1`` (``clock="time"``: t0 and t1 are ``time.time()`` values). A thread that begins and ends between two samples is counted in the
     process's total but in no role ("ended_between_samples"); the sampler's own thread is reported apart
     ("benchmark") and left out of ``kernel_s``.
     """
@@ -287,6 +288,7 @@ class CpuSampler:
         groups = self.groups() if callable(self.groups) else self.groups
         s = {
             "t": time.monotonic(),
+            "time": time.time(),
             "process": process_cpu_s(),
             "threads": thread_cpu_s(),
             "groups": {name: {pid: process_cpu_s(pid) for pid in pids} for name, pids in groups.items()},
@@ -295,8 +297,10 @@ class CpuSampler:
         self.samples.append(s)
         return s
 
-    def window(self, t0: float | None = None, t1: float | None = None) -> dict[str, Any]:
-        inside = [s for s in self.samples if (t0 is None or s["t"] >= t0) and (t1 is None or s["t"] <= t1)]
+    def window(self, t0: float | None = None, t1: float | None = None, clock: str = "t") -> dict[str, Any]:
+        inside = [
+            s for s in self.samples if (t0 is None or s[clock] >= t0) and (t1 is None or s[clock] <= t1)
+        ]
         if len(inside) < 2:
             raise ValueError(f"fewer than 2 CPU samples between {t0} and {t1}: sample more often")
         first, last = inside[0], inside[-1]
@@ -317,6 +321,8 @@ class CpuSampler:
             before = first["groups"].get(name, {})
             groups[name] = sum(cpu - (before.get(pid) or 0.0) for pid, cpu in latest.items())
         return {
+            "from": first["time"],
+            "to": last["time"],
             "wall_s": last["t"] - first["t"],
             "process_s": process,
             "kernel_s": process - roles.get("benchmark", 0.0),
@@ -329,7 +335,7 @@ class CpuSampler:
 class CountingView:
     """A ``progress=`` view that draws nothing and counts what arrives: reports per trial, each report's delivery
     latency (kernel ``time.time()`` minus the worker's in ``report()``, same host) and each delivery's time
-    (``time.monotonic()``, with how many reports it carried). Its listener runs on the Dask IO thread and only
+    (kernel ``time.time()``, with how many reports it carried). Its listener runs on the Dask IO thread and only
     appends; pass ``CountingView`` itself as ``hpo(progress=...)`` and read ``CountingView.last`` afterwards."""
 
     last: CountingView | None = None
@@ -346,7 +352,7 @@ class CountingView:
 
     def _on_reports(self, trial_id, rows) -> None:
         now = time.time()
-        self.arrivals.append((time.monotonic(), len(rows)))
+        self.arrivals.append((now, len(rows)))
         self.per_trial[trial_id] = self.per_trial.get(trial_id, 0) + len(rows)
         self.latency.extend(now - sent_at for _, _, sent_at in rows)
 
