@@ -9,15 +9,18 @@ _workloads.py. The scripts import both as their siblings: Python puts a script's
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as _dt
 import json
 import os
 import platform
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -390,6 +393,125 @@ class CountingView:
             "p99": percentile(self.latency, 99),
             "max": max(self.latency, default=None),
         }
+
+
+def least_squares(xs: list[list[float]], ys: list[float], names: tuple[str, ...]) -> dict[str, Any] | None:
+    """Fit ``y = c0 + c1 x1 + ...`` by least squares: the coefficients by ``names`` (the intercept's first), R²,
+    the residuals' RMS and the leave-one-out RMS (each row predicted by a fit without it: how well the form
+    predicts a point it did not see). None with too few rows for a leave-one-out fit."""
+    import numpy as np
+
+    if len(ys) <= len(names) + 1:
+        return None
+    x = np.array([[1.0, *row] for row in xs])
+    y = np.array(ys)
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    residual = y - x @ coef
+    total = float(((y - y.mean()) ** 2).sum())
+    loo = []
+    for i in range(len(y)):
+        keep = [j for j in range(len(y)) if j != i]
+        loo.append(float(y[i] - x[i] @ np.linalg.lstsq(x[keep], y[keep], rcond=None)[0]))
+    return {
+        "coefficients": dict(zip(names, (float(c) for c in coef), strict=True)),
+        "r2": 1 - float((residual**2).sum()) / total if total else None,
+        "rms": float(np.sqrt((residual**2).mean())),
+        "leave_one_out_rms": float(np.sqrt(np.mean(np.square(loo)))),
+    }
+
+
+# --- a Dask cluster of real processes ---------------------------------------------------------------------------
+def die_with_parent() -> None:
+    """A subprocess ``preexec_fn``: the kernel SIGTERMs the child when the process that started it ends, however
+    it ends (Linux's PR_SET_PDEATHSIG), so a benchmark killed mid-run leaves no cluster behind."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
+class DaskProcessCluster:
+    """The ``dask scheduler`` command and ``workers`` x ``dask worker --no-nanny --nthreads threads`` processes on
+    127.0.0.1, each a process of its own (so each one's CPU can be read apart), with ``env`` added to their
+    environment. ``start()`` returns their address, pids, start time and memory; ``close()`` ends them (call
+    it on every path; they also end with this process, ``die_with_parent``)."""
+
+    def __init__(self, workers: int, threads: int, env: dict[str, str] | None = None) -> None:
+        self.workers = workers
+        self.threads = threads
+        self.env = {**os.environ, **(env or {})}
+        self.address = f"tcp://127.0.0.1:{free_port()}"
+        self.procs: list[subprocess.Popen] = []
+        self._log = tempfile.TemporaryFile()
+
+    def start(self, on_workers=None) -> dict[str, Any]:
+        """Start them, wait for every worker, then run ``on_workers`` on each (``Client.run``: e.g. imports that
+        would otherwise land in each worker's first task) and let the start's CPU settle for 5 s."""
+        import psutil
+        from distributed import Client
+
+        dask = str(Path(sys.executable).with_name("dask"))
+        port = self.address.rsplit(":", 1)[1]
+        available = psutil.virtual_memory().available
+        t0 = time.perf_counter()
+        self._spawn([dask, "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"])
+        for i in range(self.workers):
+            self._spawn(
+                [
+                    dask,
+                    "worker",
+                    self.address,
+                    "--nthreads",
+                    str(self.threads),
+                    "--no-nanny",
+                    "--no-dashboard",
+                ]
+                + ["--memory-limit", "0", "--name", f"bench-{i}", "--death-timeout", "60"]
+            )
+        with Client(self.address, set_as_default=False, timeout=120) as client:
+            client.wait_for_workers(self.workers, timeout=900)
+            started = time.perf_counter() - t0
+            if on_workers is not None:
+                client.run(on_workers)
+        time.sleep(5)
+        return {
+            "address": self.address,
+            "workers": self.workers,
+            "threads": self.threads,
+            "scheduler_pid": self.procs[0].pid,
+            "worker_pids": [p.pid for p in self.procs[1:]],
+            "start_s": started,
+            "rss_mb": self.rss_mb(),
+            "available_memory_drop_mb": (available - psutil.virtual_memory().available) / 2**20,
+        }
+
+    def _spawn(self, cmd: list[str]) -> None:
+        self.procs.append(
+            subprocess.Popen(
+                cmd, env=self.env, stdout=self._log, stderr=self._log, preexec_fn=die_with_parent
+            )
+        )
+
+    def rss_mb(self) -> dict[str, float]:
+        import psutil
+
+        rss = []
+        for p in self.procs:
+            try:
+                rss.append(psutil.Process(p.pid).memory_info().rss)
+            except psutil.NoSuchProcess:
+                rss.append(0)
+        return {"scheduler": rss[0] / 2**20, "workers_total": sum(rss[1:]) / 2**20}
+
+    def close(self) -> None:
+        for p in reversed(self.procs):  # the workers first, then the scheduler
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + 30
+        for p in self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self._log.close()
 
 
 def machine_busy_share(seconds: float = 1.0) -> float:

@@ -34,37 +34,45 @@ or doubled). A point is saturated (left out of the fit, and its sweep stops) whe
 used > 0.85 core, its processes used > 90% of the machine, reports arrived late (p99 > 2 s) or sleeping trials overran
 (mean > nominal + 5%, at least 0.25 s): past that CPU no longer follows the load.
 
-The model, fitted by least squares for each process p (kernel, scheduler, workers) over the unsaturated points:
+The model, fitted by least squares for each process p (kernel, scheduler, workers) over the unsaturated points
+(``_common.least_squares``):
 
-    cpu_p / s = a_p + b_p * trials/s + c_p * reports/s [+ d_p * trials running] [+ e_p * events/s]
+    cores_p = a_p + b_p * trials/s + c_p * reports/s [+ d_p * trials running] [+ e_p * events/s]
 
-``a`` is the idle cost, ``b`` the CPU per trial (start to outcome), ``c`` per report, ``d`` per running trial per
-second, ``e`` per Dask event. Four forms are fitted (``per_trial_per_report`` = a, b, c; ``+running``; ``per_event``
-= a, b, e; ``+running+per_event``), each with R² and leave-one-out RMS error; the prediction uses the better of
-the first two (those a user controls: trials, their length and their report rate), and the JSON says whether
-events explain the CPU better than reports do (they do when the runtime batches several trials' reports into one
-event). The prediction: N trials at once, each T seconds long reporting r times a second, load a process with
-a + b N/T + c N r + d N cores; it saturates one core at
+``a`` is the idle cost in cores, ``b`` the CPU seconds per trial (start to outcome), ``c`` per report, ``d`` per
+running trial per second, ``e`` per Dask event. Four forms are fitted: ``per_trial_per_report`` (a, b, c),
+``per_trial_per_report+running``, ``per_trial_per_event`` (a, b, e) and ``per_trial_per_report+running+per_event``,
+each with R² and the leave-one-out RMS error (each point predicted by a fit without it). For each process the
+JSON names its ``best_form`` (least leave-one-out error of the four) and its ``user_form`` (the better of the two
+in trials and reports alone, what a user controls), and says whether events explain its CPU better than reports
+do: they do when the runtime packs a varying number of reports into one event, which ``batching`` gives as
+measured (events per report at each report rate, at the most trials at once run at that rate; events per trial
+from the churn points).
 
-    N* = (1 - a) / (b/T + c r + d)
+The prediction: N trials at once, each T seconds long reporting r times a second, load a process with
+a + N (b/T + c r + d + e (r x events per report at r + events per trial / T)) cores (the terms its form has); it
+saturates one core at
 
-given for r in {0.1, 1, 10} reports/s and T in {10, 60, 600} s, for the kernel and the scheduler; the smaller is
-the largest cluster one kernel drives. This 2-core machine saturates as a whole (kernel, scheduler and 64 workers
-share its 2 cores) before any one process reaches a core: N* is the fitted line extended, checked at the held-out
-points (predicted vs measured cores per process).
+    N* = (1 - a) / (b/T + c r + d + e (r x events per report + events per trial / T))
 
-Run: ``.venv/bin/python bench/bench_cost_model.py`` (~15 min, writes bench/results/cost_model.json; watch memory:
-64 workers ~6 GB). ``--quick``: 8 workers, points of 10 s (smoke); ``--workers``, ``--threads``,
+given for r in {0.1, 1, 10} reports/s and T in {10, 60, 600} s, by the best and the user form of the kernel and
+the scheduler; ``largest_cluster_one_kernel_drives`` gives both processes' N* (best forms) for 60 s trials at 1
+and 10 reports/s, and which saturates first. This 2-core machine saturates as a whole (kernel, scheduler and 64
+workers share its 2 cores) long before any one process reaches a core: N* is the fitted line extended. The check:
+at the held-out points, every form's predicted cores per process (from the rates the point measured) against the
+cores measured, within 0.05 core or 25% (``held_out_within_tolerance``, judged for the kernel and the scheduler
+by their best and by their user forms).
+
+Run: ``.venv/bin/python bench/bench_cost_model.py`` (~10 min, writes bench/results/cost_model.json; 64 workers
+take ~45 s to start and ~4 GB). ``--quick``: 8 workers, points of 10 s (smoke); ``--workers``, ``--threads``,
 ``--point-seconds`` set them.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -75,8 +83,10 @@ from pathlib import Path
 from _common import (
     CountingView,
     CpuSampler,
-    free_port,
+    DaskProcessCluster,
+    die_with_parent,
     header,
+    least_squares,
     percentile,
     write_result,
 )
@@ -161,6 +171,12 @@ class EventCounter(SchedulerPlugin):
 
 def _event_times(dask_scheduler=None) -> list[float]:
     return dask_scheduler.plugins[EVENT_COUNTER].times
+
+
+def _preimport() -> None:
+    """On each worker once it starts: what a trial's task imports, which would otherwise land in the first
+    point's ramp on every worker (~1 s of CPU each)."""
+    import jupyter_dist.runtime  # noqa: F401
 
 
 # --- one point, in a fresh kernel process -------------------------------------------------------------------
@@ -293,82 +309,6 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
     return out
 
 
-# --- the cluster ----------------------------------------------------------------------------------------------
-def _die_with_parent() -> None:
-    """In a child process before it runs: SIGTERM it when this benchmark's process ends, however it ends."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-class Cluster:
-    """``dask scheduler`` and ``workers`` x ``dask worker --no-nanny --nthreads threads`` processes on 127.0.0.1,
-    closed on every path (``close()``; each is also SIGTERMed by the kernel if this process dies)."""
-
-    def __init__(self, workers: int, threads: int) -> None:
-        self.workers = workers
-        self.threads = threads
-        self.address = f"tcp://127.0.0.1:{free_port()}"
-        self.procs: list[subprocess.Popen] = []
-        self.log = tempfile.TemporaryFile()
-
-    def start(self) -> dict:
-        import psutil
-        from distributed import Client
-
-        dask = str(Path(sys.executable).with_name("dask"))
-        env = {**os.environ, **CLUSTER_ENV}
-        t0 = time.perf_counter()
-        available0 = psutil.virtual_memory().available
-        port = self.address.rsplit(":", 1)[1]
-        self._spawn([dask, "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"], env)
-        for i in range(self.workers):
-            cmd = [
-                dask,
-                "worker",
-                self.address,
-                "--nthreads",
-                str(self.threads),
-                "--no-nanny",
-                "--no-dashboard",
-            ]
-            self._spawn(
-                cmd + ["--memory-limit", "0", "--name", f"cost-model-{i}", "--death-timeout", "60"], env
-            )
-        with Client(self.address, set_as_default=False, timeout=120) as client:
-            client.wait_for_workers(self.workers, timeout=900)
-            started = time.perf_counter() - t0
-            time.sleep(5)  # let the start's CPU settle before the first point
-        rss = [psutil.Process(p.pid).memory_info().rss for p in self.procs]
-        return {
-            "address": self.address,
-            "workers": self.workers,
-            "threads": self.threads,
-            "scheduler_pid": self.procs[0].pid,
-            "worker_pids": [p.pid for p in self.procs[1:]],
-            "start_s": started,
-            "rss_mb": {"scheduler": rss[0] / 2**20, "workers_total": sum(rss[1:]) / 2**20},
-            "available_memory_drop_mb": (available0 - psutil.virtual_memory().available) / 2**20,
-        }
-
-    def _spawn(self, cmd: list[str], env: dict) -> None:
-        self.procs.append(
-            subprocess.Popen(cmd, env=env, stdout=self.log, stderr=self.log, preexec_fn=_die_with_parent)
-        )
-
-    def close(self) -> None:
-        for p in reversed(self.procs):  # workers first, then the scheduler
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + 30
-        for p in self.procs:
-            try:
-                p.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        self.log.close()
-
-
 # --- the fit ---------------------------------------------------------------------------------------------------
 MODELS = {
     "per_trial_per_report": ("trials_per_s", "reports_per_s"),
@@ -380,47 +320,70 @@ USER_MODELS = ("per_trial_per_report", "per_trial_per_report+running")
 PROCESSES = ("kernel", "scheduler", "workers")
 
 
-def fit(points: list[dict], features: tuple[str, ...], process: str) -> dict | None:
-    import numpy as np
-
-    if len(points) <= len(features) + 1:
-        return None
-    x = np.array([[1.0] + [p["rates"][f] for f in features] for p in points])
-    y = np.array([p["cores"][process] for p in points])
-    coef = np.linalg.lstsq(x, y, rcond=None)[0]
-    residual = y - x @ coef
-    total = float(((y - y.mean()) ** 2).sum())
-    loo = []
-    for i in range(len(points)):
-        keep = [j for j in range(len(points)) if j != i]
-        c = np.linalg.lstsq(x[keep], y[keep], rcond=None)[0]
-        loo.append(float(y[i] - x[i] @ c))
-    return {
-        "coefficients": dict(zip(("idle_cores", *features), (float(c) for c in coef), strict=True)),
-        "r2": 1 - float((residual**2).sum()) / total if total else None,
-        "rms_cores": float(np.sqrt((residual**2).mean())),
-        "leave_one_out_rms_cores": float(np.sqrt(np.mean(np.square(loo)))),
-    }
-
-
 def predict(coefficients: dict, rates: dict) -> float:
     return coefficients["idle_cores"] + sum(
         c * rates[f] for f, c in coefficients.items() if f != "idle_cores"
     )
 
 
-def saturation(coefficients: dict) -> dict:
-    """N* = (1 - a) / (b/T + c r + d): trials at once that load the process with one core."""
+def batching(points: list[dict]) -> dict:
+    """How many Dask events the runtime made of reports and trials, as measured: events per report at each
+    report rate (at the most trials at once run at that rate) and events per trial (churn points)."""
+    per_report: dict[float, tuple[int, float]] = {}
+    for p in points:
+        if p["point"]["kind"] == "long" and p["rates"]["reports_per_s"]:
+            rate, n = p["point"]["rate"], p["point"]["at_once"]
+            ratio = (p["rates"]["events_per_s"] - p["rates"]["trials_per_s"]) / p["rates"]["reports_per_s"]
+            if rate not in per_report or n > per_report[rate][0]:
+                per_report[rate] = (n, ratio)
+    churn = [
+        p["rates"]["events_per_s"] / p["rates"]["trials_per_s"]
+        for p in points
+        if p["point"]["kind"] == "churn"
+    ]
+    return {
+        "events_per_report_by_rate": {rate: ratio for rate, (_, ratio) in sorted(per_report.items())},
+        "events_per_trial": sum(churn) / len(churn) if churn else 1.0,
+    }
+
+
+def _events_per_report(rate: float, measured: dict[float, float]) -> float | None:
+    """At a measured rate, its ratio; below the lowest, the lowest's (reports further apart travel alone at
+    least as often); between two, interpolated in log rate; above the highest, unknown."""
+    if not measured:
+        return None
+    import math
+
+    rates = sorted(measured)
+    if rate <= rates[0]:
+        return measured[rates[0]]
+    for lo, hi in zip(rates, rates[1:], strict=False):
+        if lo <= rate <= hi:
+            w = math.log(rate / lo) / math.log(hi / lo)
+            return measured[lo] + w * (measured[hi] - measured[lo])
+    return measured[rate] if rate in measured else None
+
+
+def saturation(coefficients: dict, made: dict) -> dict:
+    """N* = (1 - a) / (b/T + c r + d + e (r x events per report + events per trial / T)): the trials at once,
+    each T s long reporting r times a second, that load the process with one core (events per report and per
+    trial as measured, ``batching()``)."""
     a = coefficients["idle_cores"]
     b = coefficients.get("trials_per_s", 0.0)
     c = coefficients.get("reports_per_s", 0.0)
     d = coefficients.get("running", 0.0)
+    e = coefficients.get("events_per_s", 0.0)
     table = {}
     for r in PREDICT_RATES:
+        ratio = _events_per_report(r, made["events_per_report_by_rate"]) if e else 0.0
         for t in PREDICT_SECONDS:
-            per_trial = b / t + c * r + d
+            key = f"{r:g}/s, {t} s trials"
+            if ratio is None:
+                table[key] = None  # a rate past the measured ones: how its reports batch is unknown
+                continue
+            per_trial = b / t + c * r + d + e * (r * ratio + made["events_per_trial"] / t)
             n = (1 - a) / per_trial if per_trial > 0 else None
-            table[f"{r:g}/s, {t} s trials"] = {
+            table[key] = {
                 "trials_at_once": n,
                 "reports_per_s": n * r if n is not None else None,
                 "trials_per_s": n / t if n is not None else None,
@@ -428,6 +391,7 @@ def saturation(coefficients: dict) -> dict:
     return {
         "trials_at_once_by_rate_and_length": table,
         "reports_per_s_alone": (1 - a) / c if c > 0 else None,  # long trials, nothing else
+        "events_per_s_alone": (1 - a) / e if e > 0 else None,
         "trials_per_s_alone": (1 - a) / b if b > 0 else None,  # trials that do not report
     }
 
@@ -436,22 +400,30 @@ def model(points: list[dict]) -> dict:
     fitted = [
         p for p in points if not p.get("saturated") and "error" not in p and p["point"]["sweep"] != "held_out"
     ]
-    out: dict = {"points_fitted": [p["label"] for p in fitted], "by_process": {}}
+    made = batching(fitted)
+    out: dict = {"points_fitted": [p["label"] for p in fitted], "batching": made, "by_process": {}}
     for process in PROCESSES:
-        fits = {name: fit(fitted, features, process) for name, features in MODELS.items()}
-        usable = {name: fits[name] for name in USER_MODELS if fits[name]}
-        chosen = min(usable, key=lambda n: usable[n]["leave_one_out_rms_cores"]) if usable else None
+        fits = {}
+        for name, features in MODELS.items():
+            xs = [[p["rates"][f] for f in features] for p in fitted]
+            ys = [p["cores"][process] for p in fitted]
+            fits[name] = least_squares(xs, ys, ("idle_cores", *features))
+        loo = {name: f["leave_one_out_rms"] for name, f in fits.items() if f}
+        best = min(loo, key=loo.get) if loo else None
+        user = min((n for n in USER_MODELS if n in loo), key=loo.get, default=None)
         events_better = None
-        if fits["per_trial_per_event"] and fits["per_trial_per_report"]:
-            events_better = (
-                fits["per_trial_per_event"]["leave_one_out_rms_cores"]
-                < fits["per_trial_per_report"]["leave_one_out_rms_cores"]
-            )
+        if "per_trial_per_event" in loo and "per_trial_per_report" in loo:
+            events_better = loo["per_trial_per_event"] < loo["per_trial_per_report"]
         out["by_process"][process] = {
             "fits": fits,
-            "chosen": chosen,
+            "best_form": best,  # the least leave-one-out error of all four
+            "user_form": user,  # the better of the two in trials and reports alone
             "events_explain_better_than_reports": events_better,
-            "saturation": saturation(fits[chosen]["coefficients"]) if chosen else None,
+            "saturation": {
+                name: saturation(fits[name]["coefficients"], made)
+                for name in {best, user}
+                if name is not None
+            },
         }
     return out
 
@@ -476,6 +448,8 @@ def held_out_points(points: list[dict], workers: int, threads: int, seconds: flo
 
 
 def check(points: list[dict], fitted: dict) -> list[dict]:
+    """Each held-out point: every form's predicted cores per process (from the rates it measured) against the
+    cores measured; ``within_tolerance`` for the best and the user form."""
     out = []
     for p in points:
         if p["point"]["sweep"] != "held_out":
@@ -487,19 +461,30 @@ def check(points: list[dict], fitted: dict) -> list[dict]:
             "processes": {},
         }
         for process in PROCESSES:
-            chosen = fitted["by_process"][process]["chosen"]
-            if chosen is None or "error" in p:
+            m = fitted["by_process"][process]
+            if m["best_form"] is None or "error" in p:
                 continue
-            predicted = predict(fitted["by_process"][process]["fits"][chosen]["coefficients"], p["rates"])
             measured = p["cores"][process]
-            error = predicted - measured
+            forms = {}
+            for name, f in m["fits"].items():
+                if f is None:
+                    continue
+                predicted = predict(f["coefficients"], p["rates"])
+                error = predicted - measured
+                forms[name] = {
+                    "predicted_cores": predicted,
+                    "error_cores": error,
+                    "relative_error": error / measured if measured else None,
+                    "within_tolerance": abs(error) <= TOLERANCE["cores"]
+                    or (measured > 0 and abs(error) / measured <= TOLERANCE["relative"]),
+                }
             entry["processes"][process] = {
-                "predicted_cores": predicted,
                 "measured_cores": measured,
-                "error_cores": error,
-                "relative_error": error / measured if measured else None,
-                "within_tolerance": abs(error) <= TOLERANCE["cores"]
-                or (measured > 0 and abs(error) / measured <= TOLERANCE["relative"]),
+                "by_form": forms,
+                "best_form_within_tolerance": forms[m["best_form"]]["within_tolerance"],
+                "user_form_within_tolerance": forms[m["user_form"]]["within_tolerance"]
+                if m["user_form"]
+                else None,
             }
         out.append(entry)
     return out
@@ -511,7 +496,7 @@ def _child(point: Point, cluster_file: str) -> dict:
     timeout = 4 * point.seconds + 300
     try:
         done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=_die_with_parent
+            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent
         )
     except subprocess.TimeoutExpired as e:
         return {"point": asdict(point), "label": point.label, "error": f"timed out after {timeout:.0f} s",
@@ -532,13 +517,13 @@ def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
 
 def main(workers: int, threads: int, seconds: float) -> dict:
     wall0 = time.perf_counter()
-    cluster = Cluster(workers, threads)
+    cluster = DaskProcessCluster(workers, threads, CLUSTER_ENV)
     points: list[dict] = []
     try:
         print(
             f"  starting dask scheduler + {workers} dask worker processes x {threads} threads...", flush=True
         )
-        info = cluster.start()
+        info = cluster.start(on_workers=_preimport)
         print(f"    up in {info['start_s']:.0f} s; RSS scheduler {info['rss_mb']['scheduler']:.0f} MB, "
               f"workers {info['rss_mb']['workers_total']:.0f} MB in all", flush=True)  # fmt: skip
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -553,7 +538,7 @@ def main(workers: int, threads: int, seconds: float) -> dict:
                 _run(point, f.name, points)
         finally:
             os.unlink(f.name)
-        info["rss_mb_at_end"] = _rss_mb(cluster)
+        info["rss_mb_at_end"] = cluster.rss_mb()
     finally:
         cluster.close()
     fitted = model(points)
@@ -578,50 +563,39 @@ def main(workers: int, threads: int, seconds: float) -> dict:
             "tolerance": TOLERANCE,
         },
     )
-    kernel = fitted["by_process"]["kernel"]
-    scheduler = fitted["by_process"]["scheduler"]
     result.update(
         cluster=info,
         points=points,
         model=fitted,
         held_out_check=checked,
-        largest_cluster_one_kernel_drives=_headline(kernel, scheduler),
-        all_within_tolerance=_judge(checked),
+        largest_cluster_one_kernel_drives=_headline(fitted),
+        held_out_within_tolerance={form: _judge(checked, form) for form in ("best_form", "user_form")},
         wall_s=time.perf_counter() - wall0,
     )
     return result
 
 
-def _judge(checked: list[dict]) -> bool | None:
-    """Whether the kernel's and the scheduler's predictions held at every unsaturated held-out point; None when
-    none was unsaturated."""
+def _judge(checked: list[dict], form: str) -> bool | None:
+    """Whether the kernel's and the scheduler's ``form`` ("best_form" or "user_form") predictions held at every
+    unsaturated held-out point; None when none was unsaturated."""
     judged = [e for e in checked if e["processes"] and not e["saturated"]]
     if not judged:
         return None
-    return all(v["within_tolerance"] for e in judged for k, v in e["processes"].items() if k != "workers")
+    return all(e["processes"][k][f"{form}_within_tolerance"] for e in judged for k in ("kernel", "scheduler"))
 
 
-def _rss_mb(cluster: Cluster) -> dict:
-    import psutil
-
-    rss = []
-    for p in cluster.procs:
-        try:
-            rss.append(psutil.Process(p.pid).memory_info().rss)
-        except psutil.NoSuchProcess:
-            rss.append(0)
-    return {"scheduler": rss[0] / 2**20, "workers_total": sum(rss[1:]) / 2**20}
-
-
-def _headline(kernel: dict, scheduler: dict) -> dict:
-    """For 60 s trials at 1 and 10 reports/s: N* of each process, and which saturates first."""
+def _headline(fitted: dict) -> dict:
+    """For 60 s trials at 1 and 10 reports/s: N* of the kernel and the scheduler (each by its best form), and
+    which saturates first."""
     out = {}
     for r in (1, 10):
         key = f"{r:g}/s, 60 s trials"
         ns = {}
-        for name, fitted in (("kernel", kernel), ("scheduler", scheduler)):
-            if fitted["saturation"]:
-                ns[name] = fitted["saturation"]["trials_at_once_by_rate_and_length"][key]["trials_at_once"]
+        for name in ("kernel", "scheduler"):
+            m = fitted["by_process"][name]
+            if m["best_form"] is not None:
+                entry = m["saturation"][m["best_form"]]["trials_at_once_by_rate_and_length"][key]
+                ns[name] = entry["trials_at_once"] if entry else None
         finite = {k: v for k, v in ns.items() if v is not None and v > 0}
         first = min(finite, key=finite.get) if finite else None
         out[key] = {
@@ -647,33 +621,53 @@ def _line(res: dict) -> str:
     )
 
 
+def _coefficients(f: dict) -> str:
+    return ", ".join(
+        f"idle {v:.3f} cores" if k == "idle_cores" else f"{v * 1e3:.3f} ms per {UNITS[k]}"
+        for k, v in f["coefficients"].items()
+    )
+
+
+UNITS = {
+    "trials_per_s": "trial",
+    "reports_per_s": "report",
+    "running": "running trial-s",
+    "events_per_s": "event",
+}
+
+
 def summary(result: dict) -> str:
     lines = [f"cost model on {result['parameters']['cluster']}:"]
     for p in result["points"]:
         lines += [f"  {p['point']['sweep']}: {p['label']}", _line(p)]
+    made = result["model"]["batching"]
+    per_report = ", ".join(f"{r:g}/s {v:.2f}" for r, v in made["events_per_report_by_rate"].items())
+    lines.append(f"  events per report: {per_report}; per trial {made['events_per_trial']:.2f}")
     for process, m in result["model"]["by_process"].items():
-        if not m["chosen"]:
+        if not m["best_form"]:
             lines.append(f"  {process}: too few unsaturated points to fit")
             continue
-        f = m["fits"][m["chosen"]]
-        coef = ", ".join(
-            f"{k} {v * 1e3:.3f} m" if k != "idle_cores" else f"idle {v:.3f}"
-            for k, v in f["coefficients"].items()
-        )
-        lines.append(
-            f"  {process} ({m['chosen']}): {coef} cores per unit; R² {f['r2']:.3f}, LOO RMS "
-            f"{f['leave_one_out_rms_cores']:.3f} cores; events explain better: {m['events_explain_better_than_reports']}"
-        )
+        for label, name in (("best", m["best_form"]), ("user", m["user_form"])):
+            f = m["fits"][name]
+            lines.append(
+                f"  {process}, {label} form {name}: {_coefficients(f)}; R² {f['r2']:.3f}, leave-one-out RMS "
+                f"{f['leave_one_out_rms']:.3f} cores"
+            )
     for key, h in result["largest_cluster_one_kernel_drives"].items():
         ns = ", ".join(f"{k} {v:,.0f}" if v else f"{k} -" for k, v in h["trials_at_once"].items())
         lines.append(f"  one core saturated at {key}: trials at once {ns}; first: {h['first_to_saturate']}")
     for e in result["held_out_check"]:
-        parts = ", ".join(
-            f"{k} {v['predicted_cores']:.3f} predicted / {v['measured_cores']:.3f} measured"
-            for k, v in e["processes"].items()
-        )
-        lines.append(f"  held out {e['label']}: {parts}{' (SATURATED)' if e['saturated'] else ''}")
-    lines.append(f"  held-out checks within tolerance (kernel, scheduler): {result['all_within_tolerance']}")
+        parts = []
+        for k, v in e["processes"].items():
+            best = result["model"]["by_process"][k]["best_form"]
+            parts.append(
+                f"{k} {v['by_form'][best]['predicted_cores']:.3f} predicted / {v['measured_cores']:.3f}"
+            )
+        lines.append(f"  held out {e['label']}: {', '.join(parts)}{' (SATURATED)' if e['saturated'] else ''}")
+    lines.append(
+        f"  held-out within tolerance (kernel, scheduler): best forms {result['held_out_within_tolerance']['best_form']}, "
+        f"user forms {result['held_out_within_tolerance']['user_form']}"
+    )
     return "\n".join(lines)
 
 
