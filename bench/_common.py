@@ -387,11 +387,19 @@ class CountingView:
             "every_trial_exact": wrong == 0,
         }
 
-    def latency_s(self) -> dict[str, float | None]:
+    def latency_s(self, t0: float | None = None, t1: float | None = None) -> dict[str, float | None]:
+        """p50, p99 and max of the reports delivered between ``t0`` and ``t1`` (``time.time()``; default all)."""
+        latency = self.latency
+        if t0 is not None or t1 is not None:
+            latency, at = [], 0  # each delivery's latencies follow the previous one's in self.latency
+            for arrived, n in self.arrivals:
+                if (t0 is None or arrived >= t0) and (t1 is None or arrived < t1):
+                    latency.extend(self.latency[at : at + n])
+                at += n
         return {
-            "p50": percentile(self.latency, 50),
-            "p99": percentile(self.latency, 99),
-            "max": max(self.latency, default=None),
+            "p50": percentile(latency, 50),
+            "p99": percentile(latency, 99),
+            "max": max(latency, default=None),
         }
 
 

@@ -87,7 +87,6 @@ from _common import (
     die_with_parent,
     header,
     least_squares,
-    percentile,
     write_result,
 )
 from _workloads import sleep_and_report
@@ -275,9 +274,7 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
         "events_per_s": sum(t0 <= at < t1 for at in events) / span,
         "running": running,
     }
-    window_latency = (
-        [] if view is None else view.latency
-    )  # whole run's: the window's alone are not kept apart
+    latency = view.latency_s(t0, t1) if view else None  # the window's reports: the ramp's wait longer
     reasons = []
     if cores["kernel"] > SATURATED_CORE:
         reasons.append(f"kernel {cores['kernel']:.2f} cores")
@@ -287,7 +284,7 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
         reasons.append(
             f"this benchmark used {(cores['machine'] - cores['others']) / ncpu:.0%} of the machine"
         )
-    p99 = percentile(window_latency, 99)
+    p99 = latency["p99"] if latency else None
     if p99 is not None and p99 > SATURATED_P99_S:
         reasons.append(f"report latency p99 {p99:.1f} s")
     durations = [r.duration for r in records if r.duration is not None]
@@ -301,7 +298,8 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
         rates=rates,
         events_total=len(events),
         reports_check=view.check(records) if view else None,
-        latency_s=view.latency_s() if view else None,
+        latency_s=latency,
+        latency_whole_run_s=view.latency_s() if view else None,
         trial_duration_s={"nominal": point.seconds, "mean": mean},
         counts=exp.counts() if exp is not None else None,
         saturated=reasons,
