@@ -21,8 +21,8 @@ The points (full size; W = 64 workers, T = 16 threads):
     as many at once as give ~60% of the largest trial rate fitted. Not used in the fit; the check.
 Each sweep runs from light to heavy and stops at its first saturated point (below).
 
-Measured per point, over its steady window (long trials: from the last trial's start + 0.5 s to the first
-trial's end - 0.5 s; churn: from the N-th start + 0.5 s to the last start - 0.5 s; idle: all of it), with
+Measured per point, over its steady window (long trials: from the start of the last trial but 1% + 0.5 s to
+the first trial's end - 0.5 s; churn: from the N-th start + 0.5 s to the last start - 0.5 s; idle: all of it), with
 ``_common.CpuSampler`` reading /proc every 0.5 s: CPU seconds per second (cores) of the kernel process (less the
 sampler's own thread; also by thread: ``main`` is jupyter_dist's trial loop, ``io_loop`` the Dask client and
 jupyter_dist's event handlers), the scheduler process, all worker processes, the whole machine, and others
@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -96,6 +97,7 @@ WORKERS = 64
 THREADS = 16
 POINT_S = 25.0
 IDLE_S = 15.0
+MIN_WINDOW_S = 5.0
 QUICK = {"workers": 8, "threads": 16, "point_seconds": 10.0}
 AT_ONCE_MULTIPLES = (1, 2, 4, 8, 16)  # x workers
 REPORT_RATES = (2, 5, 10)  # at 2 x workers at once
@@ -243,16 +245,19 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
         view = CountingView.last
         starts = sorted(r.started for r in records)
         ends = sorted(r.started + (r.duration or 0.0) for r in records)
-        if point.kind == "long":
-            t0, t1 = starts[-1] + 0.5, ends[0] - 0.5
+        full = starts[min(point.at_once, len(starts)) - 1]  # when the N-th trial began
+        if point.kind == "long":  # a straggler or two (1%) must not shrink the window to nothing
+            t0, t1 = starts[max(0, math.ceil(0.99 * len(starts)) - 1)] + 0.5, ends[0] - 0.5
         else:
-            t0, t1 = starts[min(point.at_once, len(starts)) - 1] + 0.5, starts[-1] - 0.5
-        try:
-            cpu = sampler.window(t0, t1, clock="time")
-        except ValueError:
-            return dict(
-                out, error=f"no steady window: the trials never ran {point.at_once} at once long enough"
-            )
+            t0, t1 = full + 0.5, starts[-1] - 0.5
+        out["ramp_s"] = {
+            "nth_start": full - starts[0],
+            "last_start": starts[-1] - starts[0],
+            "first_end": ends[0] - starts[0],
+        }
+        if t1 - t0 < MIN_WINDOW_S:
+            return dict(out, error=f"no steady window of {MIN_WINDOW_S:g} s: ramp {out['ramp_s']}")
+        cpu = sampler.window(t0, t1, clock="time")
     t0, t1, span = cpu["from"], cpu["to"], cpu["wall_s"]
     ncpu = os.cpu_count() or 1
     ours = cpu["kernel_s"] + cpu["groups_s"]["scheduler"] + cpu["groups_s"]["workers"]

@@ -75,6 +75,7 @@ from _common import (
     header,
     write_result,
 )
+from _workloads import sleep_and_report
 
 TARGET_EFFICIENCY = 0.95
 TARGET_DISPATCH_RATIO = 0.8
@@ -172,8 +173,6 @@ DISPATCH_REPEATS = 3
 
 # --- one shape, in a child process --------------------------------------------------------------------------
 def run_shape(name: str, scale: float) -> dict:
-    from _workloads import sleep_and_report
-
     import jupyter_dist
     from jupyter_dist import space
 
