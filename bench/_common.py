@@ -9,15 +9,19 @@ _workloads.py. The scripts import both as their siblings: Python puts a script's
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as _dt
 import json
 import os
 import platform
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -162,12 +166,14 @@ class CpuMonitor:
         self.hz = os.sysconf("SC_CLK_TCK")
         self.start = _cpu_sample()
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self, ours_cpu_s: float | None = None) -> dict[str, Any]:
+        """``ours_cpu_s``: this benchmark's CPU seconds since ``__init__``, where the benchmark measured them
+        itself (processes still running, or not its children); default: this process and its reaped children."""
         t1, busy1, _total1, steal1, ours1 = _cpu_sample()
         t0, busy0, _total0, steal0, ours0 = self.start
         wall = t1 - t0
         busy = (busy1 - busy0) / self.hz
-        ours = ours1 - ours0
+        ours = ours1 - ours0 if ours_cpu_s is None else ours_cpu_s
         other = max(0.0, busy - ours)
         ncpu = os.cpu_count() or 1
         return {
@@ -179,6 +185,341 @@ class CpuMonitor:
             "steal_s": (steal1 - steal0) / self.hz,
             "loadavg_at_end": list(os.getloadavg()),
         }
+
+
+# --- CPU by process and by thread, from /proc ----------------------------------------------------------------
+def _stat_cpu_s(path: str) -> float | None:
+    """user + system CPU seconds from a /proc/.../stat file; None when the process or thread is gone."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # the name in parentheses may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int | str = "self") -> float | None:
+    """A process's CPU seconds (user + system, all its threads, living and ended); None when it is gone."""
+    return _stat_cpu_s(f"/proc/{pid}/stat")
+
+
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has been busy since boot (all processes, every core)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """The pids of a process's children and their children (default: this process's)."""
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+# This process's threads, by what they do; the first prefix that matches a thread's name wins. In a kernel with an
+# embedded LocalCluster, Dask's scheduler and the client share the "IO loop" thread (the client runs on the
+# cluster's loop), so they cannot be told apart by thread: a benchmark that must separate them runs the scheduler
+# as a process of its own (bench_cost_model).
+THREAD_ROLES = (
+    ("MainThread", "main"),
+    ("IO loop", "io_loop"),
+    ("jupyter_dist-store", "store_writer"),
+    ("jupyter_dist-", "jupyter_dist_other"),
+    ("Dask-", "dask_helpers"),
+    ("bench-", "benchmark"),
+)
+
+
+def thread_role(name: str | None) -> str:
+    for prefix, role in THREAD_ROLES:
+        if name and name.startswith(prefix):
+            return role
+    return "other"
+
+
+def thread_cpu_s() -> dict[int, tuple[str, float]]:
+    """This process's living threads: {native thread id: (role, CPU seconds)}; a thread's role from its Python
+    name (``THREAD_ROLES``), or "other" for threads Python did not start or names no role."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        cpu = _stat_cpu_s(f"/proc/self/task/{tid}/stat")
+        if cpu is not None:
+            out[int(tid)] = (thread_role(names.get(int(tid))), cpu)
+    return out
+
+
+class CpuSampler:
+    """CPU seconds of this process (in all, and by thread role) and of named groups of other processes, sampled
+    every ``interval`` seconds by a thread of its own and on demand (``sample()``); each sample is stamped with
+    ``time.monotonic()`` ("t") and ``time.time()`` ("time", to compare with trials' and reports' times).
+
+    ``groups``: {name: pids} (the scheduler, the workers...), or a callable returning it, asked at each sample
+    (workers may come and go). ``window(t0, t1)`` gives the CPU each used between the first sample at or after
+    ``t0`` and the last at or before ``t1`` (``clock="time"``: t0 and t1 are ``time.time()`` values). A thread that begins and ends between two samples is counted in the
+    process's total but in no role ("ended_between_samples"); the sampler's own thread is reported apart
+    ("benchmark") and left out of ``kernel_s``.
+    """
+
+    def __init__(self, groups: Any = None, interval: float = 0.5) -> None:
+        self.groups = groups or {}
+        self.interval = interval
+        self.samples: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-cpu-sampler", daemon=True)
+
+    def start(self) -> CpuSampler:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> dict[str, Any]:
+        groups = self.groups() if callable(self.groups) else self.groups
+        s = {
+            "t": time.monotonic(),
+            "time": time.time(),
+            "process": process_cpu_s(),
+            "threads": thread_cpu_s(),
+            "groups": {name: {pid: process_cpu_s(pid) for pid in pids} for name, pids in groups.items()},
+            "machine": machine_cpu_s(),
+        }
+        self.samples.append(s)
+        return s
+
+    def window(self, t0: float | None = None, t1: float | None = None, clock: str = "t") -> dict[str, Any]:
+        inside = [
+            s for s in self.samples if (t0 is None or s[clock] >= t0) and (t1 is None or s[clock] <= t1)
+        ]
+        if len(inside) < 2:
+            raise ValueError(f"fewer than 2 CPU samples between {t0} and {t1}: sample more often")
+        first, last = inside[0], inside[-1]
+        roles: dict[str, float] = {}
+        seen: dict[int, tuple[str, float]] = {}  # every thread's last value inside the window
+        for s in inside:
+            seen.update(s["threads"])
+        for tid, (role, cpu) in seen.items():
+            start = first["threads"].get(tid, (role, 0.0))[1]  # a thread born inside the window started at 0
+            roles[role] = roles.get(role, 0.0) + cpu - start
+        process = last["process"] - first["process"]
+        roles["ended_between_samples"] = max(0.0, process - sum(roles.values()))
+        groups: dict[str, float] = {}
+        for name in last["groups"]:
+            latest: dict[int, float] = {}  # a process that ended inside the window keeps its last value
+            for s in inside:
+                latest.update((pid, cpu) for pid, cpu in s["groups"].get(name, {}).items() if cpu is not None)
+            before = first["groups"].get(name, {})
+            groups[name] = sum(cpu - (before.get(pid) or 0.0) for pid, cpu in latest.items())
+        return {
+            "from": first["time"],
+            "to": last["time"],
+            "wall_s": last["t"] - first["t"],
+            "process_s": process,
+            "kernel_s": process - roles.get("benchmark", 0.0),
+            "threads_s": roles,
+            "groups_s": groups,
+            "machine_s": last["machine"] - first["machine"],
+        }
+
+
+class CountingView:
+    """A ``progress=`` view that draws nothing and counts what arrives: reports per trial, each report's delivery
+    latency (kernel ``time.time()`` minus the worker's in ``report()``, same host) and each delivery's time
+    (kernel ``time.time()``, with how many reports it carried). Its listener runs on the Dask IO thread and only
+    appends; pass ``CountingView`` itself as ``hpo(progress=...)`` and read ``CountingView.last`` afterwards."""
+
+    last: CountingView | None = None
+
+    def __init__(self, exp) -> None:
+        self.exp = exp
+        self.per_trial: dict[int, int] = {}
+        self.latency: list[float] = []
+        self.arrivals: list[tuple[float, int]] = []
+        CountingView.last = self
+
+    def start(self) -> None:
+        self.exp.add_report_listener(self._on_reports)
+
+    def _on_reports(self, trial_id, rows) -> None:
+        now = time.time()
+        self.arrivals.append((now, len(rows)))
+        self.per_trial[trial_id] = self.per_trial.get(trial_id, 0) + len(rows)
+        self.latency.extend(now - sent_at for _, _, sent_at in rows)
+
+    def idle(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    def delivered(self) -> int:
+        return sum(self.per_trial.values())
+
+    def check(self, records) -> dict[str, Any]:
+        """Against each trial's own count of the reports it sent (its objective value, see
+        ``_workloads.sleep_and_report``): none lost, none doubled."""
+        lost = doubled = wrong = 0
+        for rec in records:
+            sent = int(rec.value) if rec.value is not None else 0
+            got = self.per_trial.get(rec.trial_id, 0)
+            lost += max(0, sent - got)
+            doubled += max(0, got - sent)
+            wrong += got != sent
+        return {
+            "sent": sum(int(r.value or 0) for r in records),
+            "delivered": self.delivered(),
+            "lost": lost,
+            "doubled": doubled,
+            "trials_whose_count_differs": wrong,
+            "every_trial_exact": wrong == 0,
+        }
+
+    def latency_s(self, t0: float | None = None, t1: float | None = None) -> dict[str, float | None]:
+        """p50, p99 and max of the reports delivered between ``t0`` and ``t1`` (``time.time()``; default all)."""
+        latency = self.latency
+        if t0 is not None or t1 is not None:
+            latency, at = [], 0  # each delivery's latencies follow the previous one's in self.latency
+            for arrived, n in self.arrivals:
+                if (t0 is None or arrived >= t0) and (t1 is None or arrived < t1):
+                    latency.extend(self.latency[at : at + n])
+                at += n
+        return {
+            "p50": percentile(latency, 50),
+            "p99": percentile(latency, 99),
+            "max": max(latency, default=None),
+        }
+
+
+def least_squares(xs: list[list[float]], ys: list[float], names: tuple[str, ...]) -> dict[str, Any] | None:
+    """Fit ``y = c0 + c1 x1 + ...`` by least squares: the coefficients by ``names`` (the intercept's first), R²,
+    the residuals' RMS and the leave-one-out RMS (each row predicted by a fit without it: how well the form
+    predicts a point it did not see). None with too few rows for a leave-one-out fit."""
+    import numpy as np
+
+    if len(ys) <= len(names) + 1:
+        return None
+    x = np.array([[1.0, *row] for row in xs])
+    y = np.array(ys)
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    residual = y - x @ coef
+    total = float(((y - y.mean()) ** 2).sum())
+    loo = []
+    for i in range(len(y)):
+        keep = [j for j in range(len(y)) if j != i]
+        loo.append(float(y[i] - x[i] @ np.linalg.lstsq(x[keep], y[keep], rcond=None)[0]))
+    return {
+        "coefficients": dict(zip(names, (float(c) for c in coef), strict=True)),
+        "r2": 1 - float((residual**2).sum()) / total if total else None,
+        "rms": float(np.sqrt((residual**2).mean())),
+        "leave_one_out_rms": float(np.sqrt(np.mean(np.square(loo)))),
+    }
+
+
+# --- a Dask cluster of real processes ---------------------------------------------------------------------------
+def die_with_parent() -> None:
+    """A subprocess ``preexec_fn``: the kernel SIGTERMs the child when the process that started it ends, however
+    it ends (Linux's PR_SET_PDEATHSIG), so a benchmark killed mid-run leaves no cluster behind."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
+class DaskProcessCluster:
+    """The ``dask scheduler`` command and ``workers`` x ``dask worker --no-nanny --nthreads threads`` processes on
+    127.0.0.1, each a process of its own (so each one's CPU can be read apart), with ``env`` added to their
+    environment. ``start()`` returns their address, pids, start time and memory; ``close()`` ends them (call
+    it on every path; they also end with this process, ``die_with_parent``)."""
+
+    def __init__(self, workers: int, threads: int, env: dict[str, str] | None = None) -> None:
+        self.workers = workers
+        self.threads = threads
+        self.env = {**os.environ, **(env or {})}
+        self.address = f"tcp://127.0.0.1:{free_port()}"
+        self.procs: list[subprocess.Popen] = []
+        self._log = tempfile.TemporaryFile()
+
+    def start(self, on_workers=None) -> dict[str, Any]:
+        """Start them, wait for every worker, then run ``on_workers`` on each (``Client.run``: e.g. imports that
+        would otherwise land in each worker's first task) and let the start's CPU settle for 5 s."""
+        import psutil
+        from distributed import Client
+
+        dask = str(Path(sys.executable).with_name("dask"))
+        port = self.address.rsplit(":", 1)[1]
+        available = psutil.virtual_memory().available
+        t0 = time.perf_counter()
+        self._spawn([dask, "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"])
+        for i in range(self.workers):
+            self._spawn(
+                [
+                    dask,
+                    "worker",
+                    self.address,
+                    "--nthreads",
+                    str(self.threads),
+                    "--no-nanny",
+                    "--no-dashboard",
+                ]
+                + ["--memory-limit", "0", "--name", f"bench-{i}", "--death-timeout", "60"]
+            )
+        with Client(self.address, set_as_default=False, timeout=120) as client:
+            client.wait_for_workers(self.workers, timeout=900)
+            started = time.perf_counter() - t0
+            if on_workers is not None:
+                client.run(on_workers)
+        time.sleep(5)
+        return {
+            "address": self.address,
+            "workers": self.workers,
+            "threads": self.threads,
+            "scheduler_pid": self.procs[0].pid,
+            "worker_pids": [p.pid for p in self.procs[1:]],
+            "start_s": started,
+            "rss_mb": self.rss_mb(),
+            "available_memory_drop_mb": (available - psutil.virtual_memory().available) / 2**20,
+        }
+
+    def _spawn(self, cmd: list[str]) -> None:
+        self.procs.append(
+            subprocess.Popen(
+                cmd, env=self.env, stdout=self._log, stderr=self._log, preexec_fn=die_with_parent
+            )
+        )
+
+    def rss_mb(self) -> dict[str, float]:
+        import psutil
+
+        rss = []
+        for p in self.procs:
+            try:
+                rss.append(psutil.Process(p.pid).memory_info().rss)
+            except psutil.NoSuchProcess:
+                rss.append(0)
+        return {"scheduler": rss[0] / 2**20, "workers_total": sum(rss[1:]) / 2**20}
+
+    def close(self) -> None:
+        for p in reversed(self.procs):  # the workers first, then the scheduler
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + 30
+        for p in self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self._log.close()
 
 
 def machine_busy_share(seconds: float = 1.0) -> float:

@@ -74,6 +74,28 @@ def raw_stream(seconds, rate, topic, trial_id):
     return n
 
 
+def sleep_and_report(x, seconds, rate):
+    """A trial that sleeps ``seconds`` in all, reporting ``round(seconds * rate)`` times (at least once when
+    ``rate`` > 0), evenly spaced, the last report at its end; ``rate`` 0 reports nothing. The CPU is left to the
+    bookkeeping: what it measures is the runtime's cost per trial and per report. Returns ``{"v": sent, "sent":
+    sent}``, so the objective is the count of reports the trial sent."""
+    import time
+
+    import jupyter_dist
+
+    sent = max(1, round(seconds * rate)) if rate else 0
+    start = time.monotonic()
+    for step in range(sent):
+        due = start + (step + 1) * seconds / sent  # on schedule, not drifting with each sleep's overshoot
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        jupyter_dist.report(step=step, v=x)
+    if not sent:
+        time.sleep(seconds)
+    return {"v": float(sent), "sent": sent}
+
+
 # --- the digits MLP -----------------------------------------------------------------------------------------
 def warm_digits_imports():
     """Import what ``train_digits_mlp`` needs, so the first trial in a process does not pay for it."""

@@ -1,0 +1,702 @@
+"""The cost model: kernel and scheduler CPU per trial and per report, fitted on a cluster of 64 worker processes.
+
+The cluster: the real ``dask scheduler`` command as a process of its own and 64 ``dask worker --no-nanny``
+processes of 16 threads each (1,024 slots), all on this machine, with the dask settings the README recommends
+for a cluster of one's own (profiler off, 1 s tick, 2 s system monitor, 500 ms memory monitor, work stealing off;
+Dask's own heartbeat, every 2 s at 64 workers). No worker imports torch (~100 MB each). Started once; every
+measured point then runs in a fresh kernel process (this script as a child) that connects a ``Client`` to it and
+runs one ``hpo()`` of ``_workloads.sleep_and_report`` trials (they sleep: the CPU they use is the bookkeeping's)
+with the random sampler, ``pruner=None``, the store on (a fresh file per point) and a listener-only view
+(``_common.CountingView``).
+
+The points (full size; W = 64 workers, T = 16 threads):
+  * ``idle``: the kernel connected, nothing running, 15 s: the cluster's fixed cost (heartbeats, ticks).
+  * ``at_once``: N = W x {1, 2, 4, 8, 16} = 64 ... 1,024 trials at once, 1 report/s each, trials of 25 s.
+  * ``report_rate``: N = 2W = 128 at once, {2, 5, 10} reports/s each, trials of 25 s.
+  * ``churn``: N = 2W = 128 at once, trials that only sleep {8, 4, 2, 1} s (no report), 25 s of them (at
+    least 4 rounds). Not shorter: jupyter_dist queues a trial ahead per slot for trials under 1 s, which on
+    workers with more threads than the run's ``parallel`` start at once, so "at once" would no longer be N.
+  * ``held_out``: two points chosen after the fit, inside the range it covers but unlike any point in it: N
+    trials at once at 3 reports/s, N placing it at ~60% of the largest report rate fitted; and trials of 1.5 s,
+    as many at once as give ~60% of the largest trial rate fitted. Not used in the fit; the check.
+Each sweep runs from light to heavy and stops at its first saturated point (below).
+
+Measured per point, over its steady window (long trials: from the start of the last trial but 1% + 0.5 s to
+the first trial's end - 0.5 s; churn: from the N-th start + 0.5 s to the last start - 0.5 s; idle: all of it), with
+``_common.CpuSampler`` reading /proc every 0.5 s: CPU seconds per second (cores) of the kernel process (less the
+sampler's own thread; also by thread: ``main`` is jupyter_dist's trial loop, ``io_loop`` the Dask client and
+jupyter_dist's event handlers), the scheduler process, all worker processes, the whole machine, and others
+(the machine less ours: the machine is shared); and the rates the window saw: trials ended per second, reports
+delivered per second (the listener's arrivals), Dask events per second on the experiment's topic (counted by a
+scheduler plugin's ``log_event`` hook: jupyter_dist sends reports, output and outcomes as events, so this is how
+many messages the batching made of them), the mean trials running. Every trial's reports are checked (none lost
+or doubled). A point is saturated (left out of the fit, and its sweep stops) when the kernel or the scheduler
+used > 0.85 core, its processes used > 90% of the machine, reports arrived late (p99 > 2 s) or sleeping trials overran
+(mean > nominal + 5%, at least 0.25 s): past that CPU no longer follows the load.
+
+The model, fitted by least squares for each process p (kernel, scheduler, workers) over the unsaturated points
+(``_common.least_squares``):
+
+    cores_p = a_p + b_p * trials/s + c_p * reports/s [+ d_p * trials running] [+ e_p * events/s]
+
+``a`` is the idle cost in cores, ``b`` the CPU seconds per trial (start to outcome), ``c`` per report, ``d`` per
+running trial per second, ``e`` per Dask event. Four forms are fitted: ``per_trial_per_report`` (a, b, c),
+``per_trial_per_report+running``, ``per_trial_per_event`` (a, b, e) and ``per_trial_per_report+running+per_event``,
+each with R² and the leave-one-out RMS error (each point predicted by a fit without it). For each process the
+JSON names its ``best_form`` (least leave-one-out error of the four) and its ``user_form`` (the better of the two
+in trials and reports alone, what a user controls), and says whether events explain its CPU better than reports
+do: they do when the runtime packs a varying number of reports into one event, which ``batching`` gives as
+measured (events per report at each report rate, at the most trials at once run at that rate; events per trial
+from the churn points).
+
+The prediction: N trials at once, each T seconds long reporting r times a second, load a process with
+a + N (b/T + c r + d + e (r x events per report at r + events per trial / T)) cores (the terms its form has); it
+saturates one core at
+
+    N* = (1 - a) / (b/T + c r + d + e (r x events per report + events per trial / T))
+
+given for r in {0.1, 1, 10} reports/s and T in {10, 60, 600} s, by the best and the user form of the kernel and
+the scheduler; ``largest_cluster_one_kernel_drives`` gives both processes' N* (best forms) for 60 s trials at 1
+and 10 reports/s, and which saturates first. This 2-core machine saturates as a whole (kernel, scheduler and 64
+workers share its 2 cores) long before any one process reaches a core: N* is the fitted line extended. The check:
+at the held-out points, every form's predicted cores per process (from the rates the point measured) against the
+cores measured, within 0.05 core or 25% (``held_out_within_tolerance``, judged for the kernel and the scheduler
+by their best and by their user forms).
+
+Run: ``.venv/bin/python bench/bench_cost_model.py`` (~10 min, writes bench/results/cost_model.json; 64 workers
+take ~45 s to start and ~4 GB). ``--quick``: 8 workers, points of 10 s (smoke); ``--workers``, ``--threads``,
+``--point-seconds`` set them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from _common import (
+    CountingView,
+    CpuSampler,
+    DaskProcessCluster,
+    die_with_parent,
+    header,
+    least_squares,
+    write_result,
+)
+from _workloads import sleep_and_report
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+WORKERS = 64
+THREADS = 16
+POINT_S = 25.0
+IDLE_S = 15.0
+MIN_WINDOW_S = 5.0
+QUICK = {"workers": 8, "threads": 16, "point_seconds": 10.0}
+AT_ONCE_MULTIPLES = (1, 2, 4, 8, 16)  # x workers
+REPORT_RATES = (2, 5, 10)  # at 2 x workers at once
+CHURN_SECONDS = (8.0, 4.0, 2.0, 1.0)  # at 2 x workers at once
+CHURN_ROUNDS = 4  # at least
+HELD_OUT_CHURN_S = 1.5
+HELD_OUT_RATE = 3
+HELD_OUT_SHARE = 0.6
+SATURATED_CORE = 0.85
+SATURATED_MACHINE = 0.90
+SATURATED_P99_S = 2.0
+PREDICT_RATES = (0.1, 1, 10)
+PREDICT_SECONDS = (10, 60, 600)
+TOLERANCE = {"cores": 0.05, "relative": 0.25}  # a held-out check passes within either
+# The README's settings for a cluster of one's own ("Where it runs"), in every process of this one.
+CLUSTER_ENV = {
+    "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
+    "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+    "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "500ms",
+    "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False",
+}
+EVENT_COUNTER = "bench-event-counter"
+
+
+@dataclass(frozen=True)
+class Point:
+    sweep: str
+    kind: str  # "idle", "long" (N at once for ``seconds``, reporting) or "churn" (short trials, no reports)
+    at_once: int = 0
+    rate: float = 0.0
+    seconds: float = 0.0
+    trials: int = 0
+
+    @property
+    def label(self) -> str:
+        if self.kind == "idle":
+            return "idle"
+        if self.kind == "long":
+            return f"{self.at_once} at once x {self.rate:g}/s"
+        return f"{self.at_once} at once x {self.seconds:g} s trials"
+
+
+def sweeps(workers: int, threads: int, seconds: float) -> dict[str, list[Point]]:
+    slots = workers * threads
+    at_once = sorted({min(slots, m * workers) for m in AT_ONCE_MULTIPLES})
+    return {
+        "idle": [Point("idle", "idle", seconds=IDLE_S * seconds / POINT_S)],
+        "at_once": [Point("at_once", "long", n, 1, seconds, n) for n in at_once],
+        "report_rate": [
+            Point("report_rate", "long", 2 * workers, r, seconds, 2 * workers) for r in REPORT_RATES
+        ],
+        "churn": [
+            Point("churn", "churn", 2 * workers, 0, d, 2 * workers * max(CHURN_ROUNDS, round(seconds / d)))
+            for d in CHURN_SECONDS
+        ],
+    }
+
+
+# --- on the scheduler: count the experiment's events --------------------------------------------------------
+class EventCounter(SchedulerPlugin):
+    """Stamps every event logged on a topic starting with ``prefix`` (jupyter_dist's are ``jupyter_dist-<id>``)."""
+
+    def __init__(self, prefix: str = "jupyter_dist-") -> None:
+        self.prefix = prefix
+        self.times: list[float] = []
+
+    def log_event(self, topic, msg) -> None:
+        if isinstance(topic, str) and topic.startswith(self.prefix):
+            self.times.append(time.time())
+
+
+def _event_times(dask_scheduler=None) -> list[float]:
+    return dask_scheduler.plugins[EVENT_COUNTER].times
+
+
+def _preimport() -> None:
+    """On each worker once it starts: what a trial's task imports, which would otherwise land in the first
+    point's ramp on every worker (~1 s of CPU each)."""
+    import jupyter_dist.runtime  # noqa: F401
+
+
+# --- one point, in a fresh kernel process -------------------------------------------------------------------
+def run_point(point: Point, cluster: dict) -> dict:
+    from distributed import Client
+
+    import jupyter_dist
+    from jupyter_dist import space
+
+    client = Client(cluster["address"], set_as_default=False)
+    try:
+        client.wait_for_workers(cluster["workers"], timeout=120)
+        # The kernel's own first experiment (imports, connections), outside the measurement.
+        jupyter_dist.hpo(
+            sleep_and_report,
+            {"x": 0.5, "seconds": 0.01, "rate": 1},
+            trials=8,
+            parallel=8,
+            metric="v",
+            sampler="random",
+            pruner=None,
+            cluster=client,
+            progress=False,
+            store=False,
+        )
+        client.register_plugin(EventCounter(), name=EVENT_COUNTER)
+        groups = {"scheduler": [cluster["scheduler_pid"]], "workers": cluster["worker_pids"]}
+        sampler = CpuSampler(groups, interval=0.5).start()
+        exp = None
+        with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-cost-model-") as folder:
+            t0 = time.perf_counter()
+            if point.kind == "idle":
+                time.sleep(point.seconds)
+            else:
+                exp = jupyter_dist.hpo(
+                    sleep_and_report,
+                    {"x": space.uniform(0, 1), "seconds": point.seconds, "rate": point.rate},
+                    trials=point.trials,
+                    parallel=point.at_once,
+                    metric="v",
+                    sampler="random",
+                    pruner=None,
+                    seed=0,
+                    name="cost-model",
+                    cluster=client,
+                    progress=CountingView,
+                    store=os.path.join(folder, "experiments.sqlite"),
+                )
+            wall = time.perf_counter() - t0
+        sampler.stop()
+        events = client.run_on_scheduler(_event_times)
+        client.unregister_scheduler_plugin(EVENT_COUNTER)
+    finally:
+        client.close()
+    return measure_point(point, sampler, exp, events, wall)
+
+
+def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], wall: float) -> dict:
+    out = {"point": asdict(point), "label": point.label, "wall_s": wall}
+    if exp is None:
+        cpu = sampler.window()
+        records, view = [], None
+    else:
+        records = exp.trial_records()
+        view = CountingView.last
+        starts = sorted(r.started for r in records)
+        ends = sorted(r.started + (r.duration or 0.0) for r in records)
+        full = starts[min(point.at_once, len(starts)) - 1]  # when the N-th trial began
+        if point.kind == "long":  # a straggler or two (1%) must not shrink the window to nothing
+            t0, t1 = starts[max(0, math.ceil(0.99 * len(starts)) - 1)] + 0.5, ends[0] - 0.5
+        else:
+            t0, t1 = full + 0.5, starts[-1] - 0.5
+        out["ramp_s"] = {
+            "nth_start": full - starts[0],
+            "last_start": starts[-1] - starts[0],
+            "first_end": ends[0] - starts[0],
+        }
+        if t1 - t0 < MIN_WINDOW_S:
+            return dict(out, error=f"no steady window of {MIN_WINDOW_S:g} s: ramp {out['ramp_s']}")
+        cpu = sampler.window(t0, t1, clock="time")
+    t0, t1, span = cpu["from"], cpu["to"], cpu["wall_s"]
+    ncpu = os.cpu_count() or 1
+    ours = cpu["kernel_s"] + cpu["groups_s"]["scheduler"] + cpu["groups_s"]["workers"]
+    cores = {
+        "kernel": cpu["kernel_s"] / span,
+        "scheduler": cpu["groups_s"]["scheduler"] / span,
+        "workers": cpu["groups_s"]["workers"] / span,
+        "machine": cpu["machine_s"] / span,
+        "others": max(0.0, cpu["machine_s"] - ours - cpu["threads_s"].get("benchmark", 0.0)) / span,
+    }
+    running = (
+        sum(max(0.0, min(t1, r.started + (r.duration or 0.0)) - max(t0, r.started)) for r in records) / span
+    )
+    began = sum(t0 <= r.started < t1 for r in records)
+    ended = sum(t0 <= r.started + (r.duration or 0.0) < t1 for r in records)
+    rates = {
+        "trials_per_s": (began + ended) / 2 / span,  # one trial = one start and one end
+        "reports_per_s": sum(n for at, n in view.arrivals if t0 <= at < t1) / span if view else 0.0,
+        "events_per_s": sum(t0 <= at < t1 for at in events) / span,
+        "running": running,
+    }
+    latency = view.latency_s(t0, t1) if view else None  # the window's reports: the ramp's wait longer
+    reasons = []
+    if cores["kernel"] > SATURATED_CORE:
+        reasons.append(f"kernel {cores['kernel']:.2f} cores")
+    if cores["scheduler"] > SATURATED_CORE:
+        reasons.append(f"scheduler {cores['scheduler']:.2f} cores")
+    if (cores["machine"] - cores["others"]) > SATURATED_MACHINE * ncpu:
+        reasons.append(
+            f"this benchmark used {(cores['machine'] - cores['others']) / ncpu:.0%} of the machine"
+        )
+    p99 = latency["p99"] if latency else None
+    if p99 is not None and p99 > SATURATED_P99_S:
+        reasons.append(f"report latency p99 {p99:.1f} s")
+    durations = [r.duration for r in records if r.duration is not None]
+    mean = sum(durations) / len(durations) if durations else None
+    if mean is not None and mean > point.seconds + max(0.25, 0.05 * point.seconds):
+        reasons.append(f"trials overran: mean {mean:.2f} s for {point.seconds:g} s")
+    out.update(
+        window={"from": t0, "to": t1, "seconds": span},
+        cores=cores,
+        kernel_threads_cores={role: s / span for role, s in cpu["threads_s"].items()},
+        rates=rates,
+        events_total=len(events),
+        reports_check=view.check(records) if view else None,
+        latency_s=latency,
+        latency_whole_run_s=view.latency_s() if view else None,
+        trial_duration_s={"nominal": point.seconds, "mean": mean},
+        counts=exp.counts() if exp is not None else None,
+        saturated=reasons,
+    )
+    return out
+
+
+# --- the fit ---------------------------------------------------------------------------------------------------
+MODELS = {
+    "per_trial_per_report": ("trials_per_s", "reports_per_s"),
+    "per_trial_per_report+running": ("trials_per_s", "reports_per_s", "running"),
+    "per_trial_per_event": ("trials_per_s", "events_per_s"),
+    "per_trial_per_report+running+per_event": ("trials_per_s", "reports_per_s", "running", "events_per_s"),
+}
+USER_MODELS = ("per_trial_per_report", "per_trial_per_report+running")
+PROCESSES = ("kernel", "scheduler", "workers")
+
+
+def predict(coefficients: dict, rates: dict) -> float:
+    return coefficients["idle_cores"] + sum(
+        c * rates[f] for f, c in coefficients.items() if f != "idle_cores"
+    )
+
+
+def batching(points: list[dict]) -> dict:
+    """How many Dask events the runtime made of reports and trials, as measured: events per report at each
+    report rate (at the most trials at once run at that rate) and events per trial (churn points)."""
+    per_report: dict[float, tuple[int, float]] = {}
+    for p in points:
+        if p["point"]["kind"] == "long" and p["rates"]["reports_per_s"]:
+            rate, n = p["point"]["rate"], p["point"]["at_once"]
+            ratio = (p["rates"]["events_per_s"] - p["rates"]["trials_per_s"]) / p["rates"]["reports_per_s"]
+            if rate not in per_report or n > per_report[rate][0]:
+                per_report[rate] = (n, ratio)
+    churn = [
+        p["rates"]["events_per_s"] / p["rates"]["trials_per_s"]
+        for p in points
+        if p["point"]["kind"] == "churn"
+    ]
+    return {
+        "events_per_report_by_rate": {rate: ratio for rate, (_, ratio) in sorted(per_report.items())},
+        "events_per_trial": sum(churn) / len(churn) if churn else 1.0,
+    }
+
+
+def _events_per_report(rate: float, measured: dict[float, float]) -> float | None:
+    """At a measured rate, its ratio; below the lowest, the lowest's (reports further apart travel alone at
+    least as often); between two, interpolated in log rate; above the highest, unknown."""
+    if not measured:
+        return None
+    import math
+
+    rates = sorted(measured)
+    if rate <= rates[0]:
+        return measured[rates[0]]
+    for lo, hi in zip(rates, rates[1:], strict=False):
+        if lo <= rate <= hi:
+            w = math.log(rate / lo) / math.log(hi / lo)
+            return measured[lo] + w * (measured[hi] - measured[lo])
+    return measured[rate] if rate in measured else None
+
+
+def saturation(coefficients: dict, made: dict) -> dict:
+    """N* = (1 - a) / (b/T + c r + d + e (r x events per report + events per trial / T)): the trials at once,
+    each T s long reporting r times a second, that load the process with one core (events per report and per
+    trial as measured, ``batching()``)."""
+    a = coefficients["idle_cores"]
+    b = coefficients.get("trials_per_s", 0.0)
+    c = coefficients.get("reports_per_s", 0.0)
+    d = coefficients.get("running", 0.0)
+    e = coefficients.get("events_per_s", 0.0)
+    table = {}
+    for r in PREDICT_RATES:
+        ratio = _events_per_report(r, made["events_per_report_by_rate"]) if e else 0.0
+        for t in PREDICT_SECONDS:
+            key = f"{r:g}/s, {t} s trials"
+            if ratio is None:
+                table[key] = None  # a rate past the measured ones: how its reports batch is unknown
+                continue
+            per_trial = b / t + c * r + d + e * (r * ratio + made["events_per_trial"] / t)
+            n = (1 - a) / per_trial if per_trial > 0 else None
+            table[key] = {
+                "trials_at_once": n,
+                "reports_per_s": n * r if n is not None else None,
+                "trials_per_s": n / t if n is not None else None,
+            }
+    return {
+        "trials_at_once_by_rate_and_length": table,
+        "reports_per_s_alone": (1 - a) / c if c > 0 else None,  # long trials, nothing else
+        "events_per_s_alone": (1 - a) / e if e > 0 else None,
+        "trials_per_s_alone": (1 - a) / b if b > 0 else None,  # trials that do not report
+    }
+
+
+def model(points: list[dict]) -> dict:
+    fitted = [
+        p for p in points if not p.get("saturated") and "error" not in p and p["point"]["sweep"] != "held_out"
+    ]
+    made = batching(fitted)
+    out: dict = {"points_fitted": [p["label"] for p in fitted], "batching": made, "by_process": {}}
+    for process in PROCESSES:
+        fits = {}
+        for name, features in MODELS.items():
+            xs = [[p["rates"][f] for f in features] for p in fitted]
+            ys = [p["cores"][process] for p in fitted]
+            fits[name] = least_squares(xs, ys, ("idle_cores", *features))
+        loo = {name: f["leave_one_out_rms"] for name, f in fits.items() if f}
+        best = min(loo, key=loo.get) if loo else None
+        user = min((n for n in USER_MODELS if n in loo), key=loo.get, default=None)
+        events_better = None
+        if "per_trial_per_event" in loo and "per_trial_per_report" in loo:
+            events_better = loo["per_trial_per_event"] < loo["per_trial_per_report"]
+        out["by_process"][process] = {
+            "fits": fits,
+            "best_form": best,  # the least leave-one-out error of all four
+            "user_form": user,  # the better of the two in trials and reports alone
+            "events_explain_better_than_reports": events_better,
+            "saturation": {
+                name: saturation(fits[name]["coefficients"], made)
+                for name in {best, user}
+                if name is not None
+            },
+        }
+    return out
+
+
+def held_out_points(points: list[dict], workers: int, threads: int, seconds: float) -> list[Point]:
+    ok = [p for p in points if not p.get("saturated") and "error" not in p]
+    long = [p for p in ok if p["point"]["kind"] == "long"]
+    churn = [p for p in ok if p["point"]["kind"] == "churn"]
+    chosen = []
+    if long:
+        reports = HELD_OUT_SHARE * max(p["rates"]["reports_per_s"] for p in long)
+        n = max(16, min(workers * threads, 16 * round(reports / HELD_OUT_RATE / 16)))
+        if any(p["point"]["at_once"] == n and p["point"]["rate"] == HELD_OUT_RATE for p in long):
+            n += 16
+        chosen.append(Point("held_out", "long", n, HELD_OUT_RATE, seconds, n))
+    if churn:
+        trials_per_s = HELD_OUT_SHARE * max(p["rates"]["trials_per_s"] for p in churn)
+        n = max(16, min(workers * threads, 16 * round(trials_per_s * HELD_OUT_CHURN_S / 16)))
+        rounds = max(CHURN_ROUNDS, round(seconds / HELD_OUT_CHURN_S))
+        chosen.append(Point("held_out", "churn", n, 0, HELD_OUT_CHURN_S, n * rounds))
+    return chosen
+
+
+def check(points: list[dict], fitted: dict) -> list[dict]:
+    """Each held-out point: every form's predicted cores per process (from the rates it measured) against the
+    cores measured; ``within_tolerance`` for the best and the user form."""
+    out = []
+    for p in points:
+        if p["point"]["sweep"] != "held_out":
+            continue
+        entry = {
+            "label": p["label"],
+            "saturated": p.get("saturated"),
+            "error": p.get("error"),
+            "processes": {},
+        }
+        for process in PROCESSES:
+            m = fitted["by_process"][process]
+            if m["best_form"] is None or "error" in p:
+                continue
+            measured = p["cores"][process]
+            forms = {}
+            for name, f in m["fits"].items():
+                if f is None:
+                    continue
+                predicted = predict(f["coefficients"], p["rates"])
+                error = predicted - measured
+                forms[name] = {
+                    "predicted_cores": predicted,
+                    "error_cores": error,
+                    "relative_error": error / measured if measured else None,
+                    "within_tolerance": abs(error) <= TOLERANCE["cores"]
+                    or (measured > 0 and abs(error) / measured <= TOLERANCE["relative"]),
+                }
+            entry["processes"][process] = {
+                "measured_cores": measured,
+                "by_form": forms,
+                "best_form_within_tolerance": forms[m["best_form"]]["within_tolerance"],
+                "user_form_within_tolerance": forms[m["user_form"]]["within_tolerance"]
+                if m["user_form"]
+                else None,
+            }
+        out.append(entry)
+    return out
+
+
+# --- the parent -------------------------------------------------------------------------------------------------
+def _child(point: Point, cluster_file: str) -> dict:
+    cmd = [sys.executable, __file__, "--point", json.dumps(asdict(point)), "--cluster-file", cluster_file]
+    timeout = 4 * point.seconds + 300
+    try:
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent
+        )
+    except subprocess.TimeoutExpired as e:
+        return {"point": asdict(point), "label": point.label, "error": f"timed out after {timeout:.0f} s",
+                "stderr": str(e.stderr)[-3000:]}  # fmt: skip
+    if done.returncode:
+        return {"point": asdict(point), "label": point.label, "error": f"exit {done.returncode}",
+                "stderr": done.stderr[-3000:]}  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
+    print(f"  {point.sweep}: {point.label}...", flush=True)
+    res = _child(point, cluster_file)
+    points.append(res)
+    print(_line(res), flush=True)
+    return res
+
+
+def main(workers: int, threads: int, seconds: float) -> dict:
+    wall0 = time.perf_counter()
+    cluster = DaskProcessCluster(workers, threads, CLUSTER_ENV)
+    points: list[dict] = []
+    try:
+        print(
+            f"  starting dask scheduler + {workers} dask worker processes x {threads} threads...", flush=True
+        )
+        info = cluster.start(on_workers=_preimport)
+        print(f"    up in {info['start_s']:.0f} s; RSS scheduler {info['rss_mb']['scheduler']:.0f} MB, "
+              f"workers {info['rss_mb']['workers_total']:.0f} MB in all", flush=True)  # fmt: skip
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(info, f)
+        try:
+            for sweep in sweeps(workers, threads, seconds).values():
+                for point in sweep:
+                    res = _run(point, f.name, points)
+                    if res.get("saturated") or "error" in res:
+                        break  # heavier points of this sweep would be saturated too
+            for point in held_out_points(points, workers, threads, seconds):
+                _run(point, f.name, points)
+        finally:
+            os.unlink(f.name)
+        info["rss_mb_at_end"] = cluster.rss_mb()
+    finally:
+        cluster.close()
+    fitted = model(points)
+    checked = check(points, fitted)
+    result = header(
+        "cost_model",
+        {
+            "cluster": f"dask scheduler + {workers} x dask worker --no-nanny --nthreads {threads} on 127.0.0.1",
+            "cluster_env": CLUSTER_ENV,
+            "point_seconds": seconds,
+            "run": "hpo(sleep_and_report, {'x': space.uniform(0, 1), 'seconds': S, 'rate': R}, trials=, "
+            "parallel=N, metric='v', sampler='random', pruner=None, seed=0, progress=CountingView, "
+            "store=<fresh file>) from a fresh kernel process per point",
+            "model": "cores_p = a + b trials/s + c reports/s [+ d running] [+ e events/s], least squares over the "
+            "unsaturated points but the held-out ones",
+            "saturated_when": {
+                "process_cores_above": SATURATED_CORE,
+                "machine_busy_above": SATURATED_MACHINE,
+                "report_p99_s_above": SATURATED_P99_S,
+                "trials_overran": "mean > nominal + max(0.25 s, 5%)",
+            },
+            "tolerance": TOLERANCE,
+        },
+    )
+    result.update(
+        cluster=info,
+        points=points,
+        model=fitted,
+        held_out_check=checked,
+        largest_cluster_one_kernel_drives=_headline(fitted),
+        held_out_within_tolerance={form: _judge(checked, form) for form in ("best_form", "user_form")},
+        wall_s=time.perf_counter() - wall0,
+    )
+    return result
+
+
+def _judge(checked: list[dict], form: str) -> bool | None:
+    """Whether the kernel's and the scheduler's ``form`` ("best_form" or "user_form") predictions held at every
+    unsaturated held-out point; None when none was unsaturated."""
+    judged = [e for e in checked if e["processes"] and not e["saturated"]]
+    if not judged:
+        return None
+    return all(e["processes"][k][f"{form}_within_tolerance"] for e in judged for k in ("kernel", "scheduler"))
+
+
+def _headline(fitted: dict) -> dict:
+    """For 60 s trials at 1 and 10 reports/s: N* of the kernel and the scheduler (each by its best form), and
+    which saturates first."""
+    out = {}
+    for r in (1, 10):
+        key = f"{r:g}/s, 60 s trials"
+        ns = {}
+        for name in ("kernel", "scheduler"):
+            m = fitted["by_process"][name]
+            if m["best_form"] is not None:
+                entry = m["saturation"][m["best_form"]]["trials_at_once_by_rate_and_length"][key]
+                ns[name] = entry["trials_at_once"] if entry else None
+        finite = {k: v for k, v in ns.items() if v is not None and v > 0}
+        first = min(finite, key=finite.get) if finite else None
+        out[key] = {
+            "trials_at_once": ns,
+            "first_to_saturate": first,
+            "reports_per_s_then": finite[first] * r if first else None,
+        }
+    return out
+
+
+def _line(res: dict) -> str:
+    if "error" in res:
+        return f"    FAILED ({res['error']}): {res.get('stderr', '')[-600:]}"
+    c, r = res["cores"], res["rates"]
+    flag = f"  SATURATED: {', '.join(res['saturated'])}" if res["saturated"] else ""
+    check = res.get("reports_check")
+    lost = f", lost {check['lost']} doubled {check['doubled']}" if check else ""
+    return (
+        f"    {res['window']['seconds']:.1f} s window: {r['trials_per_s']:.1f} trials/s, {r['reports_per_s']:.0f} "
+        f"reports/s, {r['events_per_s']:.0f} events/s, {r['running']:.0f} running{lost}; cores: kernel "
+        f"{c['kernel']:.3f}, scheduler {c['scheduler']:.3f}, workers {c['workers']:.3f}, others "
+        f"{c['others']:.2f}{flag}"
+    )
+
+
+def _coefficients(f: dict) -> str:
+    return ", ".join(
+        f"idle {v:.3f} cores" if k == "idle_cores" else f"{v * 1e3:.3f} ms per {UNITS[k]}"
+        for k, v in f["coefficients"].items()
+    )
+
+
+UNITS = {
+    "trials_per_s": "trial",
+    "reports_per_s": "report",
+    "running": "running trial-s",
+    "events_per_s": "event",
+}
+
+
+def summary(result: dict) -> str:
+    lines = [f"cost model on {result['parameters']['cluster']}:"]
+    for p in result["points"]:
+        lines += [f"  {p['point']['sweep']}: {p['label']}", _line(p)]
+    made = result["model"]["batching"]
+    per_report = ", ".join(f"{r:g}/s {v:.2f}" for r, v in made["events_per_report_by_rate"].items())
+    lines.append(f"  events per report: {per_report}; per trial {made['events_per_trial']:.2f}")
+    for process, m in result["model"]["by_process"].items():
+        if not m["best_form"]:
+            lines.append(f"  {process}: too few unsaturated points to fit")
+            continue
+        for label, name in (("best", m["best_form"]), ("user", m["user_form"])):
+            f = m["fits"][name]
+            lines.append(
+                f"  {process}, {label} form {name}: {_coefficients(f)}; R² {f['r2']:.3f}, leave-one-out RMS "
+                f"{f['leave_one_out_rms']:.3f} cores"
+            )
+    for key, h in result["largest_cluster_one_kernel_drives"].items():
+        ns = ", ".join(f"{k} {v:,.0f}" if v else f"{k} -" for k, v in h["trials_at_once"].items())
+        lines.append(f"  one core saturated at {key}: trials at once {ns}; first: {h['first_to_saturate']}")
+    for e in result["held_out_check"]:
+        parts = []
+        for k, v in e["processes"].items():
+            best = result["model"]["by_process"][k]["best_form"]
+            parts.append(
+                f"{k} {v['by_form'][best]['predicted_cores']:.3f} predicted / {v['measured_cores']:.3f}"
+            )
+        lines.append(f"  held out {e['label']}: {', '.join(parts)}{' (SATURATED)' if e['saturated'] else ''}")
+    lines.append(
+        f"  held-out within tolerance (kernel, scheduler): best forms {result['held_out_within_tolerance']['best_form']}, "
+        f"user forms {result['held_out_within_tolerance']['user_form']}"
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--workers", type=int, default=WORKERS)
+    parser.add_argument("--threads", type=int, default=THREADS)
+    parser.add_argument(
+        "--point-seconds", type=float, default=POINT_S, help="each point's trial length / span"
+    )
+    parser.add_argument("--quick", action="store_true", help=f"smoke sizes: {QUICK}")
+    parser.add_argument("--point", help=argparse.SUPPRESS)  # one point, in a child process
+    parser.add_argument("--cluster-file", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.point:
+        cluster_info = json.loads(Path(args.cluster_file).read_text())
+        print(json.dumps(run_point(Point(**json.loads(args.point)), cluster_info)))
+    else:
+        sizes = dict(QUICK) if args.quick else {}
+        sizes = {
+            "workers": args.workers,
+            "threads": args.threads,
+            "point_seconds": args.point_seconds,
+            **sizes,
+        }
+        res = main(sizes["workers"], sizes["threads"], sizes["point_seconds"])
+        path = write_result("cost_model", res)
+        print(summary(res))
+        print(f"  -> {path}")
