@@ -9,6 +9,7 @@ and releases them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 import warnings
@@ -19,6 +20,7 @@ from typing import Any
 
 import cloudpickle
 
+from ..errors import PlacementError
 from ..protocol import (
     CheckpointEvent,
     CheckpointPlan,
@@ -513,6 +515,21 @@ class DaskLauncher:
             present = self.client.scheduler_info(n_workers=-1).get("workers", {})
             self._present = (now, present)
         return present
+
+    def queues_behind(self, parallel: int) -> bool:
+        """Whether a trial queued ahead on a worker would wait there: only while the run's ``parallel`` trials
+        take every slot of the cluster. With threads to spare (parallel= below them) Dask would start it at once,
+        beyond ``parallel``. Never for data-parallel trials."""
+        if self.ranks:
+            return False
+        present = self.present_workers() if self.client.status == "running" else self._present[1]
+        if not present:
+            return False
+        if self.resources:
+            with contextlib.suppress(PlacementError):
+                return parallel >= trials_that_fit(present, self.resources)
+            return False
+        return parallel >= trials_by_threads(present, self.cpus)
 
     def _slots(self, worker: str) -> int:
         """How many of our trials ``worker`` runs at once: its threads (per trial's cores); from the last listing

@@ -195,6 +195,10 @@ class TrialLauncher(Protocol):
     def finished(self, trial: RunningTrial, outcome: Outcome) -> int | None:
         """It ended; the trial queued behind it on its worker, which begins now, if any."""
 
+    def queues_behind(self, parallel: int) -> bool:
+        """Whether a trial queued ahead on a worker would wait there (``parallel`` takes every slot) rather than
+        start at once beside the running ones."""
+
     def lost(self) -> str | None:
         """Why the cluster is gone for good, or None."""
 
@@ -371,7 +375,7 @@ class TrialLoop:
     def _queue_depth(self) -> int:
         """How many trials to keep queued per worker slot, behind the running ones (see BRIEF_TRIAL)."""
         # parallel=1 stays strictly sequential: one trial at a time, each decided with every result before it.
-        if self.parallel == 1 or len(self.recent) < 4:
+        if self.parallel == 1 or len(self.recent) < 4 or not self.launcher.queues_behind(self.parallel):
             return 0
         remaining = self.source.remaining()
         if remaining is not None and remaining <= self.parallel:

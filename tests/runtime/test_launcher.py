@@ -57,3 +57,11 @@ def test_a_queued_trial_that_ends_first_is_forgotten_and_data_parallel_trials_ne
     assert launcher.place(5, behind=1) == ["w1"]
     gang = DaskLauncher(None, abs, "exp-test", ranks=2)
     assert gang.place(0, behind=1) is None
+
+
+def test_trials_are_queued_ahead_only_where_every_slot_is_the_runs():
+    launcher = DaskLauncher(Workers(w1=16, w2=16), abs, "exp-test")
+    assert launcher.queues_behind(32) and not launcher.queues_behind(
+        8
+    )  # 8 of 32 threads: a queued trial would run
+    assert not DaskLauncher(Workers(w1=1), abs, "exp-test", ranks=2).queues_behind(8)

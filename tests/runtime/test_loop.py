@@ -46,6 +46,9 @@ class FakeLauncher:
     def place(self, trial_id, behind=0):
         return "anywhere"
 
+    def queues_behind(self, parallel):
+        return True
+
     def start(self, starts, notify) -> list[RunningTrial]:
         self.submissions.append([spec.trial_id for spec, _ in starts])
         trials = []

@@ -130,3 +130,39 @@ def test_reports_a_pruner_decides_on_arrive_within_its_latency_target(many_threa
     # 32 trials x 10 reports 20 ms apart each left alone (5 ms wait): ~320 events; together, a few dozen.
     events = [e for e in _events(client, exp) if any(isinstance(m, ReportBatch) for m in e)]
     assert len(events) < TRIALS * STEPS / 4, len(events)
+
+
+def brief(x=0.0):
+    import time
+
+    import jupyter_dist
+
+    began = time.time()
+    jupyter_dist.report(step=0, began=began)
+    time.sleep(0.15)
+    jupyter_dist.report(step=1, ended=time.time())
+    return {"v": x}
+
+
+def test_a_parallel_below_the_clusters_threads_is_kept_though_trials_are_brief(many_threads):
+    # Brief trials are queued on the workers behind the running ones only where they would wait there: with 32
+    # threads and parallel=8, a queued trial would start at once, a ninth trial running.
+    _, client = many_threads
+    exp = jd.hpo(
+        brief,
+        {"x": space.uniform(0, 1)},
+        trials=48,
+        parallel=8,
+        metric="v",
+        sampler="random",
+        pruner=None,
+        cluster=client,
+        progress=False,
+    )
+    spans = [(r.last["began"], r.last["ended"]) for r in exp.trial_records()]
+    events = sorted([(b, 1) for b, _ in spans] + [(e, -1) for _, e in spans])
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    assert most <= 8 and len(spans) == 48
