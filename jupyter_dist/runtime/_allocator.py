@@ -18,6 +18,7 @@ import os
 import platform
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -38,9 +39,11 @@ GLIBC_DEFAULT_TRIM_THRESHOLD = 128 << 10
 IDLE_BEFORE_RESTORE_S = 1.0
 
 _lock = threading.Lock()
+_idle = threading.Condition(_lock)  # the restorer thread waits on it
 _running = 0  # trials of this process inside tensor_friendly_allocator(); threads may run several at once
 _tuned = False  # whether the trial settings are in force
-_restore_timer: threading.Timer | None = None
+_idle_since: float | None = None  # when the last running trial ended (None while one runs)
+_restorer: threading.Thread | None = None  # one per process, started at the first trial's end
 
 
 def _glibc():
@@ -77,16 +80,14 @@ def _fixed_by_environment() -> dict[int, int] | None:
 @contextmanager
 def tensor_friendly_allocator() -> Iterator[None]:
     """Run the body with large blocks served from the heap (see the module's docstring); no-op off glibc."""
-    global _running, _tuned, _restore_timer
+    global _running, _tuned, _idle_since, _restorer
     worker_settings = _fixed_by_environment() if _libc is not None else None
     if worker_settings is None:
         yield
         return
     with _lock:
         _running += 1
-        if _restore_timer is not None:
-            _restore_timer.cancel()
-            _restore_timer = None
+        _idle_since = None
         if not _tuned:
             _libc.mallopt(M_MMAP_THRESHOLD, TRIAL_MMAP_THRESHOLD)
             _libc.mallopt(M_TRIM_THRESHOLD, TRIAL_TRIM_THRESHOLD)
@@ -96,22 +97,34 @@ def tensor_friendly_allocator() -> Iterator[None]:
     finally:
         with _lock:
             _running -= 1
-            if _running == 0 and not sys.is_finalizing():  # no thread can start then
-                _restore_timer = threading.Timer(
-                    IDLE_BEFORE_RESTORE_S, _restore_when_idle, (worker_settings,)
-                )
-                _restore_timer.daemon = True
-                _restore_timer.start()
+            if _running == 0:
+                _idle_since = time.monotonic()
+                # One thread for the process's life, told when it went idle: a timer thread started at every
+                # trial's end cost a thread start per trial (~40 us, a fifth of a brief trial's bookkeeping).
+                if _restorer is None and not sys.is_finalizing():  # no thread can start then
+                    _restorer = threading.Thread(
+                        target=_restore_when_idle,
+                        args=(worker_settings,),
+                        name="jupyter_dist-allocator",
+                        daemon=True,
+                    )
+                    _restorer.start()
+                _idle.notify()
 
 
 def _restore_when_idle(worker_settings: dict[int, int]) -> None:
-    global _tuned, _restore_timer
+    """The restorer thread: put the worker's settings back once no trial has run for IDLE_BEFORE_RESTORE_S."""
+    global _tuned
     with _lock:
-        # a trial that started meanwhile cancelled this timer, or is about to (it waits for the lock)
-        if _running or _restore_timer is not threading.current_thread():
-            return
-        _restore_timer = None
-        for parameter, value in worker_settings.items():
-            _libc.mallopt(parameter, value)
-        _libc.malloc_trim(0)
-        _tuned = False
+        while True:
+            if not _tuned or _running or _idle_since is None:
+                _idle.wait()
+                continue
+            left = _idle_since + IDLE_BEFORE_RESTORE_S - time.monotonic()
+            if left > 0:
+                _idle.wait(left)
+                continue
+            for parameter, value in worker_settings.items():
+                _libc.mallopt(parameter, value)
+            _libc.malloc_trim(0)
+            _tuned = False

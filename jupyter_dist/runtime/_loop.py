@@ -51,15 +51,15 @@ __all__ = [
 ]
 
 # Between one trial's end and the next one's start on its worker there is a round trip of 10-20 ms: the outcome
-# leaving the worker (runtime/_outbox.py OUTCOME_WAIT), reaching the kernel, the sampler's next ask, Dask's
-# dispatch (bench_trial_speed: 1.5-2% of a 0.6 s trial, the worker idle meanwhile). Trials shorter than
+# leaving the worker (runtime/_outbox.py OUTCOME_WAIT; up to 25 ms more when trials wait behind it there),
+# reaching the kernel, the sampler's next ask, Dask's dispatch (bench_trial_speed: 1.5-2% of a 0.6 s trial, the worker idle meanwhile). Trials shorter than
 # BRIEF_TRIAL therefore get trials queued on the workers behind each running one, which start the moment the one
 # ahead of them ends (Dask runs them from the worker's own queue): one per slot, or as many as it takes to cover
 # QUEUE_ROUND_TRIP (at most MAX_QUEUE_DEPTH) when trials take less than that. Longer trials get none, so the
 # sampler decides with the latest results. The last trials are not queued ahead either: a trial waiting behind a
 # busy worker while another worker has nothing left to run would cost more than the round trip it saves.
 BRIEF_TRIAL = 1.0
-QUEUE_ROUND_TRIP = 0.03
+QUEUE_ROUND_TRIP = 0.15
 MAX_QUEUE_DEPTH = 16
 # Trials placed at once (a run's first ones, hundreds of them) go to the launcher in chunks of this many: each
 # chunk is one submission, and the first trials already run while the sampler asks for the later ones (an ask

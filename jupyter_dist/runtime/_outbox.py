@@ -34,6 +34,7 @@ __all__ = [
     "LOG_WAIT",
     "MAX_BATCH",
     "OUTCOME_WAIT",
+    "QUEUED_OUTCOME_WAIT",
     "RELAXED",
     "Outbox",
     "outbox_for",
@@ -54,8 +55,10 @@ RELAXED = 0.2
 # up to this (then at most 40 events a second per worker, however many trials it runs).
 BUSY_GAP = 0.025
 # An outcome: the kernel places the next trial when it hears of it, so it barely waits (outcomes of trials that end
-# together still share an event). An output line: read by people, through views that redraw 5 times a second.
+# together still share an event); when trials wait on the worker behind it, longer (runtime/_runner.py). An output
+# line: read by people, through views that redraw 5 times a second.
 OUTCOME_WAIT = FRESH
+QUEUED_OUTCOME_WAIT = BUSY_GAP
 LOG_WAIT = 0.1
 
 

@@ -6,6 +6,7 @@ travels both on the event stream and as the task's result.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 import time
@@ -24,6 +25,7 @@ from ._by_reference import fetch
 from ._capture import TrialOutput
 from ._cpus import torch_threads
 from ._devices import holding_gpus
+from ._outbox import OUTCOME_WAIT, QUEUED_OUTCOME_WAIT
 from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
@@ -74,6 +76,7 @@ def probe_function(key: tuple[str, str], blob: bytes | str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=KEPT_EXPERIMENTS)  # inspect.signature at every trial: ~40 us of a brief trial's
 def _wants_reporter(fn: Callable) -> bool:
     try:
         return "reporter" in inspect.signature(fn).parameters
@@ -152,11 +155,21 @@ def run_trial(task: TrialTask) -> Outcome:
         rank=ctx.rank,
     )
     # The outcome travels on the event stream too, behind the trial's reports and output: the kernel learns of
-    # the end ~2 ms later without a gather round trip, and knows every earlier message has arrived.
-    ctx.send(encode_outcome(outcome))
+    # the end a few ms later without a gather round trip, and knows every earlier message has arrived.
+    ctx.send(encode_outcome(outcome), _outcome_wait(worker))
     if rank is not None:
         outcome.result = result
     return outcome
+
+
+def _outcome_wait(worker) -> float:
+    """How long the outcome may wait on this worker for others to travel with it: OUTCOME_WAIT, or, when the worker
+    has tasks ready to run (trials queued behind this one: runtime/_loop.py BRIEF_TRIAL), QUEUED_OUTCOME_WAIT. Its
+    thread goes straight on with the next, so the kernel hearing of the end later costs nothing, and hearing of
+    several at once places their successors in one submission."""
+    state = getattr(worker, "state", None)
+    queued = state is not None and bool(getattr(state, "ready", None) or getattr(state, "constrained", None))
+    return QUEUED_OUTCOME_WAIT if queued else OUTCOME_WAIT
 
 
 def _plain_result(fn: Callable, returned: Any) -> tuple[Any, str | None]:
