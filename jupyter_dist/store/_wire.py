@@ -13,6 +13,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "BestTrial",
+    "CurvesPage",
     "CurvesSnapshot",
     "DefinitionJson",
     "ExperimentBundle",
@@ -148,6 +149,14 @@ class CurvesSnapshot(TypedDict):
 
     metric: str | None
     trials: list[tuple[int, int, list[int], list[float | None]]]
+
+
+class CurvesPage(CurvesSnapshot):
+    """GET .../curves?trials=&points=: the learning curves of some trials in one answer, each thinned to at most
+    ``points`` evenly spread points (its first and latest kept), where paging through every report would take
+    seconds; the views then read on from ``cursor`` with GET .../metrics."""
+
+    cursor: int  # the last report read: pass it as ``since`` to GET .../metrics
 
 
 class ExperimentBundle(TypedDict):
