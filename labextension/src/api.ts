@@ -4,6 +4,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type {
+  ICurvesPage,
   IExperimentDetail,
   IExperimentList,
   ILogs,
@@ -58,6 +59,17 @@ export function getExperiment(id: string): Promise<IExperimentDetail> {
 
 export function getMetrics(id: string, since: number): Promise<IMetricsPage> {
   return requestAPI(`${experiment(id)}/metrics?since=${since}`);
+}
+
+/** The curves of the trials ``trials`` names ("3,17,40-59,9000-": selection.ts), thinned to ``points`` each. */
+export function getCurves(
+  id: string,
+  trials: string,
+  points: number
+): Promise<ICurvesPage> {
+  return requestAPI(
+    `${experiment(id)}/curves?trials=${encodeURIComponent(trials)}&points=${points}`
+  );
 }
 
 export function getImportances(id: string): Promise<IParamImportances> {

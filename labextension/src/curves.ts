@@ -1,13 +1,42 @@
-/** Learning curves of one metric, per trial, assembled from the server's metric pages or a saved snapshot. */
+/**
+ * Learning curves of one metric, per trial, assembled from the server's curves (GET .../curves, thinned), its
+ * metric pages read on from their cursor, or a saved snapshot; each curve kept to a bounded number of points.
+ */
 
 import type { ICurvesSnapshot, IMetricsPage } from './wire';
 
+/** Points per curve a view keeps (and asks the server for): a chart is about a thousand pixels wide. */
+export const CURVE_POINTS = 200;
+
 /**
- * Learning curves of one metric, per trial, assembled from metric pages as they are fetched. A trial that was
- * re-run (a lost worker) starts its curve over from the new attempt's first step: the earlier attempt's points
- * before it are kept, so an attempt that resumed from a checkpoint (its first step N + 1) continues the curve,
- * and one that starts from 0 replaces it. Without a metric (a data-parallel run optimises none) the first one
- * reported is drawn, as in the kernel's view.
+ * ``steps`` and ``values`` cut to at most ``points`` points spread evenly over them, the first and the latest
+ * always kept (the server thins the same way: jupyter_dist/store/_reader.py ``thinned``).
+ */
+export function thinned(
+  steps: number[],
+  values: number[],
+  points: number
+): { steps: number[]; values: number[] } {
+  const n = steps.length;
+  if (n <= points) {
+    return { steps, values };
+  }
+  if (points === 1) {
+    return { steps: steps.slice(-1), values: values.slice(-1) };
+  }
+  const kept = Array.from({ length: points }, (_, i) =>
+    Math.round((i * (n - 1)) / (points - 1))
+  );
+  return { steps: kept.map(i => steps[i]), values: kept.map(i => values[i]) };
+}
+
+/**
+ * Learning curves of one metric, per trial, growing as metric pages are fetched. A trial that was re-run (a lost
+ * worker) starts its curve over from the new attempt's first step: the earlier attempt's points before it are
+ * kept, so an attempt that resumed from a checkpoint (its first step N + 1) continues the curve, and one that
+ * starts from 0 replaces it. Without a metric (a data-parallel run optimises none) the first one reported is
+ * drawn, as in the kernel's view. A curve that reaches twice ``points`` points is thinned back to ``points``
+ * (its latest point kept), so a run of any length costs the page a bounded amount of memory and drawing.
  */
 export class Curves {
   cursor = 0;
@@ -16,7 +45,10 @@ export class Curves {
     { attempt: number; steps: number[]; values: number[] }
   >();
 
-  constructor(public metric: string | null) {}
+  constructor(
+    public metric: string | null,
+    readonly points = CURVE_POINTS
+  ) {}
 
   /** Add a page; returns whether any curve changed. */
   add(page: IMetricsPage): boolean {
@@ -44,15 +76,25 @@ export class Curves {
       }
       curve.steps.push(step);
       curve.values.push(value);
+      if (curve.steps.length >= 2 * this.points) {
+        Object.assign(curve, thinned(curve.steps, curve.values, this.points));
+      }
       changed = true;
     }
     this.cursor = page.cursor;
     return changed;
   }
 
-  /** Curves saved in a cell's output. */
-  static fromSnapshot(snapshot: ICurvesSnapshot): Curves {
-    const curves = new Curves(snapshot.metric);
+  /**
+   * Curves the server sent (GET .../curves, read on from its ``cursor``) or a cell's output saved (no cursor:
+   * nothing follows them).
+   */
+  static fromSnapshot(
+    snapshot: ICurvesSnapshot & { cursor?: number },
+    points = CURVE_POINTS
+  ): Curves {
+    const curves = new Curves(snapshot.metric, points);
+    curves.cursor = snapshot.cursor ?? 0;
     for (const [trialId, attempt, steps, values] of snapshot.trials) {
       const kept = { attempt, steps: [] as number[], values: [] as number[] };
       steps.forEach((step, i) => {
@@ -69,6 +111,10 @@ export class Curves {
 
   trialIds(): number[] {
     return [...this._byTrial.keys()].sort((a, b) => a - b);
+  }
+
+  has(trialId: number): boolean {
+    return this._byTrial.has(trialId);
   }
 
   curve(trialId: number): { steps: number[]; values: number[] } | undefined {
