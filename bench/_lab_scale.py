@@ -31,7 +31,13 @@ WATCH = """() => {
     for (const e of list.getEntries()) { window.__jd.longtasks.push(e.duration); }
   }).observe({ type: 'longtask', buffered: false });
 }"""
-WATCHED = "() => ({ ...window.__jd, seconds: (performance.now() - window.__jd.t0) / 1000 })"
+# ... and the view's own draws meanwhile (ExperimentDisplay.draw's "jupyter-dist:draw" measures).
+WATCHED = """() => ({
+  ...window.__jd,
+  seconds: (performance.now() - window.__jd.t0) / 1000,
+  draws: performance.getEntriesByName('jupyter-dist:draw')
+    .filter(e => e.startTime >= window.__jd.t0).map(e => e.duration)
+})"""
 
 
 def _watched(page) -> dict:
@@ -42,6 +48,9 @@ def _watched(page) -> dict:
         "long_tasks": len(w["longtasks"]),
         "long_task_total_s": sum(w["longtasks"]) / 1000,
         "long_task_max_s": max(w["longtasks"], default=0) / 1000,
+        "draws": len(w["draws"]),
+        "draw_median_ms": sorted(w["draws"])[len(w["draws"]) // 2] if w["draws"] else None,
+        "draw_max_ms": max(w["draws"], default=None),
     }
 
 
@@ -78,7 +87,7 @@ def measure_open(browser, url, experiment_id: str) -> dict:
     panel = {"table_s": _until(page, ".jd-detail .jd-table tbody tr", t0)}
     panel["curves_s"] = _until(page, ".jd-detail .jd-chart:not(.jd-objective) canvas", t0)
     panel["rows_in_page"] = page.locator(".jd-detail .jd-table tbody tr").count()
-    panel.update({k: v for k, v in _watched(page).items() if k.startswith("long_task")})
+    panel.update({k: v for k, v in _watched(page).items() if k.startswith(("long_task", "draw"))})
 
     page.wait_for_timeout(1000)
     page.evaluate(WATCH)
@@ -88,7 +97,7 @@ def measure_open(browser, url, experiment_id: str) -> dict:
     cell = {"table_s": _until(page, ".jd-cell-view .jd-table tbody tr", t0)}
     cell["curves_s"] = _until(page, ".jd-cell-view .jd-chart:not(.jd-objective) canvas", t0)
     cell["rows_in_page"] = page.locator(".jd-cell-view .jd-table tbody tr").count()
-    cell.update({k: v for k, v in _watched(page).items() if k.startswith("long_task")})
+    cell.update({k: v for k, v in _watched(page).items() if k.startswith(("long_task", "draw"))})
     page.context.close()
     return {"panel": panel, "cell": cell, "page_errors": errors}
 
@@ -117,17 +126,39 @@ def _api(base: str, token: str, path: str):
         return json.loads(answer.read())
 
 
-def _reports_so_far(base: str, token: str) -> tuple[int, int]:
-    """The live run's reports in the store so far (its trials' steps), and how many trials run."""
+def _last_report(store: str) -> int:
+    """The cursor of the store's last report (reports of every experiment count: only the live one writes),
+    found by bisection with one-row pages, a few dozen index look-ups: the bench adds no load to speak of."""
+    from jupyter_dist.store._sqlite import Database
+
+    db = Database(store)
+    try:
+        live = db.find("live")
+        if live is None:
+            return 0
+        low, high = 0, 1 << 40
+        while low < high:
+            mid = (low + high) // 2
+            if db.report_page(live["id"], mid, 1):
+                low = mid + 1
+            else:
+                high = mid
+        return low
+    finally:
+        db.close()
+
+
+def _running(base: str, token: str) -> int:
+    """How many trials of the live run are running."""
     listing = _api(base, token, "jupyter-dist/api/experiments")["experiments"]
     live = next((e for e in listing if e["name"] == "live"), None)
     if live is None:
-        return 0, 0
+        return 0
     trials = _api(base, token, f"jupyter-dist/api/experiments/{live['id']}")["trials"]
-    return sum(t["steps"] for t in trials), sum(t["state"] == "running" for t in trials)
+    return sum(t["state"] == "running" and not t["queued"] for t in trials)
 
 
-def measure_live(browser, url, base: str, token: str, root: Path, sizes: dict) -> dict:
+def measure_live(browser, url, base: str, token: str, root: Path, store: str, sizes: dict) -> dict:
     """Run the live notebook and watch its cell view while every trial reports."""
     sys.path.insert(0, str(TESTS_LAB))
     import notebook_runs as runs
@@ -149,20 +180,20 @@ def measure_live(browser, url, base: str, token: str, root: Path, sizes: dict) -
     running, deadline = 0, time.monotonic() + 300
     while running < 0.9 * trials and time.monotonic() < deadline:
         page.wait_for_timeout(1000)
-        _, running = _reports_so_far(base, token)
+        running = _running(base, token)
     started_s = time.perf_counter() - t0
-    reports_before, running_at_start = _reports_so_far(base, token)
+    reports_before = _last_report(store)
     page.evaluate(WATCH)
     page.wait_for_timeout(sizes["window_s"] * 1000)
     watched = _watched(page)
-    reports_after, running_at_end = _reports_so_far(base, token)
+    reports_after, running_at_end = _last_report(store), _running(base, token)
     progress = cell.locator(".jd-detail-meta").first.inner_text()
     runs.watch_cell(page, RUN_CELL + 1, [], seconds=600)  # until the cluster is closed too
     page.context.close()
     return {
         **watched,
         "seconds_until_window": started_s,
-        "running_trials_at_window_start": running_at_start,
+        "running_trials_at_window_start": running,
         "running_trials_at_window_end": running_at_end,
         "reports_stored_per_s": (reports_after - reports_before) / watched["seconds"],
         "view_said": progress,

@@ -198,6 +198,7 @@ def main(parts: tuple[str, ...] = ("first_run", "scale"), sizes: dict | None = N
         lab_args = (
             f"--LabApp.user_settings_dir={folder / 'settings'}",
             f"--LabApp.workspaces_dir={folder / 'ws'}",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: the scale part opens a notebook by command
         )
         store = str(folder / "experiments.sqlite")
         if "scale" in parts:
@@ -217,7 +218,7 @@ def main(parts: tuple[str, ...] = ("first_run", "scale"), sizes: dict | None = N
                 )
                 print(f"  {sizes['live_trials']} trials reporting live...", flush=True)
                 scale["live"] = _lab_scale.measure_live(
-                    browser, lambda path: f"{base}/{path}?token={token}", base, token, root, sizes
+                    browser, lambda path: f"{base}/{path}?token={token}", base, token, root, store, sizes
                 )
             for view in ("lab", "widget") if "first_run" in parts else ():
                 # A workspace of its own: only this view's notebook open in the page.
@@ -285,7 +286,8 @@ def scale_summary(result: dict) -> list[str]:
         o = scale["open"][where]
         lines.append(
             f"    {label}: table {o['table_s']:.2f} s, curves {o['curves_s']:.2f} s, {o['rows_in_page']} rows in"
-            f" the page, {o['long_tasks']} long tasks (max {o['long_task_max_s'] * 1e3:.0f} ms)"
+            f" the page, {o['long_tasks']} long tasks (max {o['long_task_max_s'] * 1e3:.0f} ms); the view's"
+            f" {o['draws']} draws, the longest {o['draw_max_ms'] or 0:.0f} ms"
         )
     live = scale["live"]
     lines.append(
@@ -293,7 +295,8 @@ def scale_summary(result: dict) -> list[str]:
         f" {sizes['live_threads']} threads): {live['frames_per_s']:.0f} frames/s, {live['long_tasks']} long tasks"
         f" ({live['long_task_total_s']:.2f} s, max {live['long_task_max_s'] * 1e3:.0f} ms) over"
         f" {live['seconds']:.0f} s; {live['reports_stored_per_s']:,.0f} reports/s stored,"
-        f" {live['running_trials_at_window_start']} trials running"
+        f" {live['running_trials_at_window_start']} trials running; the view's {live['draws']} draws: median"
+        f" {live['draw_median_ms'] or 0:.0f} ms, longest {live['draw_max_ms'] or 0:.0f} ms"
     )
     return lines
 

@@ -90,8 +90,8 @@ class CurvesHandler(_Handler):
     @authorized
     async def get(self, experiment_id: str) -> None:
         def call():
-            (points,) = whole_numbers(self, points=CURVE_POINTS)
-            return self.store.curves(experiment_id, self.get_argument("trials", None), points)
+            points, since = whole_numbers(self, points=CURVE_POINTS, since=0)
+            return self.store.curves(experiment_id, self.get_argument("trials", None), points, since)
 
         await self.answer(call)
 

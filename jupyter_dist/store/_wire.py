@@ -152,11 +152,12 @@ class CurvesSnapshot(TypedDict):
 
 
 class CurvesPage(CurvesSnapshot):
-    """GET .../curves?trials=&points=: the learning curves of some trials in one answer, each thinned to at most
-    ``points`` evenly spread points (its first and latest kept), where paging through every report would take
-    seconds; the views then read on from ``cursor`` with GET .../metrics."""
+    """GET .../curves?trials=&points=&since=: the learning curves of some trials in one answer, from their reports
+    after cursor ``since`` (0: all), each thinned to at most ``points`` evenly spread points (its first and latest
+    kept), where paging through every report would take seconds; asked again with ``since=cursor``, the points
+    reported since."""
 
-    cursor: int  # the last report read: pass it as ``since`` to GET .../metrics
+    cursor: int  # the last report read: pass it as ``since`` to read on
 
 
 class ExperimentBundle(TypedDict):

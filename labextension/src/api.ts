@@ -8,7 +8,6 @@ import type {
   IExperimentDetail,
   IExperimentList,
   ILogs,
-  IMetricsPage,
   IParamImportances
 } from './wire';
 
@@ -57,18 +56,20 @@ export function getExperiment(id: string): Promise<IExperimentDetail> {
   return requestAPI(experiment(id));
 }
 
-export function getMetrics(id: string, since: number): Promise<IMetricsPage> {
-  return requestAPI(`${experiment(id)}/metrics?since=${since}`);
-}
-
-/** The curves of the trials ``trials`` names ("3,17,40-59,9000-": selection.ts), thinned to ``points`` each. */
+/**
+ * The curves of the trials ``trials`` names ("3,17,40-59,9000-": selection.ts; null: every trial) from their
+ * reports after cursor ``since``, thinned to ``points`` each.
+ */
 export function getCurves(
   id: string,
-  trials: string,
-  points: number
+  trials: string | null,
+  points: number,
+  since = 0
 ): Promise<ICurvesPage> {
+  const selection =
+    trials === null ? '' : `&trials=${encodeURIComponent(trials)}`;
   return requestAPI(
-    `${experiment(id)}/curves?trials=${encodeURIComponent(trials)}&points=${points}`
+    `${experiment(id)}/curves?points=${points}&since=${since}${selection}`
   );
 }
 

@@ -178,3 +178,46 @@ describe('Curves at scale', () => {
     expect(curves.cursor).toBe(1240);
   });
 });
+
+describe('Curves read on from a cursor', () => {
+  it("adds each trial's new points, a new attempt replacing the earlier one's from its first step", () => {
+    const curves = Curves.fromSnapshot({
+      metric: 'acc',
+      trials: [
+        [0, 0, [0, 1, 2], [0, 0.1, 0.2]],
+        [1, 0, [0, 1, 2], [1, 1.1, 1.2]]
+      ],
+      cursor: 10
+    });
+    const changed = curves.addCurves({
+      metric: 'acc',
+      trials: [
+        [0, 0, [3, 4], [0.3, null]], // a NaN the server sent as null: no point
+        [1, 1, [2, 3], [2.2, 2.3]], // resumed from its step-1 checkpoint
+        [5, 0, [0], [5]] // a trial that started since
+      ],
+      cursor: 20
+    });
+    expect(changed).toBe(true);
+    expect(curves.cursor).toBe(20);
+    expect(curves.curve(0)).toEqual({
+      attempt: 0,
+      steps: [0, 1, 2, 3],
+      values: [0, 0.1, 0.2, 0.3]
+    });
+    expect(curves.curve(1)).toEqual({
+      attempt: 1,
+      steps: [0, 1, 2, 3],
+      values: [1, 1.1, 2.2, 2.3]
+    });
+    expect(curves.trialIds()).toEqual([0, 1, 5]);
+    expect(
+      curves.addCurves({
+        metric: 'acc',
+        trials: [[1, 0, [9], [9]]],
+        cursor: 21
+      })
+    ).toBe(false); // a stale attempt's late point
+    expect(curves.cursor).toBe(21);
+  });
+});

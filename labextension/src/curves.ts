@@ -3,7 +3,7 @@
  * metric pages read on from their cursor, or a saved snapshot; each curve kept to a bounded number of points.
  */
 
-import type { ICurvesSnapshot, IMetricsPage } from './wire';
+import type { ICurvesPage, ICurvesSnapshot, IMetricsPage } from './wire';
 
 /** Points per curve a view keeps (and asks the server for): a chart is about a thousand pixels wide. */
 export const CURVE_POINTS = 200;
@@ -50,7 +50,7 @@ export class Curves {
     readonly points = CURVE_POINTS
   ) {}
 
-  /** Add a page; returns whether any curve changed. */
+  /** Add a page of reports (GET .../metrics); returns whether any curve changed. */
   add(page: IMetricsPage): boolean {
     let changed = false;
     for (const [trialId, attempt, step, , metrics] of page.rows) {
@@ -58,31 +58,61 @@ export class Curves {
         this.metric = Object.keys(metrics)[0] ?? null;
       }
       const value = this.metric === null ? null : metrics[this.metric];
-      if (value === null || value === undefined) {
-        continue;
+      if (value !== null && value !== undefined) {
+        changed = this._extend(trialId, attempt, [step], [value]) || changed;
       }
-      let curve = this._byTrial.get(trialId);
-      if (!curve || attempt > curve.attempt) {
-        const kept = curve ? curve.steps.findIndex(s => s >= step) : 0;
-        const upTo = kept === -1 ? curve!.steps.length : kept;
-        curve = {
-          attempt,
-          steps: curve ? curve.steps.slice(0, upTo) : [],
-          values: curve ? curve.values.slice(0, upTo) : []
-        };
-        this._byTrial.set(trialId, curve);
-      } else if (attempt < curve.attempt) {
-        continue;
-      }
-      curve.steps.push(step);
-      curve.values.push(value);
-      if (curve.steps.length >= 2 * this.points) {
-        Object.assign(curve, thinned(curve.steps, curve.values, this.points));
-      }
-      changed = true;
     }
     this.cursor = page.cursor;
     return changed;
+  }
+
+  /**
+   * Add the points reported since the cursor, per trial (GET .../curves?since=cursor: a few arrays per trial
+   * where a metric page has an object per report); returns whether any curve changed.
+   */
+  addCurves(page: ICurvesPage): boolean {
+    let changed = false;
+    this.metric ??= page.metric;
+    for (const [trialId, attempt, steps, values] of page.trials) {
+      const kept = steps.filter((_, i) => values[i] !== null);
+      const ys = values.filter(v => v !== null) as number[];
+      if (kept.length) {
+        changed = this._extend(trialId, attempt, kept, ys) || changed;
+      }
+    }
+    this.cursor = page.cursor;
+    return changed;
+  }
+
+  /** A trial's curve goes on with the points of ``attempt`` (a later attempt's replace the earlier's from its
+   * first step on; an earlier attempt's are stale). */
+  private _extend(
+    trialId: number,
+    attempt: number,
+    steps: number[],
+    values: number[]
+  ): boolean {
+    let curve = this._byTrial.get(trialId);
+    if (!curve || attempt > curve.attempt) {
+      const kept = curve ? curve.steps.findIndex(s => s >= steps[0]) : 0;
+      const upTo = kept === -1 ? curve!.steps.length : kept;
+      curve = {
+        attempt,
+        steps: curve ? curve.steps.slice(0, upTo) : [],
+        values: curve ? curve.values.slice(0, upTo) : []
+      };
+      this._byTrial.set(trialId, curve);
+    } else if (attempt < curve.attempt) {
+      return false;
+    }
+    for (let i = 0; i < steps.length; i++) {
+      curve.steps.push(steps[i]);
+      curve.values.push(values[i]);
+    }
+    if (curve.steps.length >= 2 * this.points) {
+      Object.assign(curve, thinned(curve.steps, curve.values, this.points));
+    }
+    return true;
   }
 
   /**

@@ -7,13 +7,7 @@ import { Poll } from '@lumino/polling';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import {
-  getCurves,
-  getExperiment,
-  getImportances,
-  getLogs,
-  getMetrics
-} from './api';
+import { getCurves, getExperiment, getImportances, getLogs } from './api';
 import { CURVE_POINTS, Curves } from './curves';
 import { ExperimentDisplay, joinLogs } from './display';
 import { sortTrials } from './ordering';
@@ -31,8 +25,8 @@ export type Drawer = (
 /**
  * One experiment as the server has it, read again at each poll. The first poll draws the detail as soon as it
  * comes, then reads the curves the view can draw in one request (GET .../curves, thinned: an experiment of a
- * million reports opens in one answer, not a hundred pages) and draws again; later polls read the metrics after
- * the curves' cursor, as they arrive.
+ * million reports opens in one answer, not a hundred pages) and draws again; later polls read every trial's
+ * points reported after the curves' cursor, as they arrive.
  */
 export class ExperimentFeed {
   private _curves: Curves | null = null;
@@ -65,17 +59,12 @@ export class ExperimentFeed {
     return detail;
   }
 
-  /** Every report after the cursor; whether a curve changed. */
+  /** Every trial's points reported after the cursor; whether a curve changed. */
   private async _readOn(): Promise<boolean> {
     const curves = this._curves as Curves;
-    let changed = false;
-    for (;;) {
-      const page = await getMetrics(this.id, curves.cursor);
-      changed = curves.add(page) || changed;
-      if (!page.more) {
-        return changed;
-      }
-    }
+    return curves.addCurves(
+      await getCurves(this.id, null, curves.points, curves.cursor)
+    );
   }
 }
 

@@ -107,11 +107,27 @@ export class ExperimentDisplay {
     return this._actions;
   }
 
-  /** Draw ``given``, with its ``curves`` (null: they are being read). */
+  /**
+   * Draw ``given``, with its ``curves`` (null: they are being read). Each draw is a "jupyter-dist:draw" entry
+   * of the page's performance timeline (bench_lab reads how long the view's own work takes).
+   */
   draw(
     given: IExperimentDetail,
     curves: Curves | null,
     curvesChanged = true
+  ): void {
+    const start = performance.now();
+    try {
+      this._draw(given, curves, curvesChanged);
+    } finally {
+      performance.measure?.('jupyter-dist:draw', { start });
+    }
+  }
+
+  private _draw(
+    given: IExperimentDetail,
+    curves: Curves | null,
+    curvesChanged: boolean
   ): void {
     // Nothing optimised (a data-parallel run): no direction, so no "best" and trials in id order. The store
     // keeps a direction for every run, so this is decided here, once, for every part of the view.

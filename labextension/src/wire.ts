@@ -128,14 +128,15 @@ export interface ICurvesSnapshot {
 }
 
 /**
- * GET .../curves?trials=&points=: the learning curves of some trials in one answer, each thinned to at most
- * `points` evenly spread points (its first and latest kept), where paging through every report would take
- * seconds; the views then read on from `cursor` with GET .../metrics.
+ * GET .../curves?trials=&points=&since=: the learning curves of some trials in one answer, from their reports
+ * after cursor `since` (0: all), each thinned to at most `points` evenly spread points (its first and latest
+ * kept), where paging through every report would take seconds; asked again with `since=cursor`, the points
+ * reported since.
  */
 export interface ICurvesPage {
   metric: string | null;
   trials: [number, number, number[], (number | null)[]][];
-  cursor: number; // the last report read: pass it as `since` to GET .../metrics
+  cursor: number; // the last report read: pass it as `since` to read on
 }
 
 /**

@@ -114,11 +114,22 @@ async def test_a_running_experiment_reads_on_from_the_cursor_losing_and_doubling
         assert [len(steps) for _, _, steps, _ in first["trials"]] == [20, 20, 20]
         for trial_id in range(3):
             report(record, trial_id, "a", range(20, 25))
+        report(record, 2, "b", range(22, 24))  # its worker was lost: resumed from its step-21 checkpoint
         await asyncio.sleep(FLUSH_INTERVAL_S * 3)
         later = await get(jp_fetch, record.definition.id, "metrics", since=str(first["cursor"]))
-        assert sorted((row[0], row[2]) for row in later["rows"]) == [
-            (t, s) for t in range(3) for s in range(20, 25)
+        assert sorted((row[0], row[1], row[2]) for row in later["rows"]) == sorted(
+            [(t, 0, s) for t in range(3) for s in range(20, 25)] + [(2, 1, 22), (2, 1, 23)]
+        )
+        # The same, as curves: each trial's new points; trial 2's new attempt from its first step on.
+        since = await get(jp_fetch, record.definition.id, "curves", since=str(first["cursor"]))
+        assert since["cursor"] == later["cursor"]
+        assert since["trials"] == [
+            [0, 0, [20, 21, 22, 23, 24], [2.0, 2.1, 2.2, 2.3, 2.4]],
+            [1, 0, [20, 21, 22, 23, 24], [2.0, 2.1, 2.2, 2.3, 2.4]],
+            [2, 1, [20, 21, 22, 23], [2.0, 2.1, 2.2, 2.3]],
         ]
+        nothing = await get(jp_fetch, record.definition.id, "curves", since=str(since["cursor"]))
+        assert nothing == {"metric": "acc", "trials": [], "cursor": since["cursor"]}
     finally:
         record.finish(ExperimentState.STOPPED)
 
@@ -130,7 +141,8 @@ async def test_a_bad_selection_or_point_count_is_a_clear_400(jp_fetch, fresh_sto
         ({"trials": "1,a"}, "trials='1,a': trial ids, ranges"),
         ({"trials": "3-1-"}, "like 3,17,40-59,9000-"),
         ({"points": "0"}, "0 < points <= 5000"),
-        ({"points": "many"}, "points: whole numbers"),
+        ({"points": "many"}, "points, since: whole numbers"),
+        ({"since": "-1"}, "since=-1: a cursor"),
     ]:
         with pytest.raises(tornado.httpclient.HTTPClientError) as err:
             await jp_fetch(*API, record.definition.id, "curves", params=params)
