@@ -193,12 +193,17 @@ export class ExperimentDisplay {
       const metric = detail.metric as string;
       const mode = detail.mode as Mode;
       this._objective.draw(detail.trials, metric, mode);
-      this._parallel.draw(
+      const { drawn, completed } = this._parallel.draw(
         detail.trials,
         spaceOf(detail.definition.space ?? {}, detail.trials),
         metric,
         mode
       );
+      // Past MAX_LINES the best are drawn: the title says so, or 300 lines read as every trial.
+      this._parallelTitle.textContent =
+        drawn < completed
+          ? `Parameters of the best ${drawn} of ${completed.toLocaleString('en-US')} completed trials`
+          : 'Parameters of the completed trials';
     }
     // They change only as trials complete. Asked once the curves are in, not beside them: on the server both
     // are Python, and an answer of seconds would slow the other down.
