@@ -8,7 +8,8 @@
 * live: the cell view of a running experiment while LIVE_TRIALS trials report at once (each sleeps
   LIVE_SECONDS, reporting 10 times a second; a LocalCluster of LIVE_WORKERS processes x LIVE_THREADS threads,
   random sampler, pruner=None: the issue's 960-trial shape): the page's frames per second (requestAnimationFrame)
-  and long tasks over a window of the run, and the reports the store received meanwhile.
+  and long tasks over a window of the run, those of a blank page beside it (what the machine left any page), the
+  view's own draws, and the reports the store received meanwhile.
 """
 
 from __future__ import annotations
@@ -183,15 +184,24 @@ def measure_live(browser, url, base: str, token: str, root: Path, store: str, si
         running = _running(base, token)
     started_s = time.perf_counter() - t0
     reports_before = _last_report(store)
+    # A blank page beside it, watched the same way: the frames the machine left any page meanwhile (the run's
+    # kernel, scheduler and workers share its cores with the browser).
+    control = browser.new_context(viewport={"width": 800, "height": 600}).new_page()
+    control.set_content("<html><body>control</body></html>")
     page.evaluate(WATCH)
+    control.evaluate(WATCH)
     page.wait_for_timeout(sizes["window_s"] * 1000)
     watched = _watched(page)
+    blank = _watched(control)
+    control.context.close()
     reports_after, running_at_end = _last_report(store), _running(base, token)
     progress = cell.locator(".jd-detail-meta").first.inner_text()
     runs.watch_cell(page, RUN_CELL + 1, [], seconds=600)  # until the cluster is closed too
     page.context.close()
     return {
         **watched,
+        "blank_page_frames_per_s": blank["frames_per_s"],
+        "blank_page_long_tasks": blank["long_tasks"],
         "seconds_until_window": started_s,
         "running_trials_at_window_start": running,
         "running_trials_at_window_end": running_at_end,

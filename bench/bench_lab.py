@@ -294,7 +294,8 @@ def scale_summary(result: dict) -> list[str]:
         f"  live, {sizes['live_trials']} trials x 10 reports/s ({sizes['live_workers']} workers x"
         f" {sizes['live_threads']} threads): {live['frames_per_s']:.0f} frames/s, {live['long_tasks']} long tasks"
         f" ({live['long_task_total_s']:.2f} s, max {live['long_task_max_s'] * 1e3:.0f} ms) over"
-        f" {live['seconds']:.0f} s; {live['reports_stored_per_s']:,.0f} reports/s stored,"
+        f" {live['seconds']:.0f} s (a blank page beside it: {live['blank_page_frames_per_s']:.0f} frames/s);"
+        f" {live['reports_stored_per_s']:,.0f} reports/s stored,"
         f" {live['running_trials_at_window_start']} trials running; the view's {live['draws']} draws: median"
         f" {live['draw_median_ms'] or 0:.0f} ms, longest {live['draw_max_ms'] or 0:.0f} ms"
     )
