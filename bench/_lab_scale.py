@@ -8,8 +8,8 @@
 * live: the cell view of a running experiment while LIVE_TRIALS trials report at once (each sleeps
   LIVE_SECONDS, reporting 10 times a second; a LocalCluster of LIVE_WORKERS processes x LIVE_THREADS threads,
   random sampler, pruner=None: the issue's 960-trial shape): the page's frames per second (requestAnimationFrame)
-  and long tasks over a window of the run, those of a blank page beside it (what the machine left any page), the
-  view's own draws, and the reports the store received meanwhile.
+  and long tasks over a window of the run, the CPU its main thread used, those of a blank page beside it (what the
+  machine left any page), the view's own draws, and the reports the store received meanwhile.
 """
 
 from __future__ import annotations
@@ -53,6 +53,25 @@ def _watched(page) -> dict:
         "draw_median_ms": sorted(w["draws"])[len(w["draws"]) // 2] if w["draws"] else None,
         "draw_max_ms": max(w["draws"], default=None),
     }
+
+
+class MainThread:
+    """The CPU time a page's main thread used (Chrome's Performance domain, ThreadTime): the page's own work,
+    which, unlike frames and long tasks, does not grow when other processes leave the browser less of the
+    machine."""
+
+    def __init__(self, page) -> None:
+        self.cdp = page.context.new_cdp_session(page)
+        self.cdp.send("Performance.enable")
+        self.started = self._seconds()
+
+    def _seconds(self) -> float:
+        metrics = self.cdp.send("Performance.getMetrics")["metrics"]
+        return next(m["value"] for m in metrics if m["name"] == "ThreadTime")
+
+    def used(self) -> float:
+        """Seconds of CPU since it was made."""
+        return self._seconds() - self.started
 
 
 def _until(page, selector: str, started: float, timeout_s: float = 300) -> float:
@@ -190,9 +209,12 @@ def measure_live(browser, url, base: str, token: str, root: Path, store: str, si
     control.set_content("<html><body>control</body></html>")
     page.evaluate(WATCH)
     control.evaluate(WATCH)
+    cpu, control_cpu = MainThread(page), MainThread(control)
     page.wait_for_timeout(sizes["window_s"] * 1000)
     watched = _watched(page)
     blank = _watched(control)
+    watched["main_thread_cpu_share"] = cpu.used() / watched["seconds"]
+    blank_cpu = control_cpu.used() / blank["seconds"]
     control.context.close()
     reports_after, running_at_end = _last_report(store), _running(base, token)
     progress = cell.locator(".jd-detail-meta").first.inner_text()
@@ -202,6 +224,7 @@ def measure_live(browser, url, base: str, token: str, root: Path, store: str, si
         **watched,
         "blank_page_frames_per_s": blank["frames_per_s"],
         "blank_page_long_tasks": blank["long_tasks"],
+        "blank_page_main_thread_cpu_share": blank_cpu,
         "seconds_until_window": started_s,
         "running_trials_at_window_start": running,
         "running_trials_at_window_end": running_at_end,
