@@ -18,18 +18,27 @@ bytes received over the kernel's websocket while it ran, and the share of 0.5 s 
 Busy; for the stream cell of run (1): the browser's frame rate (requestAnimationFrame) and long tasks (the
 Performance API's ``longtask`` entries: main-thread work over 50 ms).
 
-Run: ``.venv/bin/python bench/bench_lab.py`` (~2 min; writes bench/results/lab.json).
+Then the scale figures of issue 26 (bench/_lab_scale.py): an experiment of 10,000 trials x 100 reports opened
+from the Experiments panel and in a reopened notebook's cell, and the live cell view while 960 trials report.
+
+Run: ``.venv/bin/python bench/bench_lab.py`` (~6 min; writes bench/results/lab.json); ``--part scale`` for the
+scale figures alone, at smaller sizes with ``--trials``, ``--steps``, ``--live-trials``... (a smoke run: set
+BENCH_RESULTS to keep it out of bench/results); ``--extension DIR`` measures another build of the extension (e.g.
+an earlier commit's ``jupyter_dist/labextension``) in place of this checkout's.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import _lab_scale
 from _common import CpuMonitor, contention_note, header, jupyter_server, write_result
 
 CHROMIUM = "/usr/bin/chromium"
@@ -154,14 +163,27 @@ def measure(runs, page, lab, view: str) -> dict:
     return {"new_kernel": new_kernel, "restart": restart, "idle_kernel": idle}
 
 
-def main() -> dict:
+SIZES = {
+    "trials": 10_000,
+    "steps": 100,
+    "live_trials": 960,
+    "live_workers": 8,
+    "live_threads": 120,
+    "live_seconds": 30.0,
+    "window_s": 12,
+}
+
+
+def main(parts: tuple[str, ...] = ("first_run", "scale"), sizes: dict | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(TESTS_LAB))
     import notebook_runs as runs
 
+    sizes = {**SIZES, **(sizes or {})}
     wall0 = time.perf_counter()
     cpu = CpuMonitor()
+    views, scale = {}, {}
     with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-lab-") as tmp:
         folder = Path(tmp)
         root = folder / "root"
@@ -176,17 +198,29 @@ def main() -> dict:
         lab_args = (
             f"--LabApp.user_settings_dir={folder / 'settings'}",
             f"--LabApp.workspaces_dir={folder / 'ws'}",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: the scale part opens a notebook by command
         )
-        views = {}
+        store = str(folder / "experiments.sqlite")
+        if "scale" in parts:
+            print(f"  writing {sizes['trials']:,} trials x {sizes['steps']} reports...", flush=True)
+            experiment_id, scale["build_s"] = _lab_scale.build_big(
+                store, root, sizes["trials"], sizes["steps"]
+            )
         with (
-            jupyter_server("jupyterlab", str(root), str(folder / "experiments.sqlite"), *lab_args) as (
-                base,
-                token,
-            ),
+            jupyter_server("jupyterlab", str(root), store, *lab_args) as (base, token),
             sync_playwright() as p,
         ):
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-            for view in ("lab", "widget"):
+            if "scale" in parts:
+                print("  opening it...", flush=True)
+                scale["open"] = _lab_scale.measure_open(
+                    browser, lambda path: f"{base}/{path}?token={token}", experiment_id
+                )
+                print(f"  {sizes['live_trials']} trials reporting live...", flush=True)
+                scale["live"] = _lab_scale.measure_live(
+                    browser, lambda path: f"{base}/{path}?token={token}", base, token, root, store, sizes
+                )
+            for view in ("lab", "widget") if "first_run" in parts else ():
                 # A workspace of its own: only this view's notebook open in the page.
                 lab = SimpleNamespace(
                     root=root,
@@ -207,8 +241,23 @@ def main() -> dict:
             "browser": "Debian chromium, headless, 1400x900, JupyterLab with windowing off",
             "timings": "new_kernel: Run All once the kernel exists; restart: Restart Kernel and Run All; "
             "idle_kernel: the HPO cell again, Shift+Enter, on the idle kernel (0.4's 'flagged kernel')",
+            "parts": list(parts),
+            "scale": sizes,
+            "extension": EXTENSION or "this checkout's build",
         },
     )
+    if scale:
+        result["scale"] = scale
+        result["scale_target"] = {"open_below_s": 2.0, "frames_per_s_at_least": 30}
+        result["scale_met"] = {
+            "panel_table": scale["open"]["panel"]["table_s"] < 2,
+            "panel_curves": scale["open"]["panel"]["curves_s"] < 2,
+            "cell": scale["open"]["cell"]["curves_s"] < 2,
+            "live_frames": scale["live"]["frames_per_s"] >= 30,
+        }
+    if "first_run" not in parts:
+        result.update(cpu_contention=cpu.stop(), wall_s=time.perf_counter() - wall0)
+        return result
     lab_view, widget = views["lab"], views["widget"]
     timings = ("new_kernel", "restart", "idle_kernel")
     result.update(
@@ -230,9 +279,33 @@ def main() -> dict:
     return result
 
 
+def scale_summary(result: dict) -> list[str]:
+    sizes, scale = result["parameters"]["scale"], result["scale"]
+    lines = [f"  an ended experiment of {sizes['trials']:,} trials x {sizes['steps']} reports:"]
+    for where, label in (("panel", "from the panel"), ("cell", "reopened notebook's cell")):
+        o = scale["open"][where]
+        lines.append(
+            f"    {label}: table {o['table_s']:.2f} s, curves {o['curves_s']:.2f} s, {o['rows_in_page']} rows in"
+            f" the page, {o['long_tasks']} long tasks (max {o['long_task_max_s'] * 1e3:.0f} ms); the view's"
+            f" {o['draws']} draws, the longest {o['draw_max_ms'] or 0:.0f} ms"
+        )
+    live = scale["live"]
+    lines.append(
+        f"  live, {sizes['live_trials']} trials x 10 reports/s ({sizes['live_workers']} workers x"
+        f" {sizes['live_threads']} threads): {live['frames_per_s']:.0f} frames/s, {live['long_tasks']} long tasks"
+        f" ({live['long_task_total_s']:.2f} s, max {live['long_task_max_s'] * 1e3:.0f} ms) over"
+        f" {live['seconds']:.0f} s, its main thread busy {live['main_thread_cpu_share']:.0%} of a core (a blank"
+        f" page beside it: {live['blank_page_frames_per_s']:.0f} frames/s);"
+        f" {live['reports_stored_per_s']:,.0f} reports/s stored,"
+        f" {live['running_trials_at_window_start']} trials running; the view's {live['draws']} draws: median"
+        f" {live['draw_median_ms'] or 0:.0f} ms, longest {live['draw_max_ms'] or 0:.0f} ms"
+    )
+    return lines
+
+
 def summary(result: dict) -> str:
-    lines = []
-    for view, r in result["views"].items():
+    lines = scale_summary(result) if "scale" in result else []
+    for view, r in result.get("views", {}).items():
         for timing in ("new_kernel", "restart", "idle_kernel"):
             t = r[timing]
             lines.append(
@@ -249,8 +322,30 @@ def summary(result: dict) -> str:
     )
 
 
+EXTENSION: str | None = None  # --extension
+
+
+def _arguments() -> tuple[tuple[str, ...], dict]:
+    global EXTENSION
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("all", "first_run", "scale"), default="all")
+    for name, value in SIZES.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    parser.add_argument("--extension", help="a built lab extension to measure instead of this checkout's")
+    args = vars(parser.parse_args())
+    part, extension = args.pop("part"), args.pop("extension")
+    if extension:  # JupyterLab finds it first on JUPYTER_PATH (the server and the kernels inherit it)
+        EXTENSION = str(Path(extension).resolve())
+        share = Path(tempfile.mkdtemp(prefix="jupyter_dist-bench-ext-"))
+        (share / "labextensions").mkdir()
+        (share / "labextensions" / "jupyter-dist").symlink_to(Path(extension).resolve())
+        os.environ["JUPYTER_PATH"] = f"{share}{os.pathsep}{os.environ.get('JUPYTER_PATH', '')}"
+    return (("first_run", "scale") if part == "all" else (part,)), args
+
+
 if __name__ == "__main__":
-    res = main()
+    parts, sizes = _arguments()
+    res = main(parts, sizes)
     path = write_result("lab", res)
     print(summary(res))
     print(f"  -> {path}")

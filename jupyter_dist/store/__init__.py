@@ -10,9 +10,10 @@ from ._codec import finite
 from ._detail import experiment_detail, trial_summary
 from ._journal import FLUSH_INTERVAL_S, Journal
 from ._memory import InMemoryRecord
-from ._reader import MAX_PAGE, StoreReader
+from ._reader import CURVE_POINTS, MAX_CURVE_POINTS, MAX_PAGE, StoreReader
 from ._wire import (
     BestTrial,
+    CurvesPage,
     CurvesSnapshot,
     DefinitionJson,
     ExperimentBundle,
@@ -28,10 +29,13 @@ from ._wire import (
 
 __all__ = [
     "FLUSH_INTERVAL_S",
+    "CURVE_POINTS",
+    "MAX_CURVE_POINTS",
     "MAX_PAGE",
     "QUEUED",
     "STALE_AFTER_S",
     "BestTrial",
+    "CurvesPage",
     "CurvesSnapshot",
     "DefinitionJson",
     "ExperimentBundle",

@@ -13,6 +13,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "BestTrial",
+    "CurvesPage",
     "CurvesSnapshot",
     "DefinitionJson",
     "ExperimentBundle",
@@ -148,6 +149,15 @@ class CurvesSnapshot(TypedDict):
 
     metric: str | None
     trials: list[tuple[int, int, list[int], list[float | None]]]
+
+
+class CurvesPage(CurvesSnapshot):
+    """GET .../curves?trials=&points=&since=: the learning curves of some trials in one answer, from their reports
+    after cursor ``since`` (0: all), each thinned to at most ``points`` evenly spread points (its first and latest
+    kept), where paging through every report would take seconds; asked again with ``since=cursor``, the points
+    reported since."""
+
+    cursor: int  # the last report read: pass it as ``since`` to read on
 
 
 class ExperimentBundle(TypedDict):

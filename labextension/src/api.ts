@@ -4,10 +4,10 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import type {
+  ICurvesPage,
   IExperimentDetail,
   IExperimentList,
   ILogs,
-  IMetricsPage,
   IParamImportances
 } from './wire';
 
@@ -56,8 +56,21 @@ export function getExperiment(id: string): Promise<IExperimentDetail> {
   return requestAPI(experiment(id));
 }
 
-export function getMetrics(id: string, since: number): Promise<IMetricsPage> {
-  return requestAPI(`${experiment(id)}/metrics?since=${since}`);
+/**
+ * The curves of the trials ``trials`` names ("3,17,40-59,9000-": selection.ts; null: every trial) from their
+ * reports after cursor ``since``, thinned to ``points`` each.
+ */
+export function getCurves(
+  id: string,
+  trials: string | null,
+  points: number,
+  since = 0
+): Promise<ICurvesPage> {
+  const selection =
+    trials === null ? '' : `&trials=${encodeURIComponent(trials)}`;
+  return requestAPI(
+    `${experiment(id)}/curves?points=${points}&since=${since}${selection}`
+  );
 }
 
 export function getImportances(id: string): Promise<IParamImportances> {

@@ -127,6 +127,12 @@ export class CurveChart extends Chart {
     super('jd-chart', 260);
   }
 
+  /** The curves are being read from the server. */
+  reading(): void {
+    this._shown = [];
+    this.empty('Reading the learning curves…');
+  }
+
   /** Draw ``trialIds``' curves (at most MAX_CURVES, in the order given: best first). */
   draw(curves: Curves, trialIds: number[]): void {
     const ids = trialIds.slice(0, MAX_CURVES);
@@ -158,6 +164,17 @@ export class CurveChart extends Chart {
       ids.length <= 12
     );
   }
+}
+
+/**
+ * How big a trial's point is drawn: 7 px for a few hundred trials, smaller as they crowd (at 10,000 the
+ * chart's width gives each trial a tenth of a pixel: big points merge into one blot), down to 2 px.
+ */
+export function pointSize(trials: number): number {
+  return Math.max(
+    2,
+    Math.min(7, Math.round(7 * Math.sqrt(300 / Math.max(1, trials))))
+  );
 }
 
 /**
@@ -195,12 +212,13 @@ export class ObjectiveChart extends Chart {
       this.empty('No trial has ended yet.');
       return;
     }
+    const size = pointSize(ids.length);
     const points = (fill: boolean, colour: string) => ({
       stroke: colour,
       paths: () => null,
       points: {
         show: true,
-        size: 7,
+        size,
         fill: fill ? colour : 'transparent',
         stroke: colour
       }

@@ -1,9 +1,9 @@
 // @vitest-environment happy-dom
 // ExperimentDisplay draws into the DOM, and a click on a header redraws the table: a DOM without a browser.
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { Curves } from './curves';
-import { ExperimentDisplay } from './display';
+import { ExperimentDisplay, trialsTitle } from './display';
 import { detail, trial } from './testing';
 
 // Only the copy button uses it; the package's web components do not load outside a browser's module loader.
@@ -113,5 +113,59 @@ describe('how a run ended', () => {
       'every trial failed'
     );
     expect(display.node.querySelector('.jd-message')).toBeNull();
+  });
+});
+
+describe('parameter importances', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('are asked for once the curves are in, at most every few seconds while the run goes on, and at its end', async () => {
+    vi.useFakeTimers();
+    const asked: number[] = [];
+    const display = new ExperimentDisplay(null, async () => {
+      asked.push(Date.now());
+      return {
+        evaluator: 'PED-ANOVA',
+        completed: 0,
+        needed: 5,
+        importances: null
+      };
+    });
+    const start = Date.now();
+    // Trials that ended failed: nothing for the charts to draw (happy-dom has no canvas), but they end.
+    const run = (ended: number, state = 'running') =>
+      detail(
+        [
+          ...Array.from({ length: ended }, (_, i) => trial(i, 'failed', null)),
+          trial(ended, 'running', null)
+        ],
+        { state }
+      );
+    display.draw(run(0), null); // the detail came first: the curves are being read
+    expect(asked).toEqual([]);
+    const curves = new Curves('acc');
+    for (let ended = 1; ended <= 100; ended++) {
+      display.draw(run(ended), curves); // ten polls a second, a trial ended in each
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(asked.length).toBe(3); // at 0, 5 and 10 s, not 100 times
+    display.draw(run(101, 'completed'), curves);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(asked.length).toBe(4); // its end: once more, at once
+    expect(asked[3] - start).toBeLessThan(10_200);
+    display.draw(run(101, 'completed'), curves);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(asked.length).toBe(4);
+    display.dispose();
+  });
+});
+
+describe('the trials title', () => {
+  it('says how many trials the table lists, and when a saved cell kept fewer than the run had', () => {
+    const three = [0, 1, 2].map(i => trial(i, 'completed', i));
+    expect(trialsTitle(detail(three))).toBe('Trials (3)');
+    expect(trialsTitle(detail(three, { trials_done: 10_000 }))).toBe(
+      'Trials: 3 of 10,000 saved in this notebook (the Experiments panel lists them all)'
+    );
   });
 });

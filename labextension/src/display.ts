@@ -13,18 +13,16 @@ import { h, replaceChildren } from './dom';
 import {
   earlyStoppingNote,
   formatDuration,
-  formatParam,
   formatValue,
   paramsAsPython,
-  progressText,
-  trialDuration,
-  trialState,
-  trialValue
+  progressText
 } from './format';
-import { bestTrial, paramNames, sortByColumn, sortTrials } from './ordering';
+import { sortTrials } from './ordering';
 import { spaceOf } from './geometry';
 import { ImportanceChart } from './importances';
 import { ParallelChart } from './parallel';
+import { TrialsTable } from './table';
+import { Throttle } from './throttle';
 import type {
   IExperimentDetail,
   IParamImportances,
@@ -36,6 +34,14 @@ import type {
 export type LogsReader = (trialId: number) => Promise<string>;
 /** Reads an HPO run's parameter importances (from the server) when a trial has ended. */
 export type ImportancesReader = () => Promise<IParamImportances>;
+
+// While a run goes on: its importances at most every 5 s, and 4 times as far apart as the last answer took (the
+// server computes them from every completed trial: ~2 s for 10,000); once more when it has ended.
+const IMPORTANCES_EVERY_MS = 5000;
+const IMPORTANCES_DURATION_FACTOR = 4;
+// While a run goes on, the charts of ended trials (objective, parallel coordinates: up to 10,000 points and 300
+// lines, tens of milliseconds each) are drawn again at most this often, not at every poll a trial ended in.
+const ENDED_CHARTS_EVERY_MS = 3000;
 
 export class ExperimentDisplay {
   readonly node = h('div', { class: 'jd-display' });
@@ -50,22 +56,32 @@ export class ExperimentDisplay {
   private _importances = new ImportanceChart();
   private _ablation = h('div', { class: 'jd-ablation' });
   private _result = h('div', { class: 'jd-result' });
-  private _table = h('div', { class: 'jd-trials' });
-  private _sort: { column: string; ascending: boolean } | null = null; // null: best first
+  private _table: TrialsTable;
+  private _trialsTitle = h('h3', {}, 'Trials');
   private _endedKey = '';
+  private _importancesKey = '';
+  private _endedDrawn = 0; // when the charts of ended trials were last drawn (ms)
   private _output = h('pre', { class: 'jd-output' });
-  // What the trials table shows, kept for the redraws a click on a header or a row makes between two draws.
-  private _shown: {
-    detail: IExperimentDetail;
-    bestFirst: ITrialSummary[];
-    metric: string;
-  } | null = null;
-  private _selected: number | null = null;
+  private _importanceAsks: Throttle | null = null;
 
   constructor(
     private _readLogs: LogsReader | null,
-    private _readImportances: ImportancesReader | null = null
+    readImportances: ImportancesReader | null = null
   ) {
+    this._table = new TrialsTable(
+      _readLogs ? trialId => void this._showOutput(trialId) : null
+    );
+    if (readImportances) {
+      // No answer (no server: a saved notebook reopened) leaves what is drawn, e.g. the importances the kernel
+      // saved with the run.
+      this._importanceAsks = new Throttle(
+        () => readImportances().then(report => this.drawImportances(report)),
+        {
+          minMs: IMPORTANCES_EVERY_MS,
+          durationFactor: IMPORTANCES_DURATION_FACTOR
+        }
+      );
+    }
     this.node.append(
       this._header,
       this._best,
@@ -77,8 +93,8 @@ export class ExperimentDisplay {
       this._parallelTitle,
       this._parallel.node,
       this._importances.node,
-      h('h3', {}, 'Trials'),
-      this._table
+      this._trialsTitle,
+      this._table.node
     );
     if (_readLogs) {
       this._output.textContent = 'Click a trial to see what it printed.';
@@ -91,14 +107,33 @@ export class ExperimentDisplay {
     return this._actions;
   }
 
-  draw(given: IExperimentDetail, curves: Curves, curvesChanged = true): void {
+  /**
+   * Draw ``given``, with its ``curves`` (null: they are being read). Each draw is a "jupyter-dist:draw" entry
+   * of the page's performance timeline (bench_lab reads how long the view's own work takes).
+   */
+  draw(
+    given: IExperimentDetail,
+    curves: Curves | null,
+    curvesChanged = true
+  ): void {
+    const start = performance.now();
+    try {
+      this._draw(given, curves, curvesChanged);
+    } finally {
+      performance.measure?.('jupyter-dist:draw', { start });
+    }
+  }
+
+  private _draw(
+    given: IExperimentDetail,
+    curves: Curves | null,
+    curvesChanged: boolean
+  ): void {
     // Nothing optimised (a data-parallel run): no direction, so no "best" and trials in id order. The store
     // keeps a direction for every run, so this is decided here, once, for every part of the view.
     const detail = given.metric ? given : { ...given, mode: null };
     const trials = sortTrials(detail.trials, detail.mode);
-    // The metric column: the objective, or (a data-parallel run has none) the metric the curves draw.
-    const metric = detail.metric ?? curves.metric ?? 'value';
-    this._shown = { detail, bestFirst: trials, metric };
+    const best = bestOf(trials, detail.mode);
     const earlyStopping = earlyStoppingNote(detail);
     replaceChildren(
       this._header,
@@ -124,7 +159,7 @@ export class ExperimentDisplay {
         ? h('div', { class: 'jd-detail-meta jd-message' }, detail.message)
         : null
     );
-    this._drawBest(detail, trials);
+    this._drawBest(detail, best);
     this._drawAblation(detail);
     // A data-parallel run returns a value (rank 0's): shown as the kernel's repr of it.
     const returned = detail.kind === 'ddp' ? detail.trials[0]?.result : null;
@@ -143,37 +178,55 @@ export class ExperimentDisplay {
     ]) {
       node.hidden = !objective;
     }
-    // Redrawn when a trial has ended, not at every poll (they only change then).
+    // Redrawn when a trial has ended, not at every poll (they only change then), and while the run goes on at
+    // most every ENDED_CHARTS_EVERY_MS; a later poll draws what a skipped one left.
     const ended = `${detail.trials.length}:${detail.trials_done}:${detail.state}`;
-    if (objective && ended !== this._endedKey) {
+    const running = detail.state === 'running';
+    const now = Date.now();
+    if (
+      objective &&
+      ended !== this._endedKey &&
+      (!running || now - this._endedDrawn >= ENDED_CHARTS_EVERY_MS)
+    ) {
       this._endedKey = ended;
+      this._endedDrawn = now;
       const metric = detail.metric as string;
       const mode = detail.mode as Mode;
       this._objective.draw(detail.trials, metric, mode);
-      this._parallel.draw(
+      const { drawn, completed } = this._parallel.draw(
         detail.trials,
         spaceOf(detail.definition.space ?? {}, detail.trials),
         metric,
         mode
       );
-      if (this._readImportances) {
-        // They change only as trials complete. No answer (no server: a saved notebook reopened) leaves what
-        // is drawn, e.g. the importances the kernel saved with the run.
-        this._readImportances().then(
-          report => this.drawImportances(report),
-          () => undefined
-        );
-      }
+      // Past MAX_LINES the best are drawn: the title says so, or 300 lines read as every trial.
+      this._parallelTitle.textContent =
+        drawn < completed
+          ? `Parameters of the best ${drawn} of ${completed.toLocaleString('en-US')} completed trials`
+          : 'Parameters of the completed trials';
     }
-    if (curvesChanged) {
+    // They change only as trials complete. Asked once the curves are in, not beside them: on the server both
+    // are Python, and an answer of seconds would slow the other down.
+    if (objective && curves && ended !== this._importancesKey) {
+      this._importancesKey = ended;
+      this._importanceAsks?.ask(!running);
+    }
+    if (!curves) {
+      this._chart.reading();
+    } else if (curvesChanged) {
       // Best first, then the running ones: the curves that matter are drawn (and coloured) first.
-      const drawn = new Set(curves.trialIds());
       this._chart.draw(
         curves,
-        trials.map(t => t.trial_id).filter(id => drawn.has(id))
+        trials.map(t => t.trial_id).filter(id => curves.has(id))
       );
     }
-    this._drawTable();
+    this._trialsTitle.textContent = trialsTitle(detail);
+    // The metric column: the objective, or (a data-parallel run has none) the metric the curves draw.
+    this._table.draw({
+      trials,
+      metric: detail.metric ?? curves?.metric ?? 'value',
+      best
+    });
   }
 
   /** The parameter importances (an HPO run's), or none. */
@@ -189,6 +242,8 @@ export class ExperimentDisplay {
   dispose(): void {
     this._chart.dispose();
     this._objective.dispose();
+    this._table.dispose();
+    this._importanceAsks?.dispose();
   }
 
   /** An ablation study: each component's impact as a bar (positive: the objective is worse without it). */
@@ -227,8 +282,7 @@ export class ExperimentDisplay {
     );
   }
 
-  private _drawBest(d: IExperimentDetail, trials: ITrialSummary[]): void {
-    const best = bestTrial(trials, d.mode);
+  private _drawBest(d: IExperimentDetail, best: ITrialSummary | null): void {
     if (!best) {
       replaceChildren(this._best);
       return;
@@ -257,104 +311,36 @@ export class ExperimentDisplay {
     );
   }
 
-  private _drawTable(): void {
-    if (!this._shown) {
-      return;
-    }
-    const { detail: d, bestFirst, metric } = this._shown;
-    const labels = bestFirst.length ? Object.keys(bestFirst[0].labels) : [];
-    const params = paramNames(d.trials);
-    const best = bestTrial(bestFirst, d.mode);
-    const sort = this._sort;
-    const trials = sort
-      ? sortByColumn(bestFirst, sort.column, metric, sort.ascending)
-      : bestFirst;
-    const now = Date.now() / 1000;
-    const head = [
-      'trial',
-      ...labels,
-      'state',
-      metric,
-      ...params,
-      'steps',
-      'duration'
-    ];
-    const rows = trials.map(t => {
-      // A running trial shows its latest value and how long it has run so far (a queued one: nothing yet).
-      const value = trialValue(t, metric);
-      const state = trialState(t);
-      const row = h(
-        'tr',
-        {
-          class:
-            [
-              t === best ? 'jd-best-row' : '',
-              t.trial_id === this._selected ? 'jd-selected' : ''
-            ]
-              .join(' ')
-              .trim() || undefined,
-          'data-trial': String(t.trial_id)
-        },
-        h('td', {}, String(t.trial_id)),
-        ...labels.map(l => h('td', {}, formatParam(t.labels[l]))),
-        h(
-          'td',
-          { class: `jd-state-${state}` },
-          t.resumed_from === null || t.resumed_from === undefined
-            ? state
-            : `${state} · resumed from step ${t.resumed_from}`
-        ),
-        h('td', {}, formatValue(value)),
-        ...params.map(p =>
-          h('td', {}, p in t.params ? formatParam(t.params[p]) : '')
-        ),
-        h('td', {}, String(t.steps)),
-        h('td', {}, formatDuration(trialDuration(t, now)))
-      );
-      if (this._readLogs) {
-        row.onclick = () => void this._showOutput(t.trial_id);
-      }
-      return row;
-    });
-    replaceChildren(
-      this._table,
-      h(
-        'table',
-        { class: 'jd-table' },
-        h(
-          'thead',
-          {},
-          h('tr', {}, ...head.map(name => this._headerCell(name)))
-        ),
-        h('tbody', {}, ...rows)
-      )
-    );
-  }
-
-  /** A column's header: a click sorts by it, a second click reverses, a third goes back to best first. */
-  private _headerCell(name: string): HTMLElement {
-    const sort = this._sort;
-    const mark = sort?.column === name ? (sort.ascending ? ' ▲' : ' ▼') : '';
-    const cell = h('th', { title: 'Sort by this column' }, name + mark);
-    cell.onclick = () => {
-      if (sort?.column !== name) {
-        this._sort = { column: name, ascending: true };
-      } else if (sort.ascending) {
-        this._sort = { column: name, ascending: false };
-      } else {
-        this._sort = null;
-      }
-      this._drawTable();
-    };
-    return cell;
-  }
-
   private async _showOutput(trialId: number): Promise<void> {
-    this._selected = trialId;
-    this._drawTable();
     const text = await (this._readLogs as LogsReader)(trialId);
     this._output.textContent = text || `Trial ${trialId} printed nothing.`;
   }
+}
+
+/**
+ * The table's title: how many trials it lists (it scrolls in a box of its own, so its length does not show), and
+ * when a saved cell kept fewer trials than the run had, that the Experiments panel has them all.
+ */
+export function trialsTitle(d: IExperimentDetail): string {
+  const listed = d.trials.length;
+  if (listed < d.trials_done) {
+    return `Trials: ${listed.toLocaleString('en-US')} of ${d.trials_done.toLocaleString('en-US')} saved in this notebook (the Experiments panel lists them all)`;
+  }
+  return `Trials (${listed.toLocaleString('en-US')})`;
+}
+
+/** The best completed trial of ``bestFirst`` (sorted by ``sortTrials``), or null. */
+function bestOf(
+  bestFirst: ITrialSummary[],
+  mode: Mode | null
+): ITrialSummary | null {
+  const first = bestFirst[0];
+  return mode !== null &&
+    first &&
+    first.state === 'completed' &&
+    first.value !== null
+    ? first
+    : null;
 }
 
 /** The Dask dashboard link (the scheduler's own address: see the README for reaching it from afar). */

@@ -5,6 +5,7 @@ import {
   formatDuration,
   formatValue,
   paramsAsPython,
+  progressText,
   statusText,
   trialDuration,
   trialState
@@ -26,6 +27,15 @@ describe('formatDuration', () => {
     expect(formatDuration(7.4)).toBe('00:07');
     expect(formatDuration(3725)).toBe('1:02:05');
     expect(formatDuration(null)).toBe('–');
+  });
+});
+
+describe('progressText', () => {
+  it('groups the thousands of a large run', () => {
+    expect(progressText({ trials_done: 9500, trials_total: 10000 })).toBe(
+      '9,500/10,000'
+    );
+    expect(progressText({ trials_done: 7, trials_total: null })).toBe('7/?');
   });
 });
 

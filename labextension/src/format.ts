@@ -44,11 +44,12 @@ export function formatDuration(seconds: number | null | undefined): string {
   return h ? `${h}:${two(m)}:${two(rest)}` : `${two(m)}:${two(rest)}`;
 }
 
-/** "7/32" (or "7/?" for a run bounded by a timeout). */
+/** "7/32", "9,500/10,000" (or "7/?" for a run bounded by a timeout). */
 export function progressText(
   e: Pick<IExperimentSummary, 'trials_done' | 'trials_total'>
 ): string {
-  return `${e.trials_done}/${e.trials_total ?? '?'}`;
+  const count = (n: number) => n.toLocaleString('en-US');
+  return `${count(e.trials_done)}/${e.trials_total === null ? '?' : count(e.trials_total)}`;
 }
 
 /** The status-bar text for the running experiments: "hpo train: 7/32 · best 0.975" (and "+1 more"). */

@@ -34,7 +34,7 @@ export class ImportanceChart {
     const title = h(
       'h3',
       {},
-      `Parameter importances (${report.evaluator}, ${report.completed} completed trials)`
+      `Parameter importances (${report.evaluator}, ${report.completed.toLocaleString('en-US')} completed trials)`
     );
     if (!rows.length) {
       replaceChildren(

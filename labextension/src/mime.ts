@@ -11,7 +11,7 @@ import { Widget } from '@lumino/widgets';
 
 import { getImportances, getLogs, requestStop } from './api';
 import { Curves } from './curves';
-import { fetchExperiment } from './detail';
+import { ExperimentFeed } from './detail';
 import { ExperimentDisplay, joinLogs } from './display';
 import { h } from './dom';
 import { formatDuration } from './format';
@@ -29,7 +29,6 @@ export class ExperimentRenderer
   private _phase = h('div', { class: 'jd-phase' });
   private _phaseText = '';
   private _phaseStarted: number | null = null;
-  private _curves: Curves | null = null;
   private _poll: Poll | null = null;
   private _ticker: number | null = null;
   private _stop: HTMLButtonElement | null = null;
@@ -45,7 +44,13 @@ export class ExperimentRenderer
     const bundle = model.data[MIME_TYPE] as unknown as IExperimentBundle;
     if (bundle.snapshot) {
       this._finish();
-      const display = this._ensureDisplay(bundle.snapshot.id, false);
+      // Importances the kernel saved are the run's last: the server is asked only for a run it saved none of
+      // (an HPO run of an earlier version), or when this view followed the run live (its final ask).
+      const display = this._ensureDisplay(
+        bundle.snapshot.id,
+        false,
+        !bundle.importances
+      );
       display.draw(
         bundle.snapshot,
         Curves.fromSnapshot(
@@ -91,7 +96,11 @@ export class ExperimentRenderer
     }
   }
 
-  private _ensureDisplay(id: string, live: boolean): ExperimentDisplay {
+  private _ensureDisplay(
+    id: string,
+    live: boolean,
+    askImportances = true
+  ): ExperimentDisplay {
     if (this._ticker !== null) {
       window.clearInterval(this._ticker);
       this._ticker = null;
@@ -101,7 +110,7 @@ export class ExperimentRenderer
       // the table is still there).
       this._display = new ExperimentDisplay(
         async trialId => joinLogs(await getLogs(id, trialId)),
-        () => getImportances(id)
+        askImportances ? () => getImportances(id) : null
       );
       this.node.replaceChildren(this._display.node);
     }
@@ -129,22 +138,22 @@ export class ExperimentRenderer
       return; // already following; or the run has ended and only the kernel's final snapshot is to come
     }
     this._ensureDisplay(id, true);
+    const feed = new ExperimentFeed(id);
     this._poll = every(
       LIVE_REFRESH_S,
       `jupyter-dist:cell:${id}`,
       async () => {
-        const { detail, curves, changed } = await fetchExperiment(
-          id,
-          this._curves
-        );
-        this._curves = curves;
-        const running = detail.state === 'running';
-        const display = this._ensureDisplay(id, running);
-        if (this._stopping && this._stop) {
-          this._stop.textContent = 'Stopping…';
-        }
-        display.draw(detail, curves, changed);
-        if (!running) {
+        const detail = await feed.poll((d, curves, changed) => {
+          if (!this._poll) {
+            return; // the kernel's final snapshot came meanwhile: it is what the cell shows
+          }
+          const display = this._ensureDisplay(id, d.state === 'running');
+          if (this._stopping && this._stop) {
+            this._stop.textContent = 'Stopping…';
+          }
+          display.draw(d, curves, changed);
+        });
+        if (detail.state !== 'running') {
           // Ended (the kernel's final snapshot follows; a kernel that died leaves "interrupted"): no more
           // polling, and no Stop.
           this._ended = true;

@@ -29,12 +29,13 @@ export class ParallelChart {
     this.node.className = 'jd-chart jd-parallel';
   }
 
+  /** Draw the best MAX_LINES completed trials; how many lines it drew, of how many completed trials. */
   draw(
     trials: ITrialSummary[],
     space: Record<string, any>,
     metric: string,
     mode: Mode
-  ): void {
+  ): { drawn: number; completed: number } {
     const { axes, lines: all } = parallelCoordinates(
       trials,
       space,
@@ -42,12 +43,13 @@ export class ParallelChart {
       mode
     );
     const lines = all.slice(0, MAX_LINES);
+    const counts = { drawn: lines.length, completed: all.length };
     this.node.textContent = '';
     if (!lines.length || axes.length < 2) {
       this.node.textContent = lines.length
         ? 'Nothing was searched: no parameters to compare.'
         : 'No trial has completed yet.';
-      return;
+      return counts;
     }
     const width = Math.max(300, this.node.clientWidth || 600);
     const x = (i: number) =>
@@ -113,5 +115,6 @@ export class ParallelChart {
       }
     });
     this.node.append(svg);
+    return counts;
   }
 }

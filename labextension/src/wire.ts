@@ -128,6 +128,18 @@ export interface ICurvesSnapshot {
 }
 
 /**
+ * GET .../curves?trials=&points=&since=: the learning curves of some trials in one answer, from their reports
+ * after cursor `since` (0: all), each thinned to at most `points` evenly spread points (its first and latest
+ * kept), where paging through every report would take seconds; asked again with `since=cursor`, the points
+ * reported since.
+ */
+export interface ICurvesPage {
+  metric: string | null;
+  trials: [number, number, number[], (number | null)[]][];
+  cursor: number; // the last report read: pass it as `since` to read on
+}
+
+/**
  * The cell output's data (MIME type application/vnd.jupyter-dist.experiment+json), written by the kernel
  * (widgets/_lab.py): `phase` while the run starts; `id` once it is recorded (the view then follows it
  * through the server); `snapshot` and `curves` when it has ended, so a saved notebook shows it without a

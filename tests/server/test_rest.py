@@ -128,7 +128,8 @@ async def test_every_endpoint_needs_jupyters_token(jp_fetch, jp_http_port, jp_ba
     exp = run_hpo(noisy, {"lr": space.uniform(0.01, 0.3)}, trials=1, metric="acc")
     await jp_fetch(*API)  # with the token
     client = tornado.httpclient.AsyncHTTPClient()
-    for path in ("", f"/{exp.id}", f"/{exp.id}/metrics", f"/{exp.id}/logs/0", f"/{exp.id}/stop"):
+    paths = ("", f"/{exp.id}", f"/{exp.id}/metrics", f"/{exp.id}/curves", f"/{exp.id}/importances")
+    for path in (*paths, f"/{exp.id}/logs/0", f"/{exp.id}/stop"):
         url = f"http://localhost:{jp_http_port}{jp_base_url}jupyter-dist/api/experiments{path}"
         post = path.endswith("/stop")
         response = await client.fetch(
