@@ -24,7 +24,7 @@ setup: $(STAMP)
 ## Rebuild the JupyterLab extension after editing labextension/ (JupyterLab then serves it from this checkout).
 labextension: setup
 	cd labextension && PATH="$(CURDIR)/$(BIN):$$PATH" npm run build:prod
-	$(BIN)/jupyter labextension develop --overwrite .
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter labextension develop --overwrite .  # it runs jupyter-builder
 
 ## Chromium, for the browser tests.
 browser:

@@ -36,8 +36,6 @@ METRICS_COLUMNS = ["trial_id", "attempt", "step", "sent_at", "metrics"]
 # caller may ask for.
 CURVE_POINTS = 200
 MAX_CURVE_POINTS = 5_000
-# The curves read the store's reports in pages of this many (memory stays bounded whatever the experiment's size).
-READ_PAGE = 50_000
 # "3,17,40-59,9000-": ids, ranges, and every id from one on (the trials that start after the caller looked).
 TRIAL_SPEC = re.compile(r"^\d+(-\d*)?(,\d+(-\d*)?)*$")
 MAX_SPEC_CHARS = 50_000
@@ -99,18 +97,16 @@ def wanted_reports(
     """The reports of the ``wanted`` trials after cursor ``since``, in arrival order, (trial_id, attempt, step,
     metrics), and the cursor of the experiment's last report (``since`` when there is none after it).
 
-    The one place the curves read reports. It reads every report and keeps the wanted ones (~4 µs a report on a
-    2-core machine: 4 s for a million, most of it decoding every report's JSON); a store query that reads only the
-    wanted trials' rows, and the last cursor apart, belongs here."""
-    rows: list[tuple] = []
-    cursor = since
-    while True:
-        page = db.report_page(experiment_id, cursor, READ_PAGE)
-        rows += [row[1:4] + row[5:] for row in page if row[1] in wanted]
-        if page:
-            cursor = page[-1][0]
-        if len(page) < READ_PAGE:
-            return rows, cursor
+    The one place the curves read reports: the wanted trials' batches (Database.trial_report_batches, one decode
+    per chunk of 1,000 reports, the others dropped), expanded into rows. 1M reports: ~0.5 s of CPU, against ~4 s
+    through report_page's row per report."""
+    batches, cursor = db.trial_report_batches(experiment_id, wanted, since)
+    rows = [
+        (trial_id, attempt, step, metrics)
+        for _, trial_id, attempt, reports in batches
+        for step, metrics, _ in reports
+    ]
+    return rows, cursor
 
 
 def assemble_curves(

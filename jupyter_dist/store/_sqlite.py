@@ -24,7 +24,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +270,20 @@ class Database:
                     self.conn, experiment_id, since
                 )
             ]
+
+    def trial_report_batches(
+        self, experiment_id: str, trials: Container[int], since: int = 0
+    ) -> tuple[list[tuple[int, int, int, list]], int]:
+        """``report_batches`` of the ``trials`` only, and the cursor of the experiment's last report (``since``
+        when there is none after it): what a view's curves read. The other trials' batches are dropped as each
+        chunk is decoded, so memory holds only what was asked for (a million reports of which 40 trials' are
+        wanted: ~0.5 s of CPU, a few MB)."""
+        kept, cursor = [], since
+        with _chunks.gc_paused():
+            for cursor, (trial_id, attempt, rows) in _chunks.batches_after(self.conn, experiment_id, since):
+                if trial_id in trials:
+                    kept.append((cursor, trial_id, attempt, rows))
+        return kept, cursor
 
     def reports(self, experiment_id: str) -> Iterator[tuple[int, int, int, float, dict[str, float]]]:
         """An experiment's reports in arrival order: (trial_id, attempt number, step, sent_at, metrics)."""

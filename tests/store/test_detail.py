@@ -67,3 +67,25 @@ def test_a_data_parallel_run_has_no_best_on_either_side(run_ddp, fresh_store):
     assert live["trials"][0]["value"] == pytest.approx(1 / 3)
     assert live["trials"] == stored["trials"]
     assert stored["trials"][0]["result"] == "{'weights': [0, 0, 0]}"
+
+
+def test_a_saved_snapshot_of_a_large_run_keeps_its_best_trials(tmp_path, monkeypatch):
+    """10,000 trials' summaries made a 6.4 MB notebook; the saved cell keeps the best SNAPSHOT_TRIALS (the view says
+    how many of how many, and the Experiments panel lists them all)."""
+    import sys
+    from pathlib import Path
+
+    from jupyter_dist.experiment import Experiment
+    from jupyter_dist.widgets import _lab
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "lab"))
+    from big_experiment import write_experiment
+
+    monkeypatch.setattr(_lab, "SNAPSHOT_TRIALS", 50)
+    record = write_experiment(str(tmp_path / "big.sqlite"), trials=120, steps=2)
+    snapshot = experiment_snapshot(Experiment(record))
+    values = sorted((r.value for r in record.trial_records()), reverse=True)
+    kept = [t["value"] for t in snapshot["trials"]]
+    assert len(kept) == 50 and sorted(kept, reverse=True) == values[:50]
+    assert snapshot["trials_done"] == 120 and snapshot["best"]["value"] == values[0]
+    assert [t["trial_id"] for t in snapshot["trials"]] == sorted(t["trial_id"] for t in snapshot["trials"])
