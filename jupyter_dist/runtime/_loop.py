@@ -50,15 +50,15 @@ __all__ = [
     "TrialWatcher",
 ]
 
-# Between one trial's end and the next one's start on its worker there is a round trip of 10-20 ms: the outcome
+# Between one trial's end and the next one's start on its worker there is a round trip of 10-30 ms: the outcome
 # leaving the worker (runtime/_outbox.py OUTCOME_WAIT; up to 25 ms more when trials wait behind it there),
-# reaching the kernel, the sampler's next ask, Dask's dispatch (bench_trial_speed: 1.5-2% of a 0.6 s trial, the worker idle meanwhile). Trials shorter than
-# BRIEF_TRIAL therefore get trials queued on the workers behind each running one, which start the moment the one
-# ahead of them ends (Dask runs them from the worker's own queue): one per slot, or as many as it takes to cover
-# QUEUE_ROUND_TRIP (at most MAX_QUEUE_DEPTH) when trials take less than that. Longer trials get none, so the
-# sampler decides with the latest results. The last trials are not queued ahead either: a trial waiting behind a
-# busy worker while another worker has nothing left to run would cost more than the round trip it saves.
-# 2 s: on a cluster of 32 single-thread worker processes the round trip measured 10-30 ms, 1-3% of a 1 s trial.
+# reaching the kernel, the sampler's next ask, Dask's dispatch; the worker idle meanwhile (bench_trial_speed:
+# 1.5-2% of a 0.6 s trial; on 32 single-thread worker processes 10-30 ms, 1-3% of a 1 s trial). Trials shorter
+# than BRIEF_TRIAL therefore get trials queued on the workers behind each running one, which start the moment the
+# one ahead of them ends (Dask runs them from the worker's own queue): one per slot, or as many as it takes to
+# cover QUEUE_ROUND_TRIP (at most MAX_QUEUE_DEPTH) when trials take less than that. Longer trials get none, so
+# the sampler decides with the latest results. The last trials are not queued ahead either: a trial waiting
+# behind a busy worker while another worker has nothing left to run would cost more than the round trip it saves.
 BRIEF_TRIAL = 2.0
 QUEUE_ROUND_TRIP = 0.15
 MAX_QUEUE_DEPTH = 16
@@ -170,7 +170,7 @@ class TrialLauncher(Protocol):
 
     def place(self, trial_id: int, behind: int = 0) -> Any | None:
         """Where the trial would run; None while it cannot be placed yet (too few free workers). ``behind``: it
-        is queued ahead, to wait on a worker that has fewer than ``behind`` trials of ours waiting already."""
+        is queued ahead, to wait on a worker that has fewer than ``behind`` trials of ours waiting per slot."""
 
     def start(
         self, starts: list[tuple[TrialSpec, Any]], notify: Callable[[TaskEnded], None]
