@@ -14,8 +14,8 @@ The points (full size; W = 64 workers, T = 16 threads):
   * ``at_once``: N = W x {1, 2, 4, 8, 16} = 64 ... 1,024 trials at once, 1 report/s each, trials of 25 s.
   * ``report_rate``: N = 2W = 128 at once, {2, 5, 10} reports/s each, trials of 25 s.
   * ``churn``: N = 2W = 128 at once, trials that only sleep {8, 4, 2, 1} s (no report), 25 s of them (at
-    least 4 rounds). Not shorter: jupyter_dist queues a trial ahead per slot for trials under 1 s, which on
-    workers with more threads than the run's ``parallel`` start at once, so "at once" would no longer be N.
+    least 4 rounds). No trial is queued ahead on a worker here (jupyter_dist queues brief trials only where a
+    run's ``parallel`` takes every slot of the cluster; 128 of 1,024 do not), so N is what runs at once.
   * ``held_out``: two points chosen after the fit, inside the range it covers but unlike any point in it: N
     trials at once at 3 reports/s, N placing it at ~60% of the largest report rate fitted; and trials of 1.5 s,
     as many at once as give ~60% of the largest trial rate fitted. Not used in the fit; the check.
