@@ -30,6 +30,7 @@ from .runtime import (
     dashboard_link,
     get_client,
     interrupts_stop,
+    survivors_frozen,
 )
 from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
 
@@ -156,7 +157,8 @@ def run_experiment(
             target=control.target,
         )
         # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
-        with interrupts_stop(stop):
+        # (and the kernel's garbage collector, scanning what the run accumulates, does not stall the reports)
+        with interrupts_stop(stop), survivors_frozen():
             try:
                 view.start()
                 _run(loop, record, exp, view)
