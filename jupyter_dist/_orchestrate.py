@@ -30,7 +30,7 @@ from .runtime import (
     dashboard_link,
     get_client,
     interrupts_stop,
-    survivors_frozen,
+    quiet_collector,
 )
 from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
 
@@ -158,7 +158,7 @@ def run_experiment(
         )
         # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
         # (and the kernel's garbage collector, scanning what the run accumulates, does not stall the reports)
-        with interrupts_stop(stop), survivors_frozen():
+        with interrupts_stop(stop), quiet_collector():
             try:
                 view.start()
                 _run(loop, record, exp, view)

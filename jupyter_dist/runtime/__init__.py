@@ -13,7 +13,7 @@ from ._cluster import (
     get_client,
     use_cluster,
 )
-from ._collector import survivors_frozen
+from ._collector import quiet_collector
 from ._dashboard import dashboard_link
 from ._goals import HookFailed, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
@@ -52,7 +52,7 @@ __all__ = [
     "forget_cluster",
     "get_client",
     "interrupts_stop",
-    "survivors_frozen",
+    "quiet_collector",
     "use_cluster",
     "WithParameters",
     "with_parameters",

@@ -275,9 +275,14 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
         # of the workers going away under it ("caused the cluster to lose already computed task(s)").
         atexit.unregister(close_local_cluster)
         atexit.register(close_local_cluster)
-        from ._worker_plugins import IgnoreKernelInterrupts, PreimportModules  # imports distributed: only now
+        from ._worker_plugins import (  # imports distributed: only now
+            IgnoreKernelInterrupts,
+            PreimportModules,
+            YieldToTheKernel,
+        )
 
         client.register_plugin(IgnoreKernelInterrupts())
+        client.register_plugin(YieldToTheKernel())
         client.register_plugin(PreimportModules(modules_to_preimport()))
         return client
 

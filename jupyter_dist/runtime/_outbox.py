@@ -88,6 +88,7 @@ class Outbox:
         self.due: float | None = None  # when what waits must leave (time.monotonic)
         self.last_sent = 0.0
         self._last_reporting = 0  # how many trials' reports the last event carried
+        self.rows = 0  # report rows waiting, all trials' (MAX_BATCH: the event is full)
 
     # --- adding (a trial's thread) ------------------------------------------------------------------------
     def reported(self, trial: Reporting, wait: float) -> None:
@@ -95,7 +96,8 @@ class Outbox:
         BUSY_GAP when several trials are reporting), or at once, back-pressure applied, when its batch is full."""
         if len(trial.batch) == 1:
             self._reporting[trial] = None
-        if len(trial.batch) >= MAX_BATCH:
+        self.rows += 1
+        if self.rows >= MAX_BATCH:
             self.due = 0.0  # leave now (the caller flushes, outside the lock, after its back-pressure wait)
             return
         if wait == FRESH and self._last_reporting > 1:
@@ -108,7 +110,7 @@ class Outbox:
     def add(self, trial: Reporting, message: dict, wait: float) -> None:
         """A message of ``trial`` (under ``lock``), after the reports it has waiting: send it within ``wait``."""
         if trial.batch:
-            self._messages.append(self._take(trial))
+            self._messages.append(self._take(trial))  # (its rows still count in ``rows``: they wait too)
             del self._reporting[trial]
         self._messages.append(message)
         self._due_in(wait)
@@ -133,6 +135,7 @@ class Outbox:
             self._messages = []
             messages.extend(self._take(trial) for trial in self._reporting)
             self._last_reporting = len(self._reporting)
+            self.rows = 0
             self._reporting.clear()
             self.due = None
             if not messages:

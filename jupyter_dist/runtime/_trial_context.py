@@ -101,7 +101,7 @@ class TrialContext:
         with outbox.lock:
             self.batch.append([step, values, time.time()])
             outbox.reported(self, self.max_wait)
-            full = len(self.batch) >= MAX_BATCH
+            full = outbox.rows >= MAX_BATCH
         if full:
             outbox.hold_back()
             outbox.flush()

@@ -58,3 +58,41 @@ class PreimportModules(WorkerPlugin):
                 logging.getLogger("jupyter_dist").warning(
                     "could not preimport %s on %s: %s", module, worker, exc
                 )
+
+
+class YieldToTheKernel(WorkerPlugin):
+    """The embedded cluster's workers run at a lower CPU priority (``nice`` + WORKER_NICENESS) than the kernel.
+
+    They share the laptop's cores with the kernel, which runs the trial loop, Dask's scheduler and client, and
+    every view, and with JupyterLab and the browser. Trials that keep every core busy then no longer make the
+    kernel wait for a core: it hears of each report and outcome when it arrives, and the notebook stays
+    responsive; the trials lose only what the kernel uses. Measured on 2 cores, 3,000 trials x 100 tight-loop
+    reports, 2 workers: delivery p99 34-52 ms -> (see README, Performance).
+    """
+
+    name = "jupyter_dist-yield-to-the-kernel"
+
+    def setup(self, worker) -> None:
+        lower_priority(WORKER_NICENESS)
+
+
+# CFS weighs a nice-10 thread at 110 against a nice-0 one's 1024: the kernel gets ~90% of a core it wants.
+WORKER_NICENESS = 10
+
+
+def lower_priority(by: int) -> None:
+    """Add ``by`` to the niceness of every thread of this process (Linux sets it per thread; threads started
+    later inherit their creator's). Nothing where the platform has no per-process priorities."""
+    import os
+
+    if not hasattr(os, "setpriority"):
+        return
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]  # no /proc: the calling thread
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + by)
+        except OSError:
+            pass  # a thread that ended meanwhile

@@ -22,3 +22,26 @@ def test_a_worker_whose_restart_outlasts_the_lost_worker_check_stays_in_the_clus
     assert sorted(client.cluster.workers) == names  # both nannies still there
     # The restarted worker, too, may start processes (DataLoader(num_workers>0)): it is not daemonic.
     assert not any(client.run(lambda: multiprocessing.current_process().daemon).values())
+
+
+def _thread_niceness(_=None):
+    import os
+    import threading
+
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def test_the_embedded_workers_yield_the_cores_to_the_kernel(client):
+    # Trials that keep every core busy must not make the kernel (trial loop, scheduler, views) wait for one.
+    import os
+
+    from jupyter_dist.runtime._worker_plugins import WORKER_NICENESS
+
+    kernel = os.getpriority(os.PRIO_PROCESS, 0)
+    assert set(client.gather(client.map(_thread_niceness, range(4), pure=False))) == {
+        kernel + WORKER_NICENESS
+    }
+    everywhere = client.run(
+        lambda: {_thread_niceness(t) for t in [None]}
+    )  # the worker's event loop thread too
+    assert all(v == {kernel + WORKER_NICENESS} for v in everywhere.values())
