@@ -33,6 +33,7 @@ __all__ = [
     "FRESH",
     "LOG_WAIT",
     "MAX_BATCH",
+    "MAX_EVENT_ROWS",
     "OUTCOME_WAIT",
     "QUEUED_OUTCOME_WAIT",
     "RELAXED",
@@ -46,6 +47,9 @@ __all__ = [
 # cores: without it two tight loops outran the kernel 2:1 and latency grew by a second a second.
 MAX_BATCH = 100
 BACKPRESSURE_INTERVAL = 0.004
+# An event leaves at once when it holds this many reports of all the process's trials: the kernel takes in no
+# bigger burst at a time (a worker of 120 trials reporting 10 times a second fills 240 in its 0.2 s).
+MAX_EVENT_ROWS = 1000
 # How long a report may wait for others to travel with: FRESH when the kernel decides on every report (a pruner):
 # a decision made late lets a doomed trial train on; RELAXED when reports only feed the views (redrawn 5 times a
 # second: a report waits at most one redraw) and the store (written every 0.5 s).
@@ -88,7 +92,7 @@ class Outbox:
         self.due: float | None = None  # when what waits must leave (time.monotonic)
         self.last_sent = 0.0
         self._last_reporting = 0  # how many trials' reports the last event carried
-        self.rows = 0  # report rows waiting, all trials' (MAX_BATCH: the event is full)
+        self.rows = 0  # report rows waiting, all trials' (MAX_EVENT_ROWS: the event is full)
 
     # --- adding (a trial's thread) ------------------------------------------------------------------------
     def reported(self, trial: Reporting, wait: float) -> None:
@@ -97,7 +101,7 @@ class Outbox:
         if len(trial.batch) == 1:
             self._reporting[trial] = None
         self.rows += 1
-        if self.rows >= MAX_BATCH:
+        if self.full(trial):
             self.due = 0.0  # leave now (the caller flushes, outside the lock, after its back-pressure wait)
             return
         if wait == FRESH and self._last_reporting > 1:
@@ -106,6 +110,10 @@ class Outbox:
             gap = min(FRESH * self._last_reporting, BUSY_GAP)
             wait = max(wait, self.last_sent + gap - time.monotonic())
         self._due_in(wait)
+
+    def full(self, trial: Reporting) -> bool:
+        """Whether what waits must leave now: ``trial``'s batch is full, or the event is (MAX_EVENT_ROWS)."""
+        return len(trial.batch) >= MAX_BATCH or self.rows >= MAX_EVENT_ROWS
 
     def add(self, trial: Reporting, message: dict, wait: float) -> None:
         """A message of ``trial`` (under ``lock``), after the reports it has waiting: send it within ``wait``."""

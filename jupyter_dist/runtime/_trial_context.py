@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ArgumentError, TrialPruned
 from ..protocol import RankInfo, encode_checkpoint, encode_log
-from ._outbox import FRESH, LOG_WAIT, MAX_BATCH, OUTCOME_WAIT, forget_outboxes, outbox_for
+from ._outbox import FRESH, LOG_WAIT, OUTCOME_WAIT, forget_outboxes, outbox_for
 
 __all__ = ["Reporter", "TrialContext", "activate", "current_trial", "forget_experiment", "mark_stopped"]
 
@@ -101,7 +101,7 @@ class TrialContext:
         with outbox.lock:
             self.batch.append([step, values, time.time()])
             outbox.reported(self, self.max_wait)
-            full = outbox.rows >= MAX_BATCH
+            full = outbox.full(self)
         if full:
             outbox.hold_back()
             outbox.flush()
