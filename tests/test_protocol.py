@@ -2,7 +2,7 @@
 
 import math
 
-import msgpack
+import numpy as np
 import pytest
 
 import jupyter_dist as jd
@@ -15,11 +15,12 @@ from jupyter_dist.protocol import (
     Outcome,
     ReportBatch,
     TrialState,
-    decode,
+    decode_all,
     encode_checkpoint,
     encode_log,
     encode_outcome,
     encode_reports,
+    pack_event,
 )
 
 
@@ -53,13 +54,20 @@ def test_every_message_survives_msgpack_and_decodes_to_its_type():
     messages = [encode_reports(4, "att", [[0, {"acc": 0.5}, 1.5]]), encode_log(4, "att", "stderr", "x\n")]
     messages.append(encode_checkpoint(4, "att", 7, "s3://b/exp/trial-4/step-000000007", True))
     messages.append(encode_outcome(outcome))
-    # Dask events travel as msgpack: only plain types may be in them
-    wired = [msgpack.unpackb(msgpack.packb(m)) for m in messages]
-    batch, line, saved, back = (decode(m) for m in wired)
+    batch, line, saved, back = decode_all(pack_event(messages))
     assert saved == CheckpointEvent(4, "att", 7, "s3://b/exp/trial-4/step-000000007", resumed=True)
-    assert batch == ReportBatch(4, "att", [[0, {"acc": 0.5}, 1.5]])
+    assert batch == ReportBatch(4, "att", ((0, {"acc": 0.5}, 1.5),))  # as Dask hands events over: tuples
     assert line == LogLine(4, "att", "stderr", "x\n")
     assert back == outcome and back.state is TrialState.FAILED and back.error_kind is ErrorKind.SETUP
+
+
+def test_an_event_is_one_bytes_object_and_numpy_numbers_travel_as_floats():
+    payload = pack_event([encode_reports(1, "a", [(0, {"v": 0.5}, 1.0)]), encode_outcome(_completed(np.float32(2)))])
+    assert isinstance(payload, bytes)  # what the scheduler keeps of an event: nothing for a collector to scan
+    (batch, outcome) = decode_all(payload)
+    assert batch.rows == ((0, {"v": 0.5}, 1.0),) and outcome.returned == 2.0 and type(outcome.returned) is float
+    with pytest.raises(TypeError, match="a value of type object cannot travel in a jupyter_dist event"):
+        pack_event([encode_outcome(_completed(object()))])
 
 
 def test_a_rank_result_never_goes_on_the_wire():

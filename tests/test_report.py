@@ -1,5 +1,6 @@
 import time
 
+import msgpack
 import numpy as np
 import pytest
 import torch
@@ -33,6 +34,11 @@ def test_trial_pruned_escapes_except_exception():
             pass
 
 
+def wire(payload: bytes) -> list[dict]:
+    """An event's messages as sent (pack_event's msgpack, undone)."""
+    return msgpack.unpackb(payload, use_list=False)
+
+
 @pytest.fixture
 def context():
     sent = []
@@ -47,8 +53,9 @@ def test_numpy_and_torch_scalars_become_floats(context):
     ctx, sent = context
     jupyter_dist.report(step=2, a=np.float32(0.5), b=torch.tensor(1.5), c=np.int64(3), d=1)
     ctx.flush()
-    ((topic, msg),) = sent
+    ((topic, payload),) = sent
     assert topic == "topic"
+    (msg,) = wire(payload)
     ((step, metrics, sent_at),) = msg["b"]
     assert metrics == {"a": 0.5, "b": 1.5, "c": 3.0, "d": 1.0}
     assert all(type(v) is float for v in metrics.values())
@@ -60,7 +67,7 @@ def test_steps_count_up_when_not_given(context):
     for _ in range(3):
         jupyter_dist.report(loss=1.0)
     ctx.flush()
-    assert [b[0] for _, m in sent for b in m["b"]] == [0, 1, 2]
+    assert [b[0] for _, p in sent for m in wire(p) for b in m["b"]] == [0, 1, 2]
     assert ctx.steps == 3
 
 
@@ -68,17 +75,17 @@ def test_reports_are_batched_and_never_overtaken(context):
     ctx, sent = context
     for i in range(MAX_BATCH + 10):
         jupyter_dist.report(v=i)
-    assert len(sent) == 1 and len(sent[0][1]["b"]) == MAX_BATCH  # a full batch leaves at once
+    assert len(sent) == 1 and len(wire(sent[0][1])[0]["b"]) == MAX_BATCH  # a full batch leaves at once
     ctx.send_log("stdout", "done\n")  # a later message takes the rest along, ahead of itself, in one event
     ctx.flush()
-    assert [m["k"] for _, m in sent] == ["r", "m"]
-    messages = [decode(m) for m in [sent[0][1], *sent[1][1]["m"]]]
+    assert [[m["k"] for m in wire(p)] for _, p in sent] == [["r"], ["r", "l"]]
+    messages = [decode(m) for _, p in sent for m in wire(p)]
     assert [type(m) for m in messages] == [ReportBatch, ReportBatch, LogLine]
     assert [row[1]["v"] for m in messages[:2] for row in m.rows] == list(range(MAX_BATCH + 10))
     assert decode_all(sent[1][1]) == messages[1:]
     ctx.send_log("stdout", "again\n")  # nothing pending: the line travels alone
     ctx.flush()
-    assert sent[-1][1]["k"] == "l"
+    assert [m["k"] for m in wire(sent[-1][1])] == ["l"]
 
 
 def test_a_lone_report_leaves_within_the_flush_interval(context):
@@ -87,7 +94,7 @@ def test_a_lone_report_leaves_within_the_flush_interval(context):
     deadline = time.monotonic() + 1
     while not sent and time.monotonic() < deadline:
         time.sleep(0.001)
-    assert sent and sent[0][1]["b"][0][1] == {"v": 1.0}
+    assert sent and wire(sent[0][1])[0]["b"][0][1] == {"v": 1.0}
 
 
 def test_non_numbers_are_refused_with_the_metric_name(context):
@@ -105,7 +112,7 @@ def test_report_raises_once_the_trial_is_stopped(context):
         jupyter_dist.report(loss=0.9)
     assert Reporter(ctx).should_stop
     ctx.flush()
-    assert [b[1] for _, m in sent for b in m["b"]] == [
+    assert [b[1] for _, p in sent for m in wire(p) for b in m["b"]] == [
         {"loss": 1.0},
         {"loss": 0.9},
     ]  # the one that raised too
@@ -120,7 +127,7 @@ def test_a_loop_that_outpaces_the_channel_is_held_back(context):
     # most one more batch per interval, so 10 batches take at least 4 intervals.
     assert time.monotonic() - started >= 4 * BACKPRESSURE_INTERVAL
     ctx.flush()
-    assert sum(len(m["b"]) for _, m in sent) == 10 * MAX_BATCH
+    assert sum(len(m["b"]) for _, p in sent for m in wire(p)) == 10 * MAX_BATCH
 
 
 def test_a_pending_batch_leaves_when_its_wait_is_up():
@@ -139,7 +146,8 @@ def test_a_pending_batch_leaves_when_its_wait_is_up():
             time.sleep(0.005)
     finally:
         activate(None)
-    ((at, msg),) = sent  # the five together, once the first had waited its 0.5 s
+    ((at, payload),) = sent  # the five together, once the first had waited its 0.5 s
+    (msg,) = wire(payload)
     assert [row[0] for row in msg["b"]] == [0, 1, 2, 3, 4]
     assert at - started >= 0.5
 

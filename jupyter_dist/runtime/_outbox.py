@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..protocol import encode_reports, encode_together
+from ..protocol import encode_reports, pack_event
 
 __all__ = [
     "BACKPRESSURE_INTERVAL",
@@ -149,7 +149,7 @@ class Outbox:
             if not messages:
                 return
             self.last_sent = time.monotonic()
-            self._emit(self.topic, messages[0] if len(messages) == 1 else encode_together(messages))
+            self._emit(self.topic, pack_event(messages))
 
     @staticmethod
     def _take(trial: Reporting) -> dict:

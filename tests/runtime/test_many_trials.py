@@ -3,6 +3,7 @@ experiment costs grow with the workers, not with the trials (issue 26), and noth
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 
@@ -96,6 +97,10 @@ def test_the_trials_of_a_worker_share_its_events_and_start_in_one_graph_update(m
     # per 0.2 s while they report (~0.25 s), and the outcomes of trials ending together share one.
     assert len(events) <= 16, [len(e) for e in events]
     assert max(len({m.trial_id for m in e}) for e in events) > 4  # several trials' messages in one event
+    # The scheduler keeps the topic's last 1,000 events; with the embedded cluster they live in the kernel. Each is
+    # one bytes object there, nothing its garbage collector scans: not a few hundred containers per event.
+    kept = cluster.scheduler.get_events(f"jupyter_dist-{exp.id}")
+    assert kept and not any(gc.is_tracked(msg) for _, msg in kept)
     # All 32 placed at once go to the scheduler as one graph update (each trial its own update before).
     ours = [keys for keys in updates.keys if any(exp.id in k for k in keys)]
     assert len(ours) == 1 and len(ours[0]) == TRIALS
