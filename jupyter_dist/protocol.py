@@ -402,7 +402,9 @@ def _plain_number(value: Any) -> Any:
         return int(value)
     if isinstance(value, numbers.Real):
         return float(value)
-    raise TypeError(f"a value of type {type(value).__name__} cannot travel in a jupyter_dist event: {value!r:.80}")
+    raise TypeError(
+        f"a value of type {type(value).__name__} cannot travel in a jupyter_dist event: {value!r:.80}"
+    )
 
 
 def decode_all(payload: bytes) -> list[ReportBatch | LogLine | CheckpointEvent | Outcome]:

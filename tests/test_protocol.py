@@ -62,10 +62,14 @@ def test_every_message_survives_msgpack_and_decodes_to_its_type():
 
 
 def test_an_event_is_one_bytes_object_and_numpy_numbers_travel_as_floats():
-    payload = pack_event([encode_reports(1, "a", [(0, {"v": 0.5}, 1.0)]), encode_outcome(_completed(np.float32(2)))])
+    payload = pack_event(
+        [encode_reports(1, "a", [(0, {"v": 0.5}, 1.0)]), encode_outcome(_completed(np.float32(2)))]
+    )
     assert isinstance(payload, bytes)  # what the scheduler keeps of an event: nothing for a collector to scan
     (batch, outcome) = decode_all(payload)
-    assert batch.rows == ((0, {"v": 0.5}, 1.0),) and outcome.returned == 2.0 and type(outcome.returned) is float
+    assert (
+        batch.rows == ((0, {"v": 0.5}, 1.0),) and outcome.returned == 2.0 and type(outcome.returned) is float
+    )
     with pytest.raises(TypeError, match="a value of type object cannot travel in a jupyter_dist event"):
         pack_event([encode_outcome(_completed(object()))])
 
