@@ -65,16 +65,6 @@ def stream(x=0.0):
         n += 1
 """
 
-# Frames and long tasks, counted in the page from now on.
-WATCH = """() => {
-  window.__jd = { frames: 0, longtasks: [] };
-  const tick = () => { window.__jd.frames++; requestAnimationFrame(tick); };
-  requestAnimationFrame(tick);
-  new PerformanceObserver(list => {
-    for (const e of list.getEntries()) { window.__jd.longtasks.push(e.duration); }
-  }).observe({ type: 'longtask', buffered: false });
-}"""
-
 DRAWN = {"lab": "view", "widget": "widget"}  # the sample's field saying the cell shows that view
 
 
@@ -121,7 +111,7 @@ def _follow(runs, page, view: str, sizes: list[int], clicked: float, watch_strea
         "drawn": view if first_frame is not None else None,
     }
     if watch_stream:
-        page.evaluate(WATCH)
+        page.evaluate(_lab_scale.WATCH)  # frames and long tasks, counted in the page from now on
         t0, before = time.perf_counter(), len(sizes)
         runs.watch_cell(page, STREAM_CELL, sizes)
         watched = page.evaluate("() => window.__jd")
