@@ -20,6 +20,7 @@ after the previous event: a loop that reports faster than the kernel can take in
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +41,8 @@ __all__ = [
     "Outbox",
     "outbox_for",
 ]
+
+logger = logging.getLogger(__name__)
 
 # A batch leaves when one trial has MAX_BATCH reports waiting. Back-pressure: then no sooner than
 # BACKPRESSURE_INTERVAL after the process's previous event, so a trial reports about MAX_BATCH /
@@ -191,7 +194,10 @@ class _Flusher:
                     continue
                 self._waiting.difference_update(ready)
             for box in ready:
-                box.flush()
+                try:
+                    box.flush()
+                except Exception:  # one outbox's failure must not end the thread every outbox here relies on
+                    logger.exception("jupyter_dist: could not send the events of %s", box.topic)
 
 
 _flusher = _Flusher()

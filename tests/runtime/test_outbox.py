@@ -128,3 +128,27 @@ def test_fresh_reports_of_many_trials_wait_at_most_the_busy_gap():
     finally:
         stop.set()
         forget_experiment("exp-outbox-4")
+
+
+def test_a_failed_send_leaves_the_process_sending_the_next_events(caplog):
+    events = Events()
+    failures = []
+
+    def emit(topic, msg):
+        if not failures:  # the first event fails to send (a worker closing, say)
+            failures.append(msg)
+            raise RuntimeError("comm closed")
+        events(topic, msg)
+
+    ctx = TrialContext("exp-outbox-fail", 0, "a0", "topic", emit, max_wait=FRESH)
+    try:
+        ctx.report(0, {"v": 1.0})
+        deadline = time.monotonic() + 3
+        while not failures and time.monotonic() < deadline:
+            time.sleep(0.002)
+        ctx.report(1, {"v": 2.0})  # sent by the same background thread, which lived on
+        events.wait_for(1)
+        assert [r[0] for m in events.messages() for r in m.rows] == [1]
+        assert "could not send the events of topic" in caplog.text
+    finally:
+        forget_experiment("exp-outbox-fail")
