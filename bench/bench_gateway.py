@@ -117,7 +117,7 @@ def wait_http(url: str, timeout: float = 60) -> None:
 def channel_figures(client) -> dict:
     seconds, _ = bench_dispatch.run_ours(client, DISPATCH_TRIALS)
     # A pruner asked at every report: each report leaves within 5 ms, so the latency is the network's, not
-    # the up-to-0.1 s wait of reports nobody decides on.
+    # the up-to-0.2 s wait of reports nobody decides on.
     stream = bench_streaming.run_ours(client, STREAM_SECONDS, STREAM_RATE, bench_streaming.never_prunes())
     return {
         "dispatch_trials_per_s": DISPATCH_TRIALS / seconds,

@@ -101,7 +101,7 @@ def figures(client) -> dict:
 
     seconds, _ = bench_dispatch.run_ours(client, DISPATCH_TRIALS)
     # A pruner asked at every report: each report leaves within 5 ms, so the latency is the network's, not
-    # the up-to-0.1 s wait of reports nobody decides on.
+    # the up-to-0.2 s wait of reports nobody decides on.
     stream = bench_streaming.run_ours(client, STREAM_SECONDS, STREAM_RATE, bench_streaming.never_prunes())
     ddp = jd.data_parallel(
         data_parallel_mlp,
