@@ -111,8 +111,8 @@ class DaskLauncher:
         self._fn_size = len(blob)
         self._fn_blob: bytes | str = blob if len(blob) <= scatter_threshold() else self.shipment.put(blob)
         self._released = False
-        # Single-task trials running now: trial id -> (spec, notify), to run one again (max_failures).
-        self._specs: dict[int, tuple[TrialSpec, Callable[[TaskEnded], None]]] = {}
+        # Single-task trials running now: trial id -> spec, to run one again (max_failures) or elsewhere.
+        self._specs: dict[int, TrialSpec] = {}
         # Workers that just finished a trial. The outcome event reaches us before the Dask scheduler has marked
         # the task done, so a plain submit could land behind a long trial on a busy worker: name the free one.
         self._freed: list[str] = []
@@ -130,8 +130,8 @@ class DaskLauncher:
         # The tasks of our running trials, by rank (one for a single-task trial): ours to cancel, re-submit and
         # release; a task ending that is not among them any more (re-submitted) is ignored.
         self._tasks: dict[int, list] = {}
-        # Single trials submitted with a freed-worker hint: trial id -> (spec, worker, notify).
-        self._pinned: dict[int, tuple[TrialSpec, str, Callable[[TaskEnded], None]]] = {}
+        # Single trials submitted with a freed-worker hint: trial id -> that worker.
+        self._pinned: dict[int, str] = {}
 
     # --- before the run ----------------------------------------------------------------------------------
     def capacity(self) -> int:
@@ -257,9 +257,9 @@ class DaskLauncher:
         alike: dict[tuple[str, ...], list[TrialSpec]] = {}
         for spec, placement in starts:
             alike.setdefault(tuple(placement), []).append(spec)
-            self._specs[spec.trial_id] = (spec, notify)
+            self._specs[spec.trial_id] = spec  # its end is seen by poll(): notify is for data-parallel ranks
             if placement:
-                self._pinned[spec.trial_id] = (spec, placement[0], notify)
+                self._pinned[spec.trial_id] = placement[0]
         trials: list[RunningTrial] = []
         for placement, specs in alike.items():
             hint = {"workers": list(placement), "allow_other_workers": True} if placement else {}
@@ -383,7 +383,7 @@ class DaskLauncher:
             return False
         if self.on_retry is not None:
             self.on_retry(outcome, self.retries.why(trial.trial_id))
-        spec, notify = self._specs[trial.trial_id]
+        spec = self._specs[trial.trial_id]
         self._pinned.pop(trial.trial_id, None)
         self._lingering.extend(self._tasks.get(trial.trial_id, []))  # released once it has ended
         retry = self.retries.failures[trial.trial_id]
@@ -494,18 +494,18 @@ class DaskLauncher:
         present = self.present_workers()
         orphans = {
             self._tasks[trial_id][0].key: trial_id
-            for trial_id, (_, worker, _) in self._pinned.items()
+            for trial_id, worker in self._pinned.items()
             if worker not in present and not self._tasks[trial_id][0].done()
         }
         if not orphans:
             return
         states = self.client.run_on_scheduler(_task_states, list(orphans))
         for key, trial_id in orphans.items():
-            spec, _, notify = self._pinned.pop(trial_id)
+            del self._pinned[trial_id]
             if states.get(key) != "no-worker":
                 continue  # running or queued elsewhere: Dask took it from there
             stranded = self._tasks[trial_id][0]
-            task = self._submit(self._task(spec, None), f"trial-{trial_id}-unpinned")
+            task = self._submit(self._task(self._specs[trial_id], None), f"trial-{trial_id}-unpinned")
             self._tasks[trial_id] = [task]
             stranded.cancel()  # its end is ignored (poll() looks at the trial's task only)
 
@@ -520,13 +520,18 @@ class DaskLauncher:
             self._present = (now, present)
         return present
 
+    def _known_workers(self) -> dict[str, dict]:
+        """present_workers(), or, while the client is cut off from the scheduler, the last listing (asking would
+        block until Dask's reconnect gives up)."""
+        return self.present_workers() if self.client.status == "running" else self._present[1]
+
     def queues_behind(self, parallel: int) -> bool:
         """Whether a trial queued ahead on a worker would wait there: only while the run's ``parallel`` trials
         take every slot of the cluster. With threads to spare (parallel= below them) Dask would start it at once,
         beyond ``parallel``. Never for data-parallel trials."""
         if self.ranks:
             return False
-        present = self.present_workers() if self.client.status == "running" else self._present[1]
+        present = self._known_workers()
         if not present:
             return False
         if self.resources:
@@ -537,9 +542,8 @@ class DaskLauncher:
 
     def _slots(self, worker: str) -> int:
         """How many of our trials ``worker`` runs at once: its threads (per trial's cores); from the last listing
-        while the client is cut off from the scheduler (asking would block until the reconnect gives up)."""
-        present = self.present_workers() if self.client.status == "running" else self._present[1]
-        threads = present.get(worker, {}).get("nthreads", 1)
+        while the client is cut off from the scheduler."""
+        threads = self._known_workers().get(worker, {}).get("nthreads", 1)
         return max(1, threads // (self.cpus or 1))
 
     def restart(self, workers: list[str]) -> None:

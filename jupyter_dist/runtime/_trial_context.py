@@ -78,9 +78,8 @@ class TrialContext:
         self.last: dict[str, float] = {}
         # When the function raised, before any clean-up ran: tells which rank of a job failed first.
         self.failed_at: float | None = None
-        self.batch: list[
-            list
-        ] = []  # [step, metrics, time] per report not sent yet, oldest first (the outbox's)
+        # [step, metrics, time] per report not sent yet, oldest first (the outbox takes them).
+        self.batch: list[list] = []
 
     @property
     def should_stop(self) -> bool:
