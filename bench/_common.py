@@ -127,7 +127,8 @@ def git_state() -> dict[str, Any]:
 
     changed = git("status", "--porcelain", "--", "jupyter_dist")
     return {
-        "commit": git("rev-parse", "HEAD"),
+        # BENCH_COMMIT: the commit of a copied working tree measured without its .git (a lent GPU machine).
+        "commit": git("rev-parse", "HEAD") or os.environ.get("BENCH_COMMIT"),
         "package_uncommitted_changes": None
         if changed is None
         else [line[3:] for line in changed.splitlines()],

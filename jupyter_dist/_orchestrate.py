@@ -27,6 +27,7 @@ from .runtime import (
     HookFailed,
     StopSignal,
     TrialLoop,
+    check_kernel_cuda,
     dashboard_link,
     get_client,
     interrupts_stop,
@@ -41,6 +42,7 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: A
     kind = kind if isinstance(kind, Kind) else kind_of(kind)
     check_callable(fn)
     options.check()
+    check_kernel_cuda(options.cluster)
     store = store_path(options.store)
     prior = None
     if options.resume:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from ..errors import ArgumentError, ClusterError
+from ..errors import ArgumentError
 from ..protocol import Outcome, ReportRow
 from ..runtime import TrialSpec
 from ._fsdp import check_strategy
@@ -57,20 +56,3 @@ def check_data_parallel(
         )
     if backend == "nccl" and not gpus_per_worker:
         raise ArgumentError("backend='nccl' runs on GPUs: give gpus_per_worker=1 (or more)")
-    _check_kernel_cuda()
-
-
-def _check_kernel_cuda() -> None:
-    """Accelerate's most common notebook failure is CUDA initialised in the kernel before it forks the ranks.
-    Our ranks are Dask worker processes, spawned, not forked, so it cannot happen, unless Dask is configured
-    to fork its workers: then refuse before anything starts."""
-    import dask
-
-    torch = sys.modules.get("torch")
-    forks = dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork"
-    if forks and torch is not None and torch.cuda.is_initialized():
-        raise ClusterError(
-            "CUDA is initialised in this kernel and Dask is configured to fork its worker processes "
-            "(distributed.worker.multiprocessing-method: fork): forked workers cannot use CUDA. Use the default "
-            "'spawn', or restart the kernel without touching CUDA before the run"
-        )

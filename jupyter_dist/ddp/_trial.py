@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import PlacementError, RendezvousError, TrialPruned
 from ..protocol import RankInfo
-from ..runtime import current_trial
+from ..runtime import current_trial, release_gpu_memory
 from ._context import run
 
 GLOO_SETTLE = 0.2
@@ -77,6 +77,8 @@ class DataParallelTrial:
             torch.cuda.set_device(device)
         _pin_socket_interface()
         store = self._join(info)
+        if backend == "nccl":
+            _refuse_shared_gpus(store, info, device)
         dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.world)
         run.device = device
         run.strategy, run.mixed_precision = self.strategy, self.mixed_precision
@@ -95,6 +97,8 @@ class DataParallelTrial:
             raise
         finally:
             run.device = run.strategy = run.mixed_precision = run.scaler = run.final_batch_of = None
+            if device.type == "cuda":
+                release_gpu_memory()
         dist.destroy_process_group()
         _let_gloo_settle()
         return result
@@ -127,6 +131,35 @@ class DataParallelTrial:
                 f"or they cannot reach {where} (a firewall between the hosts, or a worker address the "
                 f"others cannot route to) ({exc})"
             ) from None
+
+
+def _refuse_shared_gpus(store, info: RankInfo, device) -> None:
+    """NCCL runs one rank per GPU: two ranks on one device end in its "Duplicate GPU detected" error at the first
+    collective. Each rank says which device it has through the rendezvous store, and every rank refuses at once,
+    naming the ranks and the way out, before the process group is made."""
+    import torch
+
+    store.set(f"jupyter_dist/gpu/{info.rank}", str(torch.cuda.get_device_properties(device).uuid))
+    held = [store.get(f"jupyter_dist/gpu/{rank}").decode() for rank in range(info.world)]
+    message = shared_gpus_message(held)
+    if message:
+        raise PlacementError(message)
+
+
+def shared_gpus_message(held: list[str]) -> str | None:
+    """What to say when ranks share a GPU (``held``: each rank's device UUID, by rank), or None."""
+    ranks: dict[str, list[int]] = {}
+    for rank, device in enumerate(held):
+        ranks.setdefault(device, []).append(rank)
+    shared = [r for r in ranks.values() if len(r) > 1]
+    if not shared:
+        return None
+    listed = "; ".join("ranks " + ", ".join(map(str, r)) + " share one GPU" for r in shared)
+    return (
+        f"backend='nccl' needs a GPU of its own for each rank: {listed}. Give each rank its own device (one "
+        "worker per GPU declaring GPU=1, as the embedded cluster and dask-cuda do), or pass backend='gloo', "
+        "which all-reduces CUDA tensors too (through host memory)"
+    )
 
 
 SOCKET_IFNAME_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")

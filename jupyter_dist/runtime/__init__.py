@@ -7,6 +7,7 @@ launcher (_launcher.py) is where trials meet the cluster.
 from ._by_reference import WithParameters, with_parameters
 from ._cluster import (
     ClusterInfo,
+    check_kernel_cuda,
     close_local_cluster,
     cluster_info,
     forget_cluster,
@@ -15,6 +16,7 @@ from ._cluster import (
 )
 from ._collector import quiet_collector
 from ._dashboard import dashboard_link
+from ._devices import release_gpu_memory
 from ._goals import HookFailed, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
@@ -31,6 +33,7 @@ from ._trial_context import Reporter, TrialContext, current_trial
 
 __all__ = [
     "ClusterInfo",
+    "check_kernel_cuda",
     "DaskLauncher",
     "HookFailed",
     "Reporter",
@@ -53,6 +56,7 @@ __all__ = [
     "get_client",
     "interrupts_stop",
     "quiet_collector",
+    "release_gpu_memory",
     "use_cluster",
     "WithParameters",
     "with_parameters",

@@ -259,6 +259,8 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
             return client
         # Non-daemonic worker processes, so a trial can start processes of its own: DataLoader(num_workers>0)
         # fails in a daemonic one ("daemonic processes are not allowed to have children").
+        # A machine's GPUs are declared unless the call chose the workers' resources (see local_gpus()).
+        gpus = [] if "resources" in options else local_gpus()
         with dask.config.set({"distributed.worker.daemon": False, **embedded_cluster_config()}):
             cluster = EmbeddedLocalCluster(
                 n_workers=n_workers or min(os.cpu_count() or 1, 8),
@@ -266,6 +268,7 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
                 processes=True,
                 host="127.0.0.1",
                 dashboard_address="127.0.0.1:0",
+                gpus=gpus,
                 **options,
             )
         _local["cluster"] = cluster
@@ -299,6 +302,42 @@ EMBEDDED_CLUSTER_CONFIG = {
     "distributed.worker.memory.monitor-interval": "500ms",
     "distributed.scheduler.work-stealing": False,
 }
+
+
+def local_gpus() -> list[str]:
+    """This machine's GPUs as the embedded cluster's workers should see them: one CUDA_VISIBLE_DEVICES value each
+    (an index, or what the kernel's own CUDA_VISIBLE_DEVICES lists), none without an NVIDIA driver or torch.
+
+    Asking torch for the count does not initialise CUDA in the kernel; the driver check first spares a CPU-only
+    machine importing torch for it."""
+    import importlib.util
+
+    if not os.path.exists("/dev/nvidiactl") or importlib.util.find_spec("torch") is None:
+        return []
+    import torch
+
+    count = torch.cuda.device_count()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    listed = [d.strip() for d in visible.split(",") if d.strip()] if visible is not None else None
+    return (listed or [])[:count] if listed is not None else [str(i) for i in range(count)]
+
+
+def check_kernel_cuda(cluster: Any) -> None:
+    """Accelerate's most reported notebook failure is CUDA initialised in the kernel before it forks the workers
+    ("Cannot re-initialize CUDA in forked subprocess"). The embedded cluster's workers are spawned, not forked,
+    so it cannot happen, unless Dask is configured to fork them: then refuse before anything starts. Another
+    cluster's workers are not this kernel's children, and its CUDA state does not reach them."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    embedded = (cluster if cluster is not None else _default_target()) == LOCAL
+    forks = dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork"
+    if embedded and forks and torch is not None and torch.cuda.is_initialized():
+        raise ClusterError(
+            "CUDA is initialised in this kernel and Dask is configured to fork the embedded cluster's worker "
+            "processes (distributed.worker.multiprocessing-method: fork): forked workers cannot use CUDA. Use "
+            "the default 'spawn', or restart the kernel and run the experiment before touching CUDA"
+        )
 
 
 def embedded_cluster_config() -> dict[str, Any]:

@@ -13,6 +13,8 @@ threads run several trials in one process. The trial gets its devices explicitly
 from __future__ import annotations
 
 import contextlib
+import gc
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -42,3 +44,13 @@ def holding_gpus(wanted: int, declared: float) -> Iterator[list[int]]:
     finally:
         with _lock:
             _held.difference_update(taken)
+
+
+def release_gpu_memory() -> None:
+    """Give the device memory a finished trial's tensors leave in torch's CUDA cache back to the driver, as a
+    process of its own would on exit: the next trial on the device, in this worker or another process (the
+    kernel, another worker sharing the GPU), finds it free, and ``nvidia-smi`` shows what is really in use."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        gc.collect()  # tensors kept alive only by reference cycles (a model's hooks, a closure) go first
+        torch.cuda.empty_cache()

@@ -62,7 +62,13 @@ class EmbeddedScheduler(Scheduler):
 
 
 class EmbeddedLocalCluster(LocalCluster):
-    def __init__(self, **options) -> None:
+    """``gpus``: the CUDA_VISIBLE_DEVICES value of each GPU (runtime/_cluster.py, local_gpus()). The first worker
+    gets the first GPU, and so on: it sees that device alone (as dask-cuda's workers do) and declares the Dask
+    resource ``GPU=1``, so ``gpus_per_trial=1`` trials run one at a time per GPU and data-parallel ranks with
+    ``gpus_per_worker=1`` get a device each. Workers beyond the GPUs are left as they are."""
+
+    def __init__(self, *, gpus: list[str] = (), **options) -> None:
+        self.gpus = list(gpus)
         unguarded = unguarded_script_call()
         if unguarded is not None:
             path, line = unguarded
@@ -77,6 +83,13 @@ class EmbeddedLocalCluster(LocalCluster):
     async def _start(self):
         # LocalCluster names its scheduler class in a spec it makes itself: swap it before the scheduler starts.
         self.scheduler_spec["cls"] = EmbeddedScheduler
+        for name, device in zip(sorted(self.worker_spec), self.gpus, strict=False):
+            spec = self.worker_spec[name]
+            options = spec["options"]
+            env = {**(options.get("env") or {}), "CUDA_VISIBLE_DEVICES": device}
+            resources = {**(options.get("resources") or {}), "GPU": 1}
+            # A copy per worker: LocalCluster gives every worker the same spec dict.
+            self.worker_spec[name] = {**spec, "options": {**options, "env": env, "resources": resources}}
         await super()._start()
 
     def _update_worker_status(self, op, msg):

@@ -10,6 +10,7 @@ import functools
 import inspect
 import threading
 import time
+import traceback
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from ._allocator import tensor_friendly_allocator
 from ._by_reference import fetch
 from ._capture import TrialOutput
 from ._cpus import torch_threads
-from ._devices import holding_gpus
+from ._devices import holding_gpus, release_gpu_memory
 from ._outbox import OUTCOME_WAIT, QUEUED_OUTCOME_WAIT
 from ._trial_context import Reporter, TrialContext, activate, forget_experiment
 
@@ -127,9 +128,14 @@ def run_trial(task: TrialTask) -> Outcome:
             state, error = TrialState.FAILED, trial_traceback(exc)
             kind = ErrorKind.SETUP if isinstance(exc, JupyterDistError) else ErrorKind.TRIAL
             ctx.failed_at = ctx.failed_at or time.time()
+            # The traceback's frames hold the failed function's locals (after a CUDA out-of-memory error, its
+            # model and batches): let go of them now, not whenever the exception is collected.
+            traceback.clear_frames(exc.__traceback__)
         finally:
             duration = time.time() - started
             activate(None)
+    if ctx.devices:
+        release_gpu_memory()
 
     result = returned
     if state is TrialState.COMPLETED:

@@ -180,18 +180,31 @@ def test_hpo_trials_can_each_be_a_data_parallel_job(run_hpo):
         )
 
 
-def test_cuda_in_the_kernel_is_refused_only_when_dask_would_fork(monkeypatch):
+def test_cuda_in_the_kernel_is_refused_only_when_the_embedded_cluster_would_fork(monkeypatch):
     import dask
+    import distributed  # noqa: F401 - before the config.set below: its defaults must outlive the block
 
-    from jupyter_dist.ddp import check_data_parallel
+    from jupyter_dist import space
 
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)  # this machine has no GPU to initialise
-    check_data_parallel(
-        gpus_per_worker=0, backend=None
-    )  # spawned workers (Dask's default) do not inherit the kernel's CUDA state
     with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
-        with pytest.raises(RuntimeError, match="forked workers cannot use CUDA"):
-            jd.data_parallel(regression, cluster="tcp://127.0.0.1:9", progress=False)
+        for run in (
+            lambda cluster: jd.data_parallel(regression, cluster=cluster, progress=False),
+            lambda cluster: jd.hpo(regression, {"epochs": space.integer(1, 2)}, cluster=cluster, metric="loss"),
+        ):
+            started = time.monotonic()
+            with pytest.raises(jd.ClusterError, match="forked workers cannot use CUDA"):
+                run("local")
+            assert time.monotonic() - started < 5  # refused before the cluster starts
+            # Another cluster's workers are not this kernel's children: its CUDA state cannot reach them (the
+            # run gets as far as connecting to the address, where nothing listens).
+            with pytest.raises(jd.ClusterError) as elsewhere:
+                run("tcp://127.0.0.1:9")
+            assert "forked workers" not in str(elsewhere.value)
+    # Spawned workers (Dask's default) do not inherit the kernel's CUDA state: the check lets the run through.
+    from jupyter_dist.runtime import check_kernel_cuda
+
+    check_kernel_cuda("local")
 
 
 @pytest.mark.gpu
@@ -219,3 +232,13 @@ def test_nccl_on_gpus_matches_one_process():
     for name, weights in alone.items():
         assert exp.result[name].device.type == "cuda"
         assert torch.allclose(exp.result[name].cpu(), weights, atol=1e-5), name
+
+
+def test_nccl_ranks_sharing_a_gpu_are_named_with_the_way_out():
+    # Each rank's device UUID, by rank (what _refuse_shared_gpus collects through the rendezvous store).
+    from jupyter_dist.ddp._trial import shared_gpus_message
+
+    assert shared_gpus_message(["GPU-a", "GPU-b"]) is None
+    message = shared_gpus_message(["GPU-a", "GPU-b", "GPU-a", "GPU-b", "GPU-c"])
+    assert "ranks 0, 2 share one GPU; ranks 1, 3 share one GPU" in message
+    assert "backend='gloo'" in message

@@ -43,3 +43,31 @@ def test_the_embedded_workers_yield_the_cores_to_the_kernel(client):
     }
     on_their_loops = client.run(_thread_niceness)  # the worker's event loop thread too
     assert set(on_their_loops.values()) == {kernel + WORKER_NICENESS}
+
+
+def test_each_gpu_goes_to_a_worker_of_its_own_that_sees_it_alone_and_declares_it():
+    # What local_client() gives the embedded cluster on a GPU machine (local_gpus(): one CUDA_VISIBLE_DEVICES
+    # value per GPU). No GPU is needed to see where the devices went: the workers' environment and resources.
+    import os
+
+    from distributed import Client
+
+    from jupyter_dist.runtime._local_cluster import EmbeddedLocalCluster
+
+    with (
+        EmbeddedLocalCluster(
+            gpus=["3", "GPU-5f0c"], n_workers=3, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        seen = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+        declared = {w: info["resources"] for w, info in client.scheduler_info()["workers"].items()}
+        name = {w: info["name"] for w, info in client.scheduler_info()["workers"].items()}
+    by_name = {name[w]: (seen[w], declared[w]) for w in seen}
+    assert by_name == {0: ("3", {"GPU": 1}), 1: ("GPU-5f0c", {"GPU": 1}), 2: (None, {})}
+
+
+def test_without_an_nvidia_driver_the_embedded_cluster_declares_no_gpus():
+    from jupyter_dist.runtime._cluster import local_gpus
+
+    assert local_gpus() == []  # this machine has no /dev/nvidiactl: torch is not even asked

@@ -1,0 +1,319 @@
+"""GPU figures on one NVIDIA GPU (no GPU in CI: `bash scripts/gpu_check.sh` runs this on a machine with one).
+
+1. Data-parallel overhead at world size 1: ``jupyter_dist.data_parallel`` (NCCL, prepare()'s DDP, the run's
+   mixed precision) against the same training as a plain PyTorch loop on the same GPU in this process (no
+   jupyter_dist, no Dask: autocast and GradScaler by hand), for fp32 (TF32 matmuls), bf16 and fp16. The model
+   keeps the GPU busy: LAYERS linear layers of WIDTH x WIDTH on a batch of BATCH (about 20 ms a step in fp32 on
+   an H100). Rank and loop each time STEPS steps after WARMUP, between two ``cuda.synchronize()``; medians of
+   REPEATS alternating runs. Target: the wrapper costs <= 5% per step.
+2. FSDP (``strategy="fsdp"``) at world size 1 on the GPU, against DDP, in the same runs.
+3. HPO on one GPU: TRIALS short training trials (TRIAL_STEPS steps of a smaller MLP, a report every 10) through
+   ``jupyter_dist.hpo(gpus_per_trial=1)`` on the embedded cluster (its first worker declares the GPU), against
+   the same trials, one after the other, in a plain loop in this process. Trials/s of each, and their ratio.
+4. Whether NCCL runs two ranks on one device (plain PyTorch, two processes): why data_parallel refuses it.
+
+Everything runs on the embedded cluster the notebook gets, with one worker per GPU as it declares them.
+Run: ``python bench/bench_gpu.py`` (writes bench/results/gpu.json).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+
+from _common import header, median, write_result
+
+WIDTH = 8192
+LAYERS = 4
+BATCH = 4096
+STEPS = 30
+WARMUP = 5
+REPEATS = 3
+PRECISIONS = ("fp32", "bf16", "fp16")
+TARGET_OVERHEAD = 0.05
+
+TRIALS = 24
+TRIAL_WIDTH = 2048
+TRIAL_STEPS = 300
+
+
+def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False):
+    """Training steps of the big MLP; ``plain``: PyTorch alone, else through jupyter_dist.prepare/backward."""
+    import time
+
+    import torch
+
+    import jupyter_dist
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    device = jupyter_dist.devices()[0] if jupyter_dist.devices() else torch.device("cuda")
+    torch.manual_seed(0)
+    blocks = [m for _ in range(LAYERS) for m in (torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU())]
+    model = torch.nn.Sequential(*blocks, torch.nn.Linear(WIDTH, 10)).to(device)
+    optimiser = torch.optim.SGD(model.parameters(), lr=1e-3)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    scaler = torch.amp.GradScaler("cuda") if plain and precision == "fp16" else None
+    if not plain:
+        model, optimiser = jupyter_dist.prepare(model, optimiser)  # the run's strategy and mixed_precision
+    x = torch.randn(BATCH, WIDTH, device=device)
+    y = torch.randint(0, 10, (BATCH,), device=device)
+
+    def step():
+        optimiser.zero_grad(set_to_none=True)
+        if plain:
+            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimiser)
+                scaler.update()
+            else:
+                loss.backward()
+                optimiser.step()
+        else:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            jupyter_dist.backward(loss)
+            optimiser.step()
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize(device)
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize(device)
+    seconds = time.perf_counter() - started
+    return {
+        "step_ms": 1000 * seconds / steps,
+        "samples_per_s": BATCH * steps / seconds,
+        "peak_memory_gb": torch.cuda.max_memory_allocated(device) / 1e9,
+    }
+
+
+def short_trial(lr=0.01):
+    """One HPO trial: a smaller MLP trained for TRIAL_STEPS steps on the trial's GPU, reporting every 10."""
+    import torch
+
+    import jupyter_dist
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    device = jupyter_dist.devices()[0] if jupyter_dist.devices() else torch.device("cuda")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(TRIAL_WIDTH, TRIAL_WIDTH),
+        torch.nn.ReLU(),
+        torch.nn.Linear(TRIAL_WIDTH, TRIAL_WIDTH),
+        torch.nn.ReLU(),
+        torch.nn.Linear(TRIAL_WIDTH, 10),
+    ).to(device)
+    optimiser = torch.optim.SGD(model.parameters(), lr=lr)
+    x = torch.randn(TRIAL_WIDTH, TRIAL_WIDTH, device=device)
+    y = torch.randint(0, 10, (TRIAL_WIDTH,), device=device)
+    for step in range(TRIAL_STEPS):
+        optimiser.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimiser.step()
+        if step % 10 == 9:
+            jupyter_dist.report(step=step, loss=loss.item())  # outside a trial: nothing
+    return loss.item()
+
+
+def data_parallel_overhead(client) -> dict:
+    import jupyter_dist as jd
+
+    def ranked(precision, strategy="ddp"):
+        exp = jd.data_parallel(
+            busy_mlp,
+            workers=1,
+            gpus_per_worker=1,
+            cluster=client,
+            progress=False,
+            strategy=strategy,
+            mixed_precision=None if precision == "fp32" else precision,
+            precision=precision,
+        )
+        return exp.result
+
+    ranked("bf16")  # warm up: the worker's CUDA context, NCCL, the kernels
+    runs = {f"{kind}_{p}": [] for p in PRECISIONS for kind in ("plain", "ddp")}
+    runs["fsdp_fp32"] = []
+    for repeat in range(REPEATS):
+        for precision in PRECISIONS:
+            runs[f"plain_{precision}"].append(busy_mlp(precision=precision, plain=True))
+            runs[f"ddp_{precision}"].append(ranked(precision))
+        runs["fsdp_fp32"].append(ranked("fp32", strategy="fsdp"))
+        print(f"  repeat {repeat}: " + ", ".join(f"{k} {v[-1]['step_ms']:.2f} ms" for k, v in runs.items()))
+    step_ms = {k: median([r["step_ms"] for r in v]) for k, v in runs.items()}
+    return {
+        "step_ms": runs,
+        "median_step_ms": step_ms,
+        "peak_memory_gb": {k: v[-1]["peak_memory_gb"] for k, v in runs.items()},
+        "overhead_per_step": {p: step_ms[f"ddp_{p}"] / step_ms[f"plain_{p}"] - 1 for p in PRECISIONS},
+        "fsdp_over_ddp_fp32": step_ms["fsdp_fp32"] / step_ms["ddp_fp32"],
+    }
+
+
+def hpo_on_one_gpu(client) -> dict:
+    import jupyter_dist as jd
+    from jupyter_dist import space
+
+    def through_hpo():
+        started = time.perf_counter()
+        exp = jd.hpo(
+            short_trial,
+            {"lr": space.loguniform(1e-3, 1e-1)},
+            trials=TRIALS,
+            metric="loss",
+            mode="min",
+            sampler="random",
+            pruner=None,
+            gpus_per_trial=1,
+            cluster=client,
+            progress=False,
+        )
+        seconds = time.perf_counter() - started
+        assert (exp.trials["state"] == "completed").all()
+        return seconds, list(exp.trials["params_lr"])
+
+    through_hpo()  # warm up the worker's CUDA context and kernels
+    hpo_s, plain_s = [], []
+    for _ in range(2):
+        seconds, lrs = through_hpo()
+        hpo_s.append(seconds)
+        started = time.perf_counter()
+        for lr in lrs:
+            short_trial(lr)
+        plain_s.append(time.perf_counter() - started)
+    return {
+        "trials": TRIALS,
+        "hpo_seconds": hpo_s,
+        "plain_loop_seconds": plain_s,
+        "hpo_trials_per_s": TRIALS / median(hpo_s),
+        "plain_trials_per_s": TRIALS / median(plain_s),
+        "hpo_over_plain": median(plain_s) / median(hpo_s),
+    }
+
+
+def _nccl_rank(rank: int, port: int, results) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(0)
+    try:
+        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+        tensor = torch.ones(1, device="cuda")
+        dist.all_reduce(tensor)
+        torch.cuda.synchronize()
+        results.put((rank, f"ok: {tensor.item():g}"))
+        dist.destroy_process_group()
+    except Exception as exc:  # what NCCL says is the finding
+        results.put((rank, f"{type(exc).__name__}: {str(exc)[:300]}"))
+
+
+def nccl_two_ranks_on_one_gpu() -> dict:
+    import queue
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    context = mp.get_context("spawn")
+    results = context.Queue()
+    ranks = [context.Process(target=_nccl_rank, args=(r, port, results)) for r in range(2)]
+    for process in ranks:
+        process.start()
+    said = {}
+    try:
+        for _ in range(2):
+            rank, outcome = results.get(timeout=60)
+            said[rank] = outcome
+    except queue.Empty:
+        said["timeout"] = "no answer in 60 s (a hang)"
+    for process in ranks:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+    return said
+
+
+def gpu_info() -> dict:
+    import torch
+
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except OSError:
+        smi = None
+    return {
+        "name": torch.cuda.get_device_name(0),
+        "nvidia_smi": smi,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+    }
+
+
+def main() -> dict:
+    import jupyter_dist as jd
+
+    client = jd.get_client("local", n_workers=2, threads_per_worker=1)  # worker 0 declares the GPU
+    declared = {w["name"]: w.get("resources", {}) for w in client.scheduler_info()["workers"].values()}
+    result = header(
+        "gpu",
+        {
+            "width": WIDTH,
+            "layers": LAYERS,
+            "batch": BATCH,
+            "steps": STEPS,
+            "warmup": WARMUP,
+            "repeats": REPEATS,
+            "trials": TRIALS,
+            "trial_width": TRIAL_WIDTH,
+            "trial_steps": TRIAL_STEPS,
+        },
+    )
+    result["gpu"] = gpu_info()
+    result["embedded_cluster_resources"] = declared
+    result["data_parallel"] = data_parallel_overhead(client)
+    result["hpo"] = hpo_on_one_gpu(client)
+    jd.close_local_cluster()
+    result["nccl_two_ranks_on_one_gpu"] = nccl_two_ranks_on_one_gpu()
+    worst = max(result["data_parallel"]["overhead_per_step"].values())
+    result.update(target={"overhead_per_step_at_most": TARGET_OVERHEAD}, met=worst <= TARGET_OVERHEAD)
+    return result
+
+
+def summary(result: dict) -> str:
+    dp, hpo = result["data_parallel"], result["hpo"]
+    ms = dp["median_step_ms"]
+    lines = [f"on {result['gpu']['name']} (torch {result['gpu']['torch']}, CUDA {result['gpu']['cuda']}):"]
+    for p in PRECISIONS:
+        lines.append(
+            f"  {p}: plain loop {ms[f'plain_{p}']:.2f} ms/step, data_parallel world 1 {ms[f'ddp_{p}']:.2f} ms/step "
+            f"({100 * dp['overhead_per_step'][p]:+.1f}%)"
+        )
+    lines.append(
+        f"  FSDP world 1 (fp32) {ms['fsdp_fp32']:.2f} ms/step = {dp['fsdp_over_ddp_fp32']:.3f}x DDP's"
+    )
+    lines.append(
+        f"  HPO, {hpo['trials']} trials on one GPU: {hpo['hpo_trials_per_s']:.2f} trials/s vs plain loop "
+        f"{hpo['plain_trials_per_s']:.2f} ({hpo['hpo_over_plain']:.3f}x)"
+    )
+    lines.append(f"  NCCL, two ranks on one GPU: {result['nccl_two_ranks_on_one_gpu']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    res = main()
+    out = write_result("gpu", res)
+    print(summary(res))
+    print(f"-> {out}")
