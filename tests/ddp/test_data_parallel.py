@@ -190,7 +190,9 @@ def test_cuda_in_the_kernel_is_refused_only_when_the_embedded_cluster_would_fork
     with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
         for run in (
             lambda cluster: jd.data_parallel(regression, cluster=cluster, progress=False),
-            lambda cluster: jd.hpo(regression, {"epochs": space.integer(1, 2)}, cluster=cluster, metric="loss"),
+            lambda cluster: jd.hpo(
+                regression, {"epochs": space.integer(1, 2)}, cluster=cluster, metric="loss"
+            ),
         ):
             started = time.monotonic()
             with pytest.raises(jd.ClusterError, match="forked workers cannot use CUDA"):

@@ -56,7 +56,11 @@ def test_each_gpu_goes_to_a_worker_of_its_own_that_sees_it_alone_and_declares_it
 
     with (
         EmbeddedLocalCluster(
-            gpus=["3", "GPU-5f0c"], n_workers=3, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
+            gpus=["3", "GPU-5f0c"],
+            n_workers=3,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=":0",
         ) as cluster,
         Client(cluster) as client,
     ):
