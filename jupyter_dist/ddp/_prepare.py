@@ -1,8 +1,9 @@
 """``prepare(model, optimizer, loader, ...)``: what data-parallel training needs, in one call.
 
 In a data-parallel trial a model moves to the rank's device and, with more than one rank, is wrapped in
-DistributedDataParallel, or sharded with FSDP2 (``strategy="fsdp"``, _fsdp.py); a DataLoader is sharded across the
-ranks (_loader.py). Optimizers pass through: moving a model keeps its Parameter objects, so an optimizer made
+DistributedDataParallel (a single rank's model is left as it is, its inputs moved to its GPU as DDP would), or
+sharded with FSDP2 (``strategy="fsdp"``, at every world size, _fsdp.py); a DataLoader is sharded across the ranks
+(_loader.py). Optimizers pass through: moving a model keeps its Parameter objects, so an optimizer made
 before still holds the right ones (FSDP replaces them, and prepare() re-points the optimizer).
 
 ``mixed_precision`` and ``accumulate`` apply wherever the function runs, alone in the notebook too, as
@@ -19,6 +20,7 @@ from ..errors import ArgumentError
 from ._context import run, world_size
 from ._fsdp import check_strategy, repoint_optimizer, shard
 from ._loader import ShardedLoader
+from ._nested import map_tensors
 from ._precision import autocast_forward, make_scaler, resolve_mixed_precision
 
 
@@ -149,12 +151,32 @@ def _prepare_model(model, precision: str | None, strategy: str, device, accumula
         model = model.to(run.device)
     if precision is not None:
         autocast_forward(model, device.type, precision)
-    if run.device is None or world_size() == 1:  # measured: DDP around a single rank only costs time
+    if run.device is None:
         return model
-    if strategy == "fsdp":
+    if world_size() == 1 and strategy != "fsdp":  # measured: DDP around a single rank only costs time
+        if run.device.type == "cuda":
+            model.forward = InputsToDevice(model.forward, run.device)  # what DDP does with the inputs
+        return model
+    if strategy == "fsdp":  # at any world size: the sharded checkpoints, and the code path, of every other
         wrapped = shard(model, run.device, world_size())
     else:
         ids = [run.device.index] if run.device.type == "cuda" else None
         wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
     accumulation.watch(wrapped)
     return wrapped
+
+
+class InputsToDevice:
+    """A model's forward that first moves the tensors among its arguments to the rank's GPU, as
+    DistributedDataParallel (``device_ids``) and FSDP do: the same training code works at every world size,
+    also the one where prepare() leaves the model unwrapped."""
+
+    def __init__(self, forward, device) -> None:
+        self.forward = forward
+        self.device = device
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        def move(tensor):
+            return tensor.to(self.device, non_blocking=True)
+
+        return self.forward(*map_tensors(args, move), **map_tensors(kwargs, move))

@@ -13,6 +13,7 @@ import contextlib
 import datetime
 import functools
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -98,7 +99,7 @@ class DataParallelTrial:
         finally:
             run.device = run.strategy = run.mixed_precision = run.scaler = run.final_batch_of = None
             if device.type == "cuda":
-                release_gpu_memory()
+                release_gpu_memory(failed=sys.exc_info()[0] is not None)
         dist.destroy_process_group()
         _let_gloo_settle()
         return result

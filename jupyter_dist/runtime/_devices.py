@@ -46,11 +46,16 @@ def holding_gpus(wanted: int, declared: float) -> Iterator[list[int]]:
             _held.difference_update(taken)
 
 
-def release_gpu_memory() -> None:
+def release_gpu_memory(failed: bool = False) -> None:
     """Give the device memory a finished trial's tensors leave in torch's CUDA cache back to the driver, as a
     process of its own would on exit: the next trial on the device, in this worker or another process (the
-    kernel, another worker sharing the GPU), finds it free, and ``nvidia-smi`` shows what is really in use."""
+    kernel, another worker sharing the GPU), finds it free, and ``nvidia-smi`` shows what is really in use.
+
+    After a failure (a CUDA out-of-memory error) tensors kept alive only by reference cycles through the failed
+    function's objects are collected first; a full collection costs tens of ms in a worker that imported torch,
+    so a trial that ended well is not charged it."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        gc.collect()  # tensors kept alive only by reference cycles (a model's hooks, a closure) go first
+        if failed:
+            gc.collect()
         torch.cuda.empty_cache()

@@ -135,7 +135,7 @@ def run_trial(task: TrialTask) -> Outcome:
             duration = time.time() - started
             activate(None)
     if ctx.devices:
-        release_gpu_memory()
+        release_gpu_memory(failed=state is TrialState.FAILED)
 
     result = returned
     if state is TrialState.COMPLETED:

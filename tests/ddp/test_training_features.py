@@ -265,6 +265,16 @@ def test_fsdp_shards_the_parameters_and_trains_as_ddp_does(run_ddp, accumulate):
     assert fsdp.result["optimises_the_model"] and fsdp.result["parameter"] == "DTensor"
 
 
+def test_fsdp_shards_a_single_rank_too_while_ddp_leaves_it_unwrapped(run_ddp):
+    # One rank: DDP would only cost time, but FSDP is asked for its sharded checkpoints and code path, the same at
+    # every world size (on one GPU this is the FSDP there is to run).
+    ddp = run_ddp(mlp_training, workers=1)
+    fsdp = run_ddp(mlp_training, workers=1, strategy="fsdp")
+    assert ddp.result["model"] == "Sequential" and fsdp.result["model"] == "FSDPSequential"
+    assert fsdp.result["parameter"] == "DTensor" and fsdp.result["held"] == fsdp.result["total"]
+    assert fsdp.result["losses"] == pytest.approx(ddp.result["losses"], rel=1e-4)
+
+
 def test_fsdp_refuses_an_optimizer_that_already_stepped():
     from jupyter_dist.ddp._fsdp import repoint_optimizer
 
