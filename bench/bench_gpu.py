@@ -7,7 +7,8 @@
    keeps the GPU busy: LAYERS linear layers of WIDTH x WIDTH on a batch of BATCH (about 20 ms a step in fp32 on
    an H100). Rank and loop each time STEPS steps after WARMUP, between two ``cuda.synchronize()``; medians of
    REPEATS alternating runs. Target: the wrapper costs <= 5% per step.
-2. FSDP (``strategy="fsdp"``: fully_shard over NCCL, at world size 1 too) on the GPU, against the plain loop.
+2. FSDP (``strategy="fsdp"``: fully_shard over NCCL, at world size 1 too) on the GPU, against PyTorch's own
+   fully_shard of the same layers at world size 1 in this process (and that against the unsharded loop).
 3. HPO on one GPU: TRIALS short training trials (TRIAL_STEPS steps of a smaller MLP, a report every 10) through
    ``jupyter_dist.hpo(gpus_per_trial=1)`` on the embedded cluster (its first worker declares the GPU), against
    the same trials, one after the other, in a plain loop in this process. Trials/s of each, and their ratio.
@@ -40,8 +41,9 @@ TRIAL_WIDTH = 2048
 TRIAL_STEPS = 300
 
 
-def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False):
-    """Training steps of the big MLP; ``plain``: PyTorch alone, else through jupyter_dist.prepare/backward."""
+def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False, plain_fsdp=False):
+    """Training steps of the big MLP; ``plain``: PyTorch alone, else through jupyter_dist.prepare/backward.
+    ``plain_fsdp``: PyTorch's own fully_shard of every layer, in a process group the caller made."""
     import time
 
     import torch
@@ -53,6 +55,13 @@ def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False):
     torch.manual_seed(0)
     blocks = [m for _ in range(LAYERS) for m in (torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU())]
     model = torch.nn.Sequential(*blocks, torch.nn.Linear(WIDTH, 10)).to(device)
+    if plain_fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer)
+        fully_shard(model)
     optimiser = torch.optim.SGD(model.parameters(), lr=1e-3)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     scaler = torch.amp.GradScaler("cuda") if plain and precision == "fp16" else None
@@ -122,6 +131,23 @@ def short_trial(lr=0.01):
     return loss.item()
 
 
+def plain_fsdp_loop() -> dict:
+    """The fp32 loop under PyTorch's own FSDP at world size 1, in this process (NCCL, no jupyter_dist)."""
+    import torch
+    import torch.distributed as dist
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group(
+        "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1, device_id=torch.device("cuda", 0)
+    )
+    try:
+        return busy_mlp(plain=True, plain_fsdp=True)
+    finally:
+        dist.destroy_process_group()
+
+
 def data_parallel_overhead(client) -> dict:
     import jupyter_dist as jd
 
@@ -140,11 +166,12 @@ def data_parallel_overhead(client) -> dict:
 
     ranked("bf16")  # warm up: the worker's CUDA context, NCCL, the kernels
     runs = {f"{kind}_{p}": [] for p in PRECISIONS for kind in ("plain", "data_parallel")}
-    runs["fsdp_fp32"] = []
+    runs["plain_fsdp_fp32"], runs["fsdp_fp32"] = [], []
     for repeat in range(REPEATS):
         for precision in PRECISIONS:
             runs[f"plain_{precision}"].append(busy_mlp(precision=precision, plain=True))
             runs[f"data_parallel_{precision}"].append(ranked(precision))
+        runs["plain_fsdp_fp32"].append(plain_fsdp_loop())
         runs["fsdp_fp32"].append(ranked("fp32", strategy="fsdp"))
         print(f"  repeat {repeat}: " + ", ".join(f"{k} {v[-1]['step_ms']:.2f} ms" for k, v in runs.items()))
     step_ms = {k: median([r["step_ms"] for r in v]) for k, v in runs.items()}
@@ -155,7 +182,8 @@ def data_parallel_overhead(client) -> dict:
         "overhead_per_step": {
             p: step_ms[f"data_parallel_{p}"] / step_ms[f"plain_{p}"] - 1 for p in PRECISIONS
         },
-        "fsdp_overhead_per_step_fp32": step_ms["fsdp_fp32"] / step_ms["plain_fp32"] - 1,
+        "fsdp_overhead_per_step_fp32": step_ms["fsdp_fp32"] / step_ms["plain_fsdp_fp32"] - 1,
+        "plain_fsdp_over_plain_fp32": step_ms["plain_fsdp_fp32"] / step_ms["plain_fp32"],
     }
 
 
@@ -289,7 +317,8 @@ def main() -> dict:
     result["hpo"] = hpo_on_one_gpu(client)
     jd.close_local_cluster()
     result["nccl_two_ranks_on_one_gpu"] = nccl_two_ranks_on_one_gpu()
-    worst = max(result["data_parallel"]["overhead_per_step"].values())
+    dp = result["data_parallel"]
+    worst = max(*dp["overhead_per_step"].values(), dp["fsdp_overhead_per_step_fp32"])
     result.update(target={"overhead_per_step_at_most": TARGET_OVERHEAD}, met=worst <= TARGET_OVERHEAD)
     return result
 
@@ -305,7 +334,8 @@ def summary(result: dict) -> str:
             f"({100 * dp['overhead_per_step'][p]:+.1f}%)"
         )
     lines.append(
-        f"  FSDP world 1 (fp32): {ms['fsdp_fp32']:.2f} ms/step ({100 * dp['fsdp_overhead_per_step_fp32']:+.1f}%)"
+        f"  FSDP world 1 (fp32): PyTorch's fully_shard {ms['plain_fsdp_fp32']:.2f} ms/step, data_parallel "
+        f"{ms['fsdp_fp32']:.2f} ms/step ({100 * dp['fsdp_overhead_per_step_fp32']:+.1f}%)"
     )
     lines.append(
         f"  HPO, {hpo['trials']} trials on one GPU: {hpo['hpo_trials_per_s']:.2f} trials/s vs plain loop "

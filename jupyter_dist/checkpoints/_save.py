@@ -219,11 +219,9 @@ def _split(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _is_sharded(state: dict[str, Any]) -> bool:
-    """Whether a model in ``state`` has DTensor parameters (FSDP2's fully_shard): its shards are on every rank."""
+    """Whether a model in ``state`` has DTensor parameters (FSDP2's fully_shard, at any world size, one rank too):
+    its shards are on every rank."""
     import torch
-
-    if world_size() == 1:
-        return False
     from torch.distributed.tensor import DTensor
 
     return any(

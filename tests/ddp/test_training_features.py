@@ -81,7 +81,8 @@ def _train_fp16(x, y, steps, lr):
 
 def fp16_run(steps=40):
     x, y = regression_data(64)
-    return _train_fp16(x, y, steps, lr=0.1)
+    device = jd.devices()[0] if jd.devices() else torch.device("cpu")  # a rank's GPU, where it has one
+    return _train_fp16(x.to(device), y.to(device), steps, lr=0.1)
 
 
 @pytest.mark.parametrize("workers", [2, None])
