@@ -125,10 +125,12 @@ def git_state() -> dict[str, Any]:
             return None
         return out.stdout.rstrip("\n") if out.returncode == 0 else None
 
+    given = os.environ.get("BENCH_COMMIT")
+    if given:  # a copied working tree (a lent GPU machine), whose .git may be missing or older than the files
+        return {"commit": given, "package_uncommitted_changes": None}
     changed = git("status", "--porcelain", "--", "jupyter_dist")
     return {
-        # BENCH_COMMIT: the commit of a copied working tree measured without its .git (a lent GPU machine).
-        "commit": git("rev-parse", "HEAD") or os.environ.get("BENCH_COMMIT"),
+        "commit": git("rev-parse", "HEAD"),
         "package_uncommitted_changes": None
         if changed is None
         else [line[3:] for line in changed.splitlines()],

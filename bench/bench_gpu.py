@@ -69,6 +69,7 @@ def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False, plain_fs
         model, optimiser = jupyter_dist.prepare(model, optimiser)  # the run's strategy and mixed_precision
     x = torch.randn(BATCH, WIDTH, device=device)
     y = torch.randint(0, 10, (BATCH,), device=device)
+    torch.cuda.reset_peak_memory_stats(device)  # this run's peak, not the process's (a worker runs many)
 
     def step():
         optimiser.zero_grad(set_to_none=True)
