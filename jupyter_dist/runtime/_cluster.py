@@ -12,6 +12,7 @@ import atexit
 import gc
 import math
 import os
+import sys
 import threading
 from typing import Any
 
@@ -318,8 +319,9 @@ def local_gpus() -> list[str]:
 
     count = torch.cuda.device_count()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    listed = [d.strip() for d in visible.split(",") if d.strip()] if visible is not None else None
-    return (listed or [])[:count] if listed is not None else [str(i) for i in range(count)]
+    if visible is None:
+        return [str(i) for i in range(count)]
+    return [device.strip() for device in visible.split(",") if device.strip()][:count]
 
 
 def check_kernel_cuda(cluster: Any) -> None:
@@ -327,8 +329,6 @@ def check_kernel_cuda(cluster: Any) -> None:
     ("Cannot re-initialize CUDA in forked subprocess"). The embedded cluster's workers are spawned, not forked,
     so it cannot happen, unless Dask is configured to fork them: then refuse before anything starts. Another
     cluster's workers are not this kernel's children, and its CUDA state does not reach them."""
-    import sys
-
     torch = sys.modules.get("torch")
     embedded = (cluster if cluster is not None else _default_target()) == LOCAL
     forks = dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork"
