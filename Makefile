@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup quickstart test lint lab labextension browser hub bench clean
+.PHONY: setup quickstart test lint lab labextension browser hub bench dist clean
 
 # Installing the project builds its JupyterLab extension (labextension/, with npm) into jupyter_dist/labextension.
 $(STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
@@ -52,9 +52,15 @@ lint: setup
 lab: setup
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
+## A wheel and an sdist in dist/, each with the JupyterLab extension prebuilt: `pip install` of either needs no
+## Node.js (tests/test_packaging.py installs the wheel into a fresh virtualenv).
+dist: setup
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 ## Benchmarks (not part of the tests); results land in bench/results/*.json.
 bench: setup
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache
+	rm -rf $(VENV) build dist .pytest_cache
