@@ -172,11 +172,18 @@ def test_a_data_parallel_run_shows_rank_0s_result(lab, page, run_ddp):
     detail = page.locator(".jd-detail")
     expect(detail.locator(".jd-result")).to_contain_text("{'weights': [0, 0, 0]}")
     expect(detail.locator(".jd-best")).to_be_empty()  # nothing was optimised: no "best" to show
-    # the dashboard link reads as a link: the theme's link colour, underlined
-    link = detail.locator("a.jd-dashboard")
-    style = link.evaluate("el => [getComputedStyle(el).color, getComputedStyle(el).textDecorationLine]")
-    text = detail.locator(".jd-detail-name").evaluate("el => getComputedStyle(el).color")
-    assert style[0] != text and style[1] == "underline", (style, text)
+    # the dashboard link reads as a link: the theme's link colour, underlined. Both read in one script: the view
+    # redraws its header when the curves arrive, and a style read from a node replaced meanwhile is empty (a
+    # fresh-clone CI run read ['', ''] from two separate reads).
+    expect(detail.locator("a.jd-dashboard")).to_be_visible()
+    link, underline, text = page.evaluate(
+        """() => {
+            const style = selector => getComputedStyle(document.querySelector(`.jd-detail ${selector}`));
+            const link = style('a.jd-dashboard');
+            return [link.color, link.textDecorationLine, style('.jd-detail-name').color];
+        }"""
+    )
+    assert link and text and link != text and underline == "underline", (link, underline, text)
     assert not page.errors
 
 
