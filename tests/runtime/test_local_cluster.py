@@ -72,6 +72,12 @@ def test_each_gpu_goes_to_a_worker_of_its_own_that_sees_it_alone_and_declares_it
 
 
 def test_without_an_nvidia_driver_the_embedded_cluster_declares_no_gpus():
+    import os
+
+    import pytest
+
     from jupyter_dist.runtime._cluster import local_gpus
 
-    assert local_gpus() == []  # this machine has no /dev/nvidiactl: torch is not even asked
+    if os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this machine has an NVIDIA driver (tests/gpu covers the embedded cluster there)")
+    assert local_gpus() == []
