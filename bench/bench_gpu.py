@@ -21,11 +21,10 @@ Run: ``python bench/bench_gpu.py`` (writes bench/results/gpu.json).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 
-from _common import header, median, write_result
+from _common import free_port, header, median, write_result
 
 WIDTH = 8192
 LAYERS = 4
@@ -137,9 +136,7 @@ def plain_fsdp_loop() -> dict:
     import torch
     import torch.distributed as dist
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     dist.init_process_group(
         "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1, device_id=torch.device("cuda", 0)
     )
@@ -250,9 +247,7 @@ def nccl_two_ranks_on_one_gpu() -> dict:
 
     import torch.multiprocessing as mp
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     context = mp.get_context("spawn")
     results = context.Queue()
     ranks = [context.Process(target=_nccl_rank, args=(r, port, results)) for r in range(2)]

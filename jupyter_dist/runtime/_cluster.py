@@ -309,8 +309,8 @@ def local_gpus() -> list[str]:
     """This machine's GPUs as the embedded cluster's workers should see them: one CUDA_VISIBLE_DEVICES value each
     (an index, or what the kernel's own CUDA_VISIBLE_DEVICES lists), none without an NVIDIA driver or torch.
 
-    Asking torch for the count does not initialise CUDA in the kernel; the driver check first spares a CPU-only
-    machine importing torch for it."""
+    Asking torch for the count leaves torch's CUDA state in the kernel uninitialised (the workers are spawned
+    either way); the driver check first spares a CPU-only machine importing torch for it."""
     import importlib.util
 
     if not os.path.exists("/dev/nvidiactl") or importlib.util.find_spec("torch") is None:

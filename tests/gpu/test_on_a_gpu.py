@@ -52,13 +52,18 @@ def two_workers_one_gpu():
 # --- data-parallel ------------------------------------------------------------------------------------------------
 
 
+def regression_model():
+    """The model the runs below train and the notebook side loads their checkpoints into."""
+    return torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+
+
 def mlp(epochs=4, fail_at=None, per_rank_batch=32):
     """A small regression trained on the GPU; the same code runs alone (the reference) and as a rank."""
     device = jd.devices()[0] if jd.devices() else torch.device("cuda")
     torch.manual_seed(0)
     data = torch.Generator().manual_seed(1)
     x, y = torch.randn(256, 16, generator=data), torch.randn(256, 1, generator=data)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+    model = regression_model()
     model = jd.prepare(model.to(device))  # DDP or FSDP in a run (data_parallel(strategy=)); alone, itself
     optimiser = torch.optim.Adam(model.parameters(), lr=0.01)  # after prepare: FSDP's parameters
     loader = jd.prepare(DataLoader(TensorDataset(x, y), batch_size=per_rank_batch, shuffle=False))
@@ -174,10 +179,10 @@ def test_checkpoints_saved_on_the_gpu_restore_on_the_cpu_and_back(gpu_worker, tm
     assert _same_weights(resumed.result["weights"], straight.result["weights"])  # ...and it went on alike
 
     folder = resumed.checkpoint()
-    on_cpu = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+    on_cpu = regression_model()
     jd.restore({"model": on_cpu}, path=folder)  # in this process, on the CPU
     assert _same_weights(on_cpu.state_dict(), resumed.result["weights"])
-    back = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)).cuda()
+    back = regression_model().cuda()
     jd.restore({"model": back}, path=folder)  # and onto the GPU again
     assert all(w.is_cuda for w in back.state_dict().values())
     assert _same_weights(back.state_dict(), resumed.result["weights"])
@@ -188,7 +193,7 @@ def test_a_checkpoint_saved_on_the_cpu_resumes_on_the_gpu(gpu_worker, tmp_path):
     cpu_rank = jd.data_parallel(mlp_on_cpu, gpus_per_worker=0, **common)
     assert cpu_rank.result["device"] == "cpu"
     folder = cpu_rank.checkpoint()
-    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)).cuda()
+    model = regression_model().cuda()
     optimiser = torch.optim.Adam(model.parameters(), lr=0.01)
     loaded = jd.restore({"model": model, "optimiser": optimiser}, path=folder)
     assert loaded.step == 1
@@ -199,7 +204,7 @@ def test_a_checkpoint_saved_on_the_cpu_resumes_on_the_gpu(gpu_worker, tmp_path):
 
 def mlp_on_cpu(epochs=2):
     torch.manual_seed(0)
-    model = jd.prepare(torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)))
+    model = jd.prepare(regression_model())
     optimiser = torch.optim.Adam(model.parameters(), lr=0.01)
     x = torch.randn(64, 16)
     for epoch in range(epochs):
