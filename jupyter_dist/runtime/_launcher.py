@@ -261,8 +261,13 @@ class DaskLauncher:
             if placement:
                 self._pinned[spec.trial_id] = placement[0]
         trials: list[RunningTrial] = []
+        # The pin is a hint (another worker may take the trial) unless the trials need resources: Dask's work
+        # stealing moves a loosely pinned task to an idle worker without checking its resources, and a worker
+        # handed a GPU trial it does not declare dies ("KeyError: 'GPU'" in its state machine). Strictly pinned,
+        # a trial whose worker dies goes to "no-worker" and _unpin_orphans() submits it again, unpinned.
+        loose = not self.resources
         for placement, specs in alike.items():
-            hint = {"workers": list(placement), "allow_other_workers": True} if placement else {}
+            hint = {"workers": list(placement), "allow_other_workers": loose} if placement else {}
             tasks = self._submit_all(
                 [self._task(spec, None) for spec in specs],
                 [f"trial-{spec.trial_id}" for spec in specs],
@@ -487,7 +492,9 @@ class DaskLauncher:
         A task pinned with ``allow_other_workers=True`` to a worker that then dies (a trial killing its worker,
         say) is rescheduled; if no worker is running at that moment it goes to "no-worker", and Dask re-checks
         such tasks on a worker's arrival against the dead worker alone (distributed 2026.8:
-        ``bulk_schedule_unrunnable_after_adding_worker`` ignores loose restrictions): it would wait forever.
+        ``bulk_schedule_unrunnable_after_adding_worker`` ignores loose restrictions): it would wait forever. A
+        trial that needs resources is pinned strictly (see start()) and goes to "no-worker" whenever its worker
+        dies: the same way out.
         """
         if not self._pinned or self.client.status != "running":
             return
