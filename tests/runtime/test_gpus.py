@@ -104,8 +104,7 @@ def test_an_ablation_studys_trials_are_placed_the_same_way(gpu_cluster):
 
 
 def test_more_gpus_than_any_worker_declares_is_refused_before_anything_runs(gpu_cluster):
-    # Both workers, as the message counts them: in one fresh-clone CI run the scheduler had one of them at this
-    # point, after three runs on the cluster had passed (cause not found; not seen in 3 local runs of the module).
+    # Both workers, as the message counts them (cpu-host once died before this point: see the first test).
     jd.get_client(gpu_cluster).wait_for_workers(2, timeout=60)
     started = time.monotonic()
     with pytest.raises(
