@@ -4,20 +4,30 @@ PYTHON ?= python3
 TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
+# The quickstart needs the package alone; the tests and the docs need their extras too.
 STAMP := $(VENV)/.installed
+QUICKSTART_STAMP := $(VENV)/.installed-quickstart
 
-.PHONY: setup quickstart test lint lab labextension browser hub bench dist clean
+.PHONY: setup quickstart test lint docs lab labextension browser hub bench dist clean
 
 # Installing the project builds its JupyterLab extension (labextension/, with npm) into jupyter_dist/labextension.
-$(STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
+# After `make labextension`, the installed extension is a link to jupyter_dist/labextension, so a reinstall writes
+# install.json through it, into the build output, where the next build then finds it twice: hence the rm.
+define install
 	scripts/install_system_packages.sh build
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install "$(TORCH)"
-	@# After `make labextension`, the installed extension is a link to jupyter_dist/labextension, so a reinstall
-	@# writes install.json through it, into the build output, where the next build then finds it twice.
 	rm -f jupyter_dist/labextension/install.json
-	$(BIN)/pip install -e '.[test]'
-	touch $(STAMP)
+	$(BIN)/pip install -e '$(1)'
+endef
+
+$(STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
+	$(call install,.[test])
+	touch $(STAMP) $(QUICKSTART_STAMP)
+
+$(QUICKSTART_STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
+	$(call install,.)
+	touch $(QUICKSTART_STAMP)
 
 setup: $(STAMP)
 
@@ -35,18 +45,24 @@ hub: setup
 	scripts/install_system_packages.sh hub
 
 ## The main job: the quickstart notebook, executed headless on the embedded Dask cluster.
-quickstart: setup
+quickstart: $(QUICKSTART_STAMP)
 	$(BIN)/python scripts/run_notebook.py notebooks/01_quickstart_hpo.ipynb --out build/quickstart
 
-## All the tests (and the linters): the extension's TypeScript unit tests, then pytest (browser tests included).
+## All the tests (and the linters): the extension's TypeScript unit tests, then pytest (browser tests included;
+## tests/docs builds the documentation with warnings as errors, executing the tutorials and every code cell).
 test: setup browser hub lint
 	cd labextension && npm test
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check jupyter_dist tests scripts bench
-	$(BIN)/ruff format --check jupyter_dist tests scripts bench
+	$(BIN)/ruff check jupyter_dist tests scripts bench docs/conf.py docs/_ext
+	$(BIN)/ruff format --check jupyter_dist tests scripts bench docs/conf.py docs/_ext
 	cd labextension && npm run lint:check
+
+## The documentation site, in docs/_build/html (open docs/_build/html/index.html): the example notebooks and the
+## pages' code cells are executed on the embedded cluster as it builds; any warning is an error.
+docs: setup
+	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
 
 ## JupyterLab on the example notebooks.
 lab: setup
@@ -63,4 +79,4 @@ bench: setup
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache
+	rm -rf $(VENV) build dist .pytest_cache docs/_build docs/tutorials

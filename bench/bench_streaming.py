@@ -8,7 +8,7 @@ thread during the measurement. Each trial returns how many reports it sent; thes
 arrived (``len(exp.history)`` and the listener's count).
 
 With no pruner the kernel decides nothing on the reports (they feed the view and the store), so a report may wait
-up to 0.1 s on the worker for others to travel with (runtime/_trial_context.py); a third run, paced, passes a
+up to 0.2 s on the worker for others to travel with (runtime/_outbox.py); a third run, paced, passes a
 pruner that never prunes (Optuna's MedianPruner waiting for 1,000 trials, asked at every report) to measure the
 path where each report leaves within 5 ms.
 

@@ -42,7 +42,7 @@ from .experiment import Best, Experiment
 from .protocol import Direction, ExperimentState, TrialState
 from .runtime import close_local_cluster, get_client, with_parameters
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "AblationError",

@@ -71,6 +71,10 @@ class ExperimentKind(_StrEnum):
 
 
 class TrialState(_StrEnum):
+    """A trial's state, as ``exp.trials`` and the store say it: running, then completed, pruned (stopped early
+    by the pruner), failed, stopped (with the experiment: Stop button, interrupt, timeout) or interrupted
+    (running when its kernel went away, found so in the store)."""
+
     RUNNING = "running"
     COMPLETED = "completed"
     PRUNED = "pruned"  # stopped early by the pruner
@@ -80,16 +84,20 @@ class TrialState(_StrEnum):
 
     @property
     def finished(self) -> bool:
+        """No longer running."""
         return self is not TrialState.RUNNING
 
     @property
     def done(self) -> bool:
-        """Counts towards the experiment's total: it ran to its end, or was pruned or stopped. An interrupted
+        """Counts towards the experiment's total (it ran to its end, or was pruned or stopped). An interrupted
         trial is not done: a resumed run runs it again."""
         return self not in (TrialState.RUNNING, TrialState.INTERRUPTED)
 
 
 class ExperimentState(_StrEnum):
+    """An experiment's state (``exp.state``): running, then completed, stopped, failed, or interrupted (found
+    in the store still running with its kernel gone)."""
+
     RUNNING = "running"
     COMPLETED = "completed"
     STOPPED = "stopped"
@@ -99,11 +107,14 @@ class ExperimentState(_StrEnum):
 
 
 class Direction(_StrEnum):
+    """Which way the objective is better: ``mode="max"`` or ``mode="min"``."""
+
     MAX = "max"
     MIN = "min"
 
     @classmethod
     def parse(cls, mode: Any) -> Direction:
+        """The Direction of a ``mode=`` argument; an ArgumentError for anything but "max" or "min"."""
         try:
             return cls(mode)
         except ValueError:
@@ -111,9 +122,11 @@ class Direction(_StrEnum):
 
     @property
     def optuna(self) -> str:
+        """As Optuna names it, ``"maximize"`` or ``"minimize"``."""
         return "maximize" if self is Direction.MAX else "minimize"
 
     def better(self, a: float, b: float) -> bool:
+        """Whether ``a`` is better than ``b`` this way."""
         return a > b if self is Direction.MAX else a < b
 
 

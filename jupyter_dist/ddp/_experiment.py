@@ -12,6 +12,9 @@ from ..store import ExperimentRecord
 
 
 class DataParallelExperiment(Experiment):
+    """What ``data_parallel()`` returns: an Experiment of one trial run by ``workers`` ranks; ``result`` is rank
+    0's return value, ``rank_results`` every rank's, ``history`` rank 0's reports."""
+
     def __init__(
         self, record: ExperimentRecord, stop: Callable[[], None] | None = None, *, workers: int
     ) -> None:
@@ -33,6 +36,7 @@ class DataParallelExperiment(Experiment):
         return list(records[0].rank_results or []) if records else []
 
     def highlight(self) -> str | None:
+        """The headline result so far: the ranks, and the last metrics rank 0 reported."""
         records = self.trial_records()
         if not records or not records[0].last:
             return None

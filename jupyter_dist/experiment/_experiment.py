@@ -28,12 +28,23 @@ __all__ = ["Best", "Experiment", "best_first"]
 
 @dataclass(frozen=True)
 class Best:
+    """The best completed trial: its ``trial_id``, its ``value`` of the objective and its ``params``."""
+
     trial_id: int
     value: float
     params: dict[str, Any]
 
 
 class Experiment:
+    """An experiment's results: what ``hpo()``, ``ablation()``, ``data_parallel()`` and ``load()`` return.
+
+    Its trials and every reported metric as pandas DataFrames (``trials``, ``history``, ``summary()``), its best
+    trial (``best``), its plots (``plot()``), its trials' output (``logs()``) and checkpoints
+    (``checkpoint()``), and for HPO a real ``optuna.Study`` (``study``). It reads the run's record (``record``)
+    and never writes to it: a live run and one read back from the store read the same; ``stop()`` ends a live
+    run gracefully.
+    """
+
     def __init__(self, record: ExperimentRecord, stop: Callable[[], None] | None = None) -> None:
         self.record = record
         self._request_stop = stop
@@ -41,51 +52,62 @@ class Experiment:
     # --- what it is -------------------------------------------------------------------------------------------
     @property
     def id(self) -> str:
+        """The experiment's id in the store (``load()`` takes it, as it takes the name)."""
         return self.record.definition.id
 
     @property
     def name(self) -> str:
+        """The experiment's name (``name=``, by default the training function's)."""
         return self.record.definition.name
 
     @property
     def kind(self) -> str:
+        """What it runs, ``"hpo"``, ``"ablation"`` or ``"ddp"``."""
         return self.record.definition.kind
 
     @property
     def metric(self) -> str | None:
+        """The objective's metric (``metric=``); None when there is none (a data-parallel run)."""
         return self.record.definition.objective.metric
 
     @property
     def mode(self) -> str:
+        """Which way the objective is better, ``"max"`` or ``"min"``."""
         return self.record.definition.objective.direction.value
 
     @property
     def space(self) -> dict[str, Any]:
+        """The search space, as the store keeps it."""
         return self.record.definition.space
 
     @property
     def total(self) -> int | None:
+        """How many trials the experiment runs in all; None when not known ahead (a time limit)."""
         return self.record.definition.total
 
     @property
     def max_steps(self) -> int | None:
+        """The most steps a trial reports (``max_steps=``), or None."""
         return self.record.definition.max_steps
 
     @property
     def timeout(self) -> float | None:
+        """The seconds given for the whole experiment (``timeout=``), or None."""
         return self.record.definition.timeout
 
     @property
     def dashboard_link(self) -> str | None:
+        """The Dask dashboard of the cluster it ran on, when there was one."""
         return self.record.definition.dashboard_link
 
     @property
     def curve_metric(self) -> str | None:
-        """The metric drawn as learning curves: the objective's, or the first one reported."""
+        """The metric drawn as learning curves (the objective's, or the first one reported)."""
         return self.record.curve_metric
 
     @property
     def state(self) -> ExperimentState:
+        """Running, completed, stopped, failed or interrupted (an ``ExperimentState``)."""
         return self.record.state
 
     @property
@@ -95,15 +117,17 @@ class Experiment:
 
     @property
     def message(self) -> str | None:
-        """What the run's end says: its error, or how a planned end came (``target=`` reached, by which trial)."""
+        """What the run's end says (its error, or how a planned end came, ``target=`` reached by which trial)."""
         return self.record.message
 
     @property
     def started(self) -> float:
+        """When it started (seconds since the epoch, as ``time.time()``)."""
         return self.record.started
 
     @property
     def ended(self) -> float | None:
+        """When it ended (seconds since the epoch), or None while it runs."""
         return self.record.ended
 
     @property
@@ -137,7 +161,8 @@ class Experiment:
 
     @property
     def trials(self):
-        """One row per trial: trial_id, [labels...], state, value, params_<name>..., duration, steps, error."""
+        """One row per trial, a DataFrame of trial_id, [labels...], state, value, params_<name>..., duration,
+        steps, attempts, error."""
         import pandas as pd
 
         rows = []
@@ -154,7 +179,8 @@ class Experiment:
 
     @property
     def history(self):
-        """One row per reported metric: trial_id, attempt, step, metric, value, time (when it was reported)."""
+        """One row per reported metric, a DataFrame of trial_id, attempt, step, metric, value, time (when it was
+        reported)."""
         import pandas as pd
 
         frame = pd.DataFrame(
@@ -177,6 +203,7 @@ class Experiment:
             raise ArgumentError(f"experiment {self.name!r} has no trial {trial_id!r}") from None
 
     def trial_records(self) -> list[TrialRecord]:
+        """The record's trials, as the ``Callback`` hooks see them (``trials`` is their table)."""
         return self.record.trial_records()
 
     def counts(self) -> dict[str, int]:
@@ -221,11 +248,11 @@ class Experiment:
 
     @property
     def study(self) -> optuna.Study:
-        """The experiment as a real ``optuna.Study`` (in memory, built anew from its record at each call): every
-        finished trial with its params and distributions, value, state, the objective's intermediate values and
-        user_attrs ``trial_id``, ``attempts``, ``duration``. For ``optuna.visualization.*``,
-        ``optuna.importance.get_param_importances(exp.study)``, or optuna-dashboard after
-        ``optuna.create_study(study_name=exp.name, storage="sqlite:///optuna.db",
+        """The experiment as a real ``optuna.Study`` (in memory, built anew from its record at each call),
+        holding every finished trial with its params and distributions, value, state, the objective's
+        intermediate values and user_attrs ``trial_id``, ``attempts``, ``duration``. For
+        ``optuna.visualization.*``, ``optuna.importance.get_param_importances(exp.study)``, or
+        optuna-dashboard after ``optuna.create_study(study_name=exp.name, storage="sqlite:///optuna.db",
         direction=exp.study.direction).add_trials(exp.study.trials)``. Only an HPO experiment has one."""
         from ..search import study_of
 
@@ -265,6 +292,7 @@ class Experiment:
         return f"best {self.metric}={best.value:.4g} (trial {best.trial_id}, {_format_params(best.params)})"
 
     def status_line(self) -> str:
+        """The one-line status every view shows: kind, name, state, trials done, the headline result, time."""
         c = self.counts()
         parts = [f"{self.kind} {self.name!r} {self.state}: {self.done}/{self.total or '?'} trials done"]
         parts += [f"{c[s]} {s}" for s in SHOWN_COUNTS if c[s]]

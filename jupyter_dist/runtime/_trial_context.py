@@ -162,9 +162,12 @@ class Reporter:
         self._ctx = ctx
 
     def report(self, step: int | None = None, **metrics: Any) -> None:
+        """Report metrics of the trial, as ``jupyter_dist.report()`` does (raising ``TrialPruned`` once it
+        should stop)."""
         if self._ctx is not None:
             self._ctx.report(step, metrics)
 
     @property
     def should_stop(self) -> bool:
+        """True once the trial has been pruned or its experiment stopped (never outside an experiment)."""
         return self._ctx is not None and self._ctx.should_stop

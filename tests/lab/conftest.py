@@ -60,11 +60,15 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def lab(tmp_path, fresh_store):
-    """A real JupyterLab server reading the test's store (JUPYTER_DIST_STORE, set by ``fresh_store``)."""
+def lab(tmp_path, fresh_store, request):
+    """A real JupyterLab server reading the test's store (JUPYTER_DIST_STORE, set by ``fresh_store``).
+
+    A test may give the user more settings (or other values of these) by parametrizing ``lab`` indirectly with a
+    dict written like SETTINGS, e.g. ``{"@jupyterlab/apputils-extension/themes": {"theme": "JupyterLab Dark"}}``.
+    """
     root = tmp_path / "lab"
     root.mkdir()
-    for plugin, values in SETTINGS.items():
+    for plugin, values in {**SETTINGS, **getattr(request, "param", {})}.items():
         path = tmp_path / "settings" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))

@@ -1,0 +1,96 @@
+"""Sphinx configuration: MyST pages, the example notebooks executed at build time (MyST-NB), the pydata theme."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(DOCS / "_ext"))
+
+import jupyter_dist  # noqa: E402
+
+project = "jupyter_dist"
+author = "the jupyter_dist developers"
+copyright = "2026, the jupyter_dist developers"
+release = version = jupyter_dist.__version__
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.intersphinx",
+    "sphinx_design",
+    # The ipython3 lexer of the code cells (%%distribute and other magics highlighted).
+    "IPython.sphinxext.ipython_console_highlighting",
+    "bench_results",  # docs/_ext: the performance pages' tables and plots, read from bench/results/*.json
+    "magic_options",  # docs/_ext: the %%distribute options table, from the magics' own argument parsers
+]
+
+# The tutorials are the example notebooks themselves: copied here before Sphinx looks for sources, so the pages
+# are always the notebooks the tests run (docs/tutorials/ is generated and ignored by git).
+TUTORIALS = DOCS / "tutorials"
+TUTORIALS.mkdir(exist_ok=True)
+for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    shutil.copyfile(notebook, TUTORIALS / notebook.name)
+shutil.copyfile(DOCS / "tutorials.md", TUTORIALS / "index.md")
+
+exclude_patterns = [
+    "_build",
+    "tutorials.md",
+    "measurements",
+    "**/.ipynb_checkpoints",
+    "Thumbs.db",
+    ".DS_Store",
+]
+myst_enable_extensions = ["colon_fence", "deflist", "attrs_inline"]
+myst_heading_anchors = 3
+
+# The kernels that execute the pages inherit this environment:
+# - the cell's view is the JupyterLab extension's bundle, whose HTML fallback (the finished experiment's table)
+#   is what a static page can show; the ipywidgets view would need a live kernel;
+# - plotly figures are a <div> drawn by the plotly.js the site serves itself (no CDN: the site works from
+#   disk, offline): an IPython profile of the build's own whose startup file (_ext/kernel_startup.py) sets
+#   plotly's renderer;
+# - the experiments the build runs go to a store of its own beside the output, not the user's, new at each
+#   build (the tutorials name their runs, and a name already stored is refused).
+os.environ["JUPYTER_DIST_PROGRESS"] = "lab"
+
+
+def _kernel_environment(app) -> None:
+    beside_output = Path(app.outdir).parent
+    store = beside_output / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    os.environ["JUPYTER_DIST_STORE"] = str(store / "experiments.sqlite")
+    startup = beside_output / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(DOCS / "_ext" / "kernel_startup.py", startup / "00-docs.py")
+    os.environ["IPYTHONDIR"] = str(startup.parents[1])
+
+
+def setup(app):
+    app.connect("builder-inited", _kernel_environment)
+
+
+# Every notebook and every {code-cell} runs at each build, in a real kernel on the embedded cluster; an error in
+# one fails the build.
+nb_execution_mode = "force"
+nb_execution_timeout = 600
+nb_execution_in_temp = True  # what the notebooks write (quickstart_report.html) stays out of the sources
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+# The cell view's bundle carries the JupyterLab extension's own MIME type beside its HTML; MyST-NB warns of any
+# type it has no renderer for before it picks the HTML (tests/docs checks the HTML is in the pages).
+suppress_warnings = ["mystnb.unknown_mime_type"]
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"jupyter_dist {release}"
+html_static_path = ["_static"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+}
