@@ -13,20 +13,20 @@ QUICKSTART_STAMP := $(VENV)/.installed-quickstart
 # Installing the project builds its JupyterLab extension (labextension/, with npm) into jupyter_dist/labextension.
 # After `make labextension`, the installed extension is a link to jupyter_dist/labextension, so a reinstall writes
 # install.json through it, into the build output, where the next build then finds it twice: hence the rm.
-define install
+$(STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
 	scripts/install_system_packages.sh build
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install "$(TORCH)"
 	rm -f jupyter_dist/labextension/install.json
-	$(BIN)/pip install -e '$(1)'
-endef
-
-$(STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
-	$(call install,.[test])
+	$(BIN)/pip install -e '.[test]'
 	touch $(STAMP) $(QUICKSTART_STAMP)
 
-$(QUICKSTART_STAMP): pyproject.toml labextension/package.json labextension/package-lock.json
-	$(call install,.)
+# The quickstart runs its notebook headless: it needs neither the JupyterLab extension (nor so Node.js) nor the
+# test tools. SKIP_JUPYTER_BUILDER is hatch-jupyter-builder's switch for leaving the extension's build out.
+$(QUICKSTART_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install "$(TORCH)"
+	SKIP_JUPYTER_BUILDER=1 $(BIN)/pip install -e .
 	touch $(QUICKSTART_STAMP)
 
 setup: $(STAMP)

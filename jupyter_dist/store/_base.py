@@ -152,9 +152,14 @@ class TrialRecord:
 
     @property
     def logs(self) -> str:
-        """Captured stdout, then stderr, then the traceback if the trial failed."""
+        """Captured stdout, then stderr, then the traceback if the trial failed. A stream that holds nothing but
+        the "--- attempt N ---" lines each stream gets when a trial runs again is left out: said once is enough."""
         parts = ["".join(self.stdout), "".join(self.stderr), self.error or ""]
-        return "\n".join(p.rstrip("\n") for p in parts if p)
+        return "\n".join(p.rstrip("\n") for p in parts if p and not _only_attempt_lines(p))
+
+
+def _only_attempt_lines(text: str) -> bool:
+    return all(not line or line.startswith("--- attempt ") for line in text.splitlines())
 
 
 class ExperimentRecord(ABC):

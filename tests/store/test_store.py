@@ -287,3 +287,13 @@ def test_a_queued_trial_reads_queued_while_its_run_lives_and_interrupted_once_it
     process.join(60)
     dead, _ = read_record(store, "died-queued")
     assert [(t.state, t.queued) for t in dead.trial_records()] == [("interrupted", False)] * 2
+
+
+def test_logs_say_an_attempt_once_when_only_one_stream_had_output():
+    """Each stream gets an "--- attempt N ---" line when a trial runs again; logs() leaves out a stream that has
+    nothing else (a trial that printed to stdout only)."""
+    header = "\n--- attempt 2 (the previous worker was lost) ---\n"
+    rec = TrialRecord(0, {}, stdout=["epoch 0\n", header, "resumed\n"], stderr=[header])
+    assert rec.logs.count("--- attempt 2") == 1 and "resumed" in rec.logs
+    rec.stderr.append("Traceback: boom\n")
+    assert rec.logs.count("--- attempt 2") == 2 and rec.logs.endswith("boom")  # stderr has its own story now
