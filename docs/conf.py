@@ -48,6 +48,8 @@ exclude_patterns = [
 ]
 myst_enable_extensions = ["colon_fence", "deflist", "attrs_inline"]
 myst_heading_anchors = 3
+# Quotes and ellipses only: "--trials" in the magics' help must not become an en dash.
+smartquotes_action = "qe"
 
 # The kernels that execute the pages inherit this environment:
 # - the cell's view is the JupyterLab extension's bundle, whose HTML fallback (the finished experiment's table)

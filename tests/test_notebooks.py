@@ -180,6 +180,7 @@ def test_under_jupyterlab_the_cell_sends_a_few_small_messages_and_saves_the_fina
     assert [t["state"] for t in snapshot["trials"]] == ["completed"] * 6
     assert snapshot["best"]["trial_id"] == max(snapshot["trials"], key=lambda t: t["value"])["trial_id"]
     assert len(final["curves"]["trials"]) == 6 and all(len(c[2]) == 10 for c in final["curves"]["trials"])
+    assert final["param_order"] == ["x"]  # a saved notebook sorts its JSON's keys: the space's order, kept
     assert "<table" in bundles[-1]["text/html"]  # GitHub, nbviewer and nbconvert show the final table
     sent = sum(len(json.dumps(m["content"])) for _, m in log.messages)
     assert sent < 30_000, sent  # the widget view sends ~5 MB of plotly.js on a first run

@@ -131,8 +131,12 @@ def options_table(name: str) -> nodes.table:
     """The docutils table of ``option_rows(name)``; the help is plain text (never parsed as markup)."""
     rows = option_rows(name)
     with_modes = any(row.modes is not None for row in rows)
-    headers = ["Option", "Default", "Help"] + (["Modes"] if with_modes else [])
-    widths = [28, 10, 52] + ([10] if with_modes else [])
+    # A magic that leaves every default to its entry point (the help says which) gets no column of dashes.
+    with_default = any(row.default != UNSET for row in rows)
+    headers = (
+        ["Option"] + (["Default"] if with_default else []) + ["Help"] + (["Modes"] if with_modes else [])
+    )
+    widths = [28] + ([10] if with_default else []) + [52] + ([10] if with_modes else [])
 
     table = nodes.table(classes=["magic-options"])
     group = nodes.tgroup(cols=len(headers))
@@ -150,8 +154,11 @@ def options_table(name: str) -> nodes.table:
     for row in rows:
         line = nodes.row(ids=[row_id(name, row)])
         line += _entry(nodes.literal(row.option, row.option))
-        default = nodes.Text(row.default) if row.default == UNSET else nodes.literal(row.default, row.default)
-        line += _entry(default)
+        if with_default:
+            default = (
+                nodes.Text(row.default) if row.default == UNSET else nodes.literal(row.default, row.default)
+            )
+            line += _entry(default)
         help_text = [nodes.Text(row.help)]
         if row.choices:
             help_text.append(nodes.Text("; values: "))

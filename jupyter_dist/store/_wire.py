@@ -173,3 +173,5 @@ class ExperimentBundle(TypedDict):
     snapshot: NotRequired[ExperimentDetail]
     curves: NotRequired[CurvesSnapshot]
     importances: NotRequired[ParamImportances]  # an HPO run's
+    # The parameters in the search space's order: a saved notebook's JSON has every object's keys sorted.
+    param_order: NotRequired[list[str]]

@@ -90,6 +90,15 @@ def experiment_snapshot(exp: Experiment) -> ExperimentDetail:
     return detail
 
 
+def param_order(exp: Experiment) -> list[str]:
+    """The searched parameters in the order the views list them: the space's, or, for a space that is a function
+    (define-by-run), as the trials first suggested them."""
+    names = dict.fromkeys(exp.record.definition.space)
+    for record in exp.record.trial_records():
+        names.update(dict.fromkeys(record.params))
+    return list(names)
+
+
 def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
     """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
     records = [r for r in exp.record.trial_records() if r.curve_values]
@@ -118,6 +127,7 @@ class LabView(ExperimentView):
         if ended:
             data["snapshot"] = experiment_snapshot(self.exp)
             data["curves"] = curves_snapshot(self.exp)
+            data["param_order"] = param_order(self.exp)
             if self.exp.record.definition.kind == ExperimentKind.HPO:
                 from ..search import importances_report  # optuna: imported by the run already
 

@@ -15,6 +15,7 @@ import { ExperimentFeed } from './detail';
 import { ExperimentDisplay, joinLogs } from './display';
 import { h } from './dom';
 import { formatDuration } from './format';
+import { inParamOrder } from './ordering';
 import { every } from './poll';
 import type { IExperimentBundle } from './wire';
 
@@ -52,7 +53,7 @@ export class ExperimentRenderer
         !bundle.importances
       );
       display.draw(
-        bundle.snapshot,
+        inParamOrder(bundle.snapshot, bundle.param_order),
         Curves.fromSnapshot(
           bundle.curves ?? { metric: bundle.snapshot.metric, trials: [] }
         )

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 
-import { bestTrial, paramNames, sortByColumn, sortTrials } from './ordering';
-import { trial } from './testing';
+import {
+  bestTrial,
+  inParamOrder,
+  paramNames,
+  sortByColumn,
+  sortTrials
+} from './ordering';
+import { detail, trial } from './testing';
 
 describe('sortTrials', () => {
   const trials = [
@@ -65,5 +71,40 @@ describe('sortByColumn', () => {
     expect(
       sortByColumn(states, 'state', 'acc', true).map(t => t.trial_id)
     ).toEqual([2, 1, 0]);
+  });
+});
+
+describe('inParamOrder', () => {
+  // What a saved notebook gives back: JSON with every object's keys sorted.
+  const saved = detail(
+    [trial(0, 'completed', 0.9, { arch: 'mlp', batch: 32, lr: 0.1 })],
+    {
+      best: {
+        trial_id: 0,
+        value: 0.9,
+        params: { arch: 'mlp', batch: 32, lr: 0.1 }
+      }
+    }
+  );
+  saved.definition.space = { arch: {}, batch: {}, lr: {} };
+
+  it("puts the parameters back in the space's order, everywhere the views read them", () => {
+    const ordered = inParamOrder(saved, ['lr', 'batch', 'arch']);
+    expect(Object.keys(ordered.definition.space)).toEqual([
+      'lr',
+      'batch',
+      'arch'
+    ]);
+    expect(Object.keys(ordered.best!.params)).toEqual(['lr', 'batch', 'arch']);
+    expect(paramNames(ordered.trials)).toEqual(['lr', 'batch', 'arch']);
+  });
+
+  it('leaves a snapshot saved without an order as it is', () => {
+    expect(inParamOrder(saved, undefined)).toBe(saved);
+    expect(Object.keys(inParamOrder(saved, ['lr']).trials[0].params)).toEqual([
+      'lr',
+      'arch',
+      'batch'
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 /** The order trials are listed in: best first by default, or by a column of the trials table. */
 
 import { trialState, trialValue } from './format';
-import type { ITrialSummary, Mode } from './wire';
+import type { IExperimentDetail, ITrialSummary, Mode } from './wire';
 
 /** Parameter names in the order the first trial that has them lists them (the search space's order). */
 export function paramNames(trials: ITrialSummary[]): string[] {
@@ -14,6 +14,37 @@ export function paramNames(trials: ITrialSummary[]): string[] {
     }
   }
   return names;
+}
+
+/**
+ * The detail with its parameters in `order`, the search space's: a saved notebook's JSON has every object's keys
+ * sorted, so the kernel saves the order beside its snapshot. Names not in `order` keep their order, after it.
+ */
+export function inParamOrder(
+  detail: IExperimentDetail,
+  order: string[] | undefined
+): IExperimentDetail {
+  if (!order?.length) {
+    return detail;
+  }
+  const rank = (name: string) => {
+    const i = order.indexOf(name);
+    return i < 0 ? order.length : i;
+  };
+  const ordered = <T>(o: Record<string, T>): Record<string, T> =>
+    Object.fromEntries(Object.entries(o).sort(([a], [b]) => rank(a) - rank(b)));
+  return {
+    ...detail,
+    definition: {
+      ...detail.definition,
+      space: ordered(detail.definition.space)
+    },
+    best: detail.best && {
+      ...detail.best,
+      params: ordered(detail.best.params)
+    },
+    trials: detail.trials.map(t => ({ ...t, params: ordered(t.params) }))
+  };
 }
 
 /**

@@ -153,6 +153,7 @@ export interface IExperimentBundle {
   snapshot?: IExperimentDetail;
   curves?: ICurvesSnapshot;
   importances?: IParamImportances; // an HPO run's
+  param_order?: string[];
 }
 
 /** ILogs: the name the views knew it by. */

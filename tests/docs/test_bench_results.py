@@ -1,6 +1,6 @@
 """The performance pages against bench/results/*.json: every result file has a section, every table and plot the
 pages name exists and reads its JSON without a missing key, and a page built with the extension shows the
-figures of the JSON itself (docs/_ext/bench_results.py)."""
+figures of the JSON itself (docs/_ext/bench_results/)."""
 
 from __future__ import annotations
 

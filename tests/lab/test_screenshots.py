@@ -182,6 +182,10 @@ def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme
     expect(view.locator(".jd-detail-header .jd-state")).to_have_text("completed", timeout=30_000)
     expect(view.locator(".jd-chart canvas").first).to_be_visible()
     expect(page.locator(".jp-DirListing-item[title^='Name: tune.ipynb']")).to_be_visible()
+    # The notebook's JSON has its keys sorted; the view lists the parameters in the space's order all the same.
+    headers = view.locator(".jd-table thead th").all_inner_texts()
+    assert [h for h in headers if h in ("lr", "width", "dropout")] == ["lr", "width", "dropout"], headers
+    expect(view.locator(".jd-best")).to_contain_text(re.compile(r"lr=\S+, width=\S+, dropout="))
     expect(page.locator("#jp-main-statusbar")).to_contain_text("Idle", timeout=30_000)
     page.locator(f"{CURRENT} .jp-Notebook .jp-CodeCell").nth(1).evaluate("cell => cell.scrollIntoView()")
     rest_the_mouse(page)

@@ -1,0 +1,545 @@
+"""TABLES: what each table of the performance pages takes from its result file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._values import (
+    STOP_SOURCES,
+    STREAM_RUNS,
+    Table,
+    _coefficients,
+    _held_out,
+    _pruning_runs,
+    _runs_since,
+    _saturation,
+    _when,
+    each,
+    fmt,
+    get,
+    grid,
+    humanize,
+    pairs,
+    rows,
+    summary_figures,
+)
+
+# What each table takes from its result file: TABLES[benchmark][table] = function of the JSON -> Table.
+TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
+    "dispatch": {
+        "rates": lambda r: rows(
+            r,
+            ["median trials/s", "best trials/s", "kernel CPU a trial"],
+            {
+                "jupyter_dist hpo()": (
+                    "ours.median_per_s",
+                    "ours.best_per_s",
+                    "ours.kernel_cpu_ms_per_trial",
+                ),
+                "raw client.map": (
+                    "raw_dask.median_per_s",
+                    "raw_dask.best_per_s",
+                    "raw_dask.kernel_cpu_ms_per_task",
+                ),
+                "Optuna's in-memory loop": (
+                    "optuna_in_memory_reference.median_per_s",
+                    "optuna_in_memory_reference.best_per_s",
+                    None,
+                ),
+            },
+        ),
+        "ratio": lambda r: grid(
+            r, {"hpo() ÷ raw client.map": "ratio_ours_over_raw"}, {"medians": "median", "best runs": "best"}
+        ),
+    },
+    "overhead": {
+        "times": lambda r: grid(
+            r,
+            {"median": "median_s", "fastest": "min_s", "spread (slowest ÷ fastest − 1)": "spread_pct"},
+            {
+                "direct call": "{}.direct",
+                "client.submit().result()": "{}.raw_dask",
+                "hpo(), 1 trial": "{}.ours",
+            },
+        ),
+        "slowdown": lambda r: grid(
+            r,
+            {
+                "hpo() against the direct call": "ours_vs_direct",
+                "client.submit() against it": "raw_dask_vs_direct",
+            },
+            {
+                "medians": "slowdown_pct.{}",
+                "paired per repeat, median": "slowdown_pct_paired_median.{}",
+                "fastest runs": "slowdown_pct_by_min.{}",
+            },
+        ),
+        "fixed": lambda r: pairs(
+            r,
+            {
+                "fixed cost around the function (median)": "ours_fixed_overhead_median_s",
+                "the trial's own duration on the worker, against the direct call": (
+                    "slowdown_pct.ours_worker_side_vs_direct"
+                ),
+            },
+        ),
+    },
+    "trial_speed": {
+        "ratio": lambda r: grid(
+            r,
+            {"digits MLP": "results.digits", "compute-bound MLP": "results.compute"},
+            {
+                "pool ÷ hpo(), median of the rounds": "ratio_pool_over_ours",
+                "lowest round": lambda d: fmt(min(d["ratios_per_round"]), "x"),
+                "highest round": lambda d: fmt(max(d["ratios_per_round"]), "x"),
+                "ratio of the median walls": "ratio_of_median_walls",
+                "target met": "met",
+            },
+        ),
+        "time": lambda r: grid(
+            r,
+            {"digits MLP": "results.digits", "compute-bound MLP": "results.compute"},
+            {
+                "wall, hpo()": "median_wall_s.ours",
+                "wall, pool": "median_wall_s.pool",
+                "trials' durations, hpo()": "median_trial_seconds.ours",
+                "trials' durations, pool": "median_trial_seconds.pool",
+                "cores busy, hpo()": "median_busy_share.ours",
+                "cores busy, pool": "median_busy_share.pool",
+            },
+        ),
+    },
+    "streaming": {
+        "main": lambda r: grid(
+            r,
+            STREAM_RUNS,
+            {
+                "sent/s": "sent_per_s",
+                "delivered/s": "delivered_per_s",
+                "latency p50": "p50_s",
+                "latency p99": "p99_s",
+                "lost": "lost",
+            },
+        ),
+    },
+    "store": {
+        "main": lambda r: rows(
+            r,
+            ["store off", "store on", "cost of the store"],
+            {
+                "dispatch, trials/s": (
+                    "median.dispatch_trials_per_s.off",
+                    "median.dispatch_trials_per_s.on",
+                    "cost_of_the_store.dispatch",
+                ),
+                "streaming, reports/s delivered": (
+                    "median.streaming_delivered_per_s.off",
+                    "median.streaming_delivered_per_s.on",
+                    "cost_of_the_store.streaming",
+                ),
+                "streaming, latency p50": ("median.streaming_p50_s.off", "median.streaming_p50_s.on", None),
+            },
+        ),
+        "disk": lambda r: grid(
+            r,
+            {f"round {i + 1}": ("runs", "on", i) for i in range(len(r["runs"]["on"]))},
+            {
+                "reports sent": "streaming_sent",
+                "reports stored": "stored_reports",
+                "trials stored": "stored_trials",
+                "store file": "store_bytes",
+                "latency p99": "streaming_p99_s",
+            },
+        ),
+    },
+    "scale": {
+        "run": lambda r: grid(
+            r,
+            {"store on": "sides.on", "store off": "sides.off"},
+            {
+                "wall": "wall_s",
+                "reports/s": "reports_per_s",
+                "delivery p50": "latency_s.p50",
+                "delivery p99": "latency_s.p99",
+                "kernel RSS peak": "kernel_rss_mb.peak",
+                "kernel CPU a report": "kernel_cpu_us_per_report",
+            },
+        ),
+        "ratios": lambda r: pairs(
+            r,
+            {
+                "wall, store on ÷ off": "ratios_on_over_off.wall",
+                "delivery p99, on ÷ off": "ratios_on_over_off.latency_p99",
+                "kernel RSS peak, on ÷ off": "ratios_on_over_off.kernel_rss_peak",
+                "kernel CPU, on ÷ off": "ratios_on_over_off.kernel_cpu",
+                "the store's CPU in the kernel, a report": "store_kernel_cpu_us_per_report",
+                "store file": "store_mb",
+                "store file, bytes a report": "store_bytes_per_report:n",
+            },
+        ),
+        "read": lambda r: rows(
+            r,
+            ["time", "rows"],
+            {
+                "experiments()": ("read_back.experiments_s", "read_back.listed"),
+                "load()": ("read_back.load_s", None),
+                "load(), then .best": ("read_back.load_then_best_s", None),
+                "load(), then .trials": ("read_back.load_then_trials_s", "read_back.trials_rows"),
+                "load(), then .history": ("read_back.load_then_history_s", "read_back.history_rows"),
+                "REST: the experiments listing": ("http.listing_s", "http.listed"),
+                "REST: one experiment": ("http.experiment_s", "http.experiment_trials"),
+                "REST: every metric, paged": ("http.metrics_all_pages_s", "http.metrics_rows"),
+                "REST: one page of metrics": ("http.metrics_per_page_s", None),
+            },
+        ),
+    },
+    "scalability": {
+        "efficiency": lambda r: grid(
+            r,
+            each(r, "shapes", skip=("dispatch",)),
+            {
+                "trials": "what",
+                "workers × threads": lambda d: f"{d['sizes']['workers']} × {d['sizes']['threads']}",
+                "minimum": "minimum_s",
+                "wall": "wall_s",
+                "efficiency": "efficiency",
+                "0.4, same machine": lambda d: fmt(
+                    d["minimum_s"] / d["sizes"]["issue_0_4_wall_s"]
+                    if d["sizes"]["issue_0_4_wall_s"]
+                    else None
+                ),
+                "Ray Tune, published": "sizes.ray_published.efficiency",
+                "target met": "met",
+            },
+        ),
+        "costs": lambda r: grid(
+            r,
+            each(r, "shapes", skip=("dispatch",)),
+            {
+                "reports delivered": "reports_check.delivered",
+                "lost": "reports_check.lost",
+                "doubled": "reports_check.doubled",
+                "delivery p50": "latency_s.p50",
+                "delivery p99": "latency_s.p99",
+                "kernel CPU a trial": "kernel.ms_per_trial",
+                "kernel CPU a report": "kernel.ms_per_report",
+                "workers' CPU a trial": "workers.ms_per_trial",
+            },
+        ),
+        "dispatch": lambda r: pairs(
+            r,
+            {
+                "hpo(), median trials/s": "shapes.dispatch.ours.median_per_s",
+                "raw client.map, median tasks/s": "shapes.dispatch.raw_dask.median_per_s",
+                "hpo() ÷ client.map": "shapes.dispatch.ratio_ours_over_raw.median",
+                "target met": "shapes.dispatch.met",
+            },
+        ),
+    },
+    "cost_model": {
+        "points": lambda r: grid(
+            r,
+            {p["label"]: ("points", i) for i, p in enumerate(r["points"])},
+            {
+                "trials ended/s": "rates.trials_per_s",
+                "reports/s": "rates.reports_per_s",
+                "Dask events/s": "rates.events_per_s",
+                "kernel": "cores.kernel",
+                "scheduler": "cores.scheduler",
+                "workers": "cores.workers",
+                "whole machine": "cores.machine",
+            },
+        ),
+        "model": _coefficients,
+        "batching": lambda r: pairs(
+            r,
+            {
+                **{
+                    f"Dask events a report, at {rate} reports/s a trial": f"model.batching.events_per_report_by_rate.{rate}"
+                    for rate in get(r, ("model", "batching", "events_per_report_by_rate"))
+                },
+                "Dask events a trial (start and outcome)": "model.batching.events_per_trial",
+            },
+        ),
+        "saturation": _saturation,
+        "largest": lambda r: grid(
+            r,
+            each(r, "largest_cluster_one_kernel_drives"),
+            {
+                "kernel": "trials_at_once.kernel",
+                "scheduler": "trials_at_once.scheduler",
+                "first to fill a core": "first_to_saturate",
+                "reports/s then": "reports_per_s_then",
+            },
+        ),
+        "held_out": _held_out,
+    },
+    "pruning": {
+        "synthetic": _pruning_runs("synthetic"),
+        "mlp": _pruning_runs("mlp"),
+        "latency": lambda r: grid(
+            r,
+            {
+                **each(r, "stop_latency_s.by_source", label=lambda k: STOP_SOURCES.get(k, k)),
+                "all of them": "stop_latency_s.all",
+            },
+            {"pruned trials": "n", "p50": "p50", "p90": "p90", "p99": "p99", "max": "max"},
+        ),
+        "breakdown": lambda r: grid(
+            r,
+            each(
+                r,
+                "stop_latency_s.threshold_5ms_breakdown",
+                label=lambda k: (
+                    humanize((k,)).replace(" to ", " → ").replace("stop latency", "decided → stopped")
+                ),
+            ),
+            {"p50": "p50", "p90": "p90", "p99": "p99", "max": "max"},
+        ),
+    },
+    "ddp": {
+        "main": lambda r: grid(
+            r,
+            {
+                "plain loop in the kernel process": "plain",
+                "data_parallel(), 1 rank": "ranks_1",
+                "data_parallel(), 2 ranks": "ranks_2",
+                "PyTorch DDP, 2 processes": "torch_ddp_2",
+            },
+            {"median samples/s": "median_samples_per_s.{}", "each run": "samples_per_s.{}"},
+        ),
+        "ratios": lambda r: pairs(
+            r,
+            {
+                "2 ranks ÷ 1 rank": "scaling_2_over_1",
+                "efficiency at 2 ranks": "efficiency_2:%",
+                "1 rank ÷ the plain loop": "one_rank_over_plain_loop",
+                "2 ranks ÷ PyTorch DDP": "two_ranks_over_torch_ddp",
+                "PyTorch DDP ÷ the plain loop": "torch_ddp_scaling_over_plain_loop",
+            },
+        ),
+    },
+    "fsdp": {
+        "main": lambda r: rows(
+            r,
+            ["samples/s", "model state per rank", "peak RSS growth per rank"],
+            {
+                "DDP": (
+                    "median.ddp.samples_per_s",
+                    "median.ddp.model_state_mb_per_rank",
+                    "median.ddp.peak_rss_growth_mb_per_rank",
+                ),
+                "FSDP": (
+                    "median.fsdp.samples_per_s",
+                    "median.fsdp.model_state_mb_per_rank",
+                    "median.fsdp.peak_rss_growth_mb_per_rank",
+                ),
+                "FSDP ÷ DDP": (
+                    "ratios_fsdp_vs_ddp.samples_per_s",
+                    "ratios_fsdp_vs_ddp.model_state_per_rank",
+                    "ratios_fsdp_vs_ddp.peak_rss_growth_per_rank",
+                ),
+            },
+        ),
+    },
+    "gpu": {
+        "steps": lambda r: rows(
+            r,
+            ["plain PyTorch", "data_parallel()", "cost a step"],
+            {
+                **{
+                    p: (
+                        f"data_parallel.median_step_ms.plain_{p}",
+                        f"data_parallel.median_step_ms.data_parallel_{p}",
+                        f"data_parallel.overhead_per_step.{p}:+%",
+                    )
+                    for p in ("fp32", "bf16", "fp16")
+                },
+                "FSDP, fp32": (
+                    "data_parallel.median_step_ms.plain_fsdp_fp32",
+                    "data_parallel.median_step_ms.fsdp_fp32",
+                    "data_parallel.fsdp_overhead_per_step_fp32:+%",
+                ),
+            },
+        ),
+        "other": lambda r: pairs(
+            r,
+            {
+                "PyTorch's fully_shard ÷ the unsharded loop, world size 1": (
+                    "data_parallel.plain_fsdp_over_plain_fp32"
+                ),
+                "hpo(gpus_per_trial=1), trials/s": "hpo.hpo_trials_per_s",
+                "the same trials in a plain loop, trials/s": "hpo.plain_trials_per_s",
+                "hpo() ÷ plain loop": "hpo.hpo_over_plain",
+            },
+        ),
+    },
+    "lab": {
+        "open": lambda r: grid(
+            r,
+            {"Experiments panel": "scale.open.panel", "a reopened notebook's cell": "scale.open.cell"},
+            {
+                "table drawn": "table_s",
+                "curves drawn": "curves_s",
+                "table rows in the page": "rows_in_page",
+                "long tasks": "long_tasks",
+                "longest": "long_task_max_s",
+            },
+        ),
+        "live": lambda r: rows(
+            r,
+            ["the live view", "a blank page"],
+            {
+                "trials running": ("scale.live.running_trials_at_window_start", None),
+                "reports stored/s": ("scale.live.reports_stored_per_s", None),
+                "frames/s": ("scale.live.frames_per_s", "scale.live.blank_page_frames_per_s"),
+                "long tasks": ("scale.live.long_tasks", "scale.live.blank_page_long_tasks"),
+                "longest long task": ("scale.live.long_task_max_s", None),
+                "browser main thread busy": (
+                    "scale.live.main_thread_cpu_share",
+                    "scale.live.blank_page_main_thread_cpu_share",
+                ),
+            },
+        ),
+    },
+    "gateway": {
+        "first": lambda r: rows(
+            r,
+            ["median", "each run", "÷ embedded"],
+            {
+                "embedded cluster": (
+                    "first_trial_running_s.median.embedded",
+                    "first_trial_running_s.all.embedded",
+                    None,
+                ),
+                "Gateway, a new cluster": (
+                    "first_trial_running_s.median.gateway_new",
+                    "first_trial_running_s.all.gateway_new",
+                    "ratios.gateway_new_vs_embedded",
+                ),
+                "Gateway, the cluster a kernel kept": (
+                    "first_trial_running_s.median.gateway_reused",
+                    "first_trial_running_s.all.gateway_reused",
+                    "ratios.gateway_reused_vs_embedded",
+                ),
+            },
+        ),
+        "channel": lambda r: rows(
+            r,
+            ["dispatch trials/s", "reports/s delivered", "latency p50", "latency p99", "lost"],
+            {
+                **{
+                    label: tuple(
+                        f"channel.median.{side}.{k}"
+                        for k in (
+                            "dispatch_trials_per_s",
+                            "stream_delivered_per_s",
+                            "stream_p50_s",
+                            "stream_p99_s",
+                            "stream_lost",
+                        )
+                    )
+                    for label, side in (
+                        ("direct dask scheduler, tcp", "direct"),
+                        ("through the gateway, TLS", "gateway"),
+                    )
+                },
+                "gateway ÷ direct": (
+                    "ratios.dispatch_gateway_vs_direct",
+                    None,
+                    "ratios.stream_p50_gateway_vs_direct",
+                    None,
+                    None,
+                ),
+            },
+        ),
+    },
+    "network": {
+        "median": lambda r: grid(
+            r,
+            each(r, "median"),
+            {
+                "dispatch trials/s": "dispatch_trials_per_s",
+                "reports/s delivered": "stream_delivered_per_s",
+                "latency p50": "stream_p50_s",
+                "latency p99": "stream_p99_s",
+                "lost": "stream_lost",
+                "data-parallel samples/s": "ddp_2_ranks_samples_per_s",
+            },
+        ),
+        "ratios": lambda r: grid(
+            r,
+            each(r, "ratios"),
+            {
+                "dispatch": "dispatch",
+                "latency p50": "stream_p50",
+                "data-parallel samples/s": "ddp_samples_per_s",
+            },
+        ),
+    },
+    "checkpoints": {
+        "kill": lambda r: rows(
+            r,
+            ["steps executed", "hpo() wall, median", "resumed from step"],
+            {
+                "checkpoint() and restore()": (
+                    "median.with.steps_executed",
+                    "median.with.wall_s",
+                    "all.with.0.resumed_from",
+                ),
+                "no checkpoints": ("median.without.steps_executed", "median.without.wall_s", None),
+                "with ÷ without": ("ratios.steps_with_vs_without", "ratios.wall_with_vs_without", None),
+            },
+        ),
+        "save": lambda r: grid(
+            r,
+            {
+                f"saving every {s['every']} steps".replace("every 1 steps", "every step"): ("save_cost", i)
+                for i, s in enumerate(r["save_cost"])
+            },
+            {
+                "checkpoint": "checkpoint_mb",
+                "a save": "save_s",
+                "MB/s": "mb_per_s",
+                "a step": "step_s",
+                "saving's share of the step time": "share_of_step_time",
+            },
+        ),
+    },
+    "data_by_reference": {
+        "main": lambda r: grid(
+            r,
+            {
+                "the pickle with every trial task (scatter-threshold: null)": "pickled",
+                "scattered automatically (the default threshold)": "automatic",
+                "with_parameters(train, data=array)": "with_parameters",
+            },
+            {
+                "wall, median": "by_way.{}.median_wall_s",
+                "loopback traffic, median": "by_way.{}.median_loopback_gb",
+                "pickled ÷ this: time": "ratios.{}.wall_pickled_over_this?",
+                "pickled ÷ this: bytes": "ratios.{}.bytes_pickled_over_this?",
+            },
+        ),
+        "idle": lambda r: pairs(
+            r,
+            {
+                "loopback traffic of an idle machine, bytes/s (measured before the runs)": "idle_loopback_bytes_per_s"
+            },
+        ),
+    },
+    "summary": {
+        "run": lambda r: grid(
+            r,
+            each(r, "results"),
+            {
+                "ran in this run": "ran_now",
+                "finished": lambda d: _when(d["timestamp"]) if "timestamp" in d else d.get("error", "–"),
+                "wall": "wall_s?",
+                "target met": "met?",
+                "run again since": _runs_since,
+            },
+        ),
+        "figures": summary_figures,
+    },
+}
