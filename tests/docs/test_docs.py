@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -130,6 +132,16 @@ INTERNAL = re.compile(r"\bissue \d+|DESIGN\.md|TECH-NOTES|STYLE\.md|design's con
 def test_no_reference_a_reader_cannot_follow(page):
     found = INTERNAL.findall(page.read_text())
     assert not found, f"{page.relative_to(ROOT)} refers to {found}"
+
+
+def test_readme_performance_is_read_from_the_results():
+    """The README's headline figures are generated from bench/results (scripts/readme_performance.py)."""
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "readme_performance.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_readme_fits_a_screen_and_starts_with_the_two_commands():

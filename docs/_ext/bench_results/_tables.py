@@ -375,6 +375,37 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
         ),
     },
     "lab": {
+        "first_run": lambda r: rows(
+            r,
+            ["the extension's view", "the widget view"],
+            {
+                f"{what}, {label}": (f"views.lab.{timing}.{key}", f"views.widget.{timing}.{key}")
+                for what, key in (
+                    ("first frame", "first_frame_s"),
+                    ("over the kernel's websocket", "kernel_bytes"),
+                    ("kernel read Busy", "busy_share"),
+                )
+                for timing, label in (
+                    ("new_kernel", "new kernel"),
+                    ("restart", "restart"),
+                    ("idle_kernel", "idle kernel"),
+                )
+            }
+            | {
+                "frames/s while 2 trials stream": (
+                    "views.lab.new_kernel.stream.frames_per_s",
+                    "views.widget.new_kernel.stream.frames_per_s",
+                ),
+                "long tasks while streaming": (
+                    "views.lab.new_kernel.stream.long_tasks",
+                    "views.widget.new_kernel.stream.long_tasks",
+                ),
+                "longest": (
+                    "views.lab.new_kernel.stream.long_task_max_s",
+                    "views.widget.new_kernel.stream.long_task_max_s",
+                ),
+            },
+        ),
         "open": lambda r: grid(
             r,
             {"Experiments panel": "scale.open.panel", "a reopened notebook's cell": "scale.open.cell"},
