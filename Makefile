@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml labextension/package.json labextension/package-lock.jso
 	$(BIN)/pip install -e '.[test]'
 	touch $(STAMP) $(QUICKSTART_STAMP)
 
-# The quickstart runs its notebook headless: it needs neither the JupyterLab extension (nor so Node.js) nor the
+# The quickstart runs its notebook headless: it needs neither the JupyterLab extension (so no Node.js) nor the
 # test tools. SKIP_JUPYTER_BUILDER is hatch-jupyter-builder's switch for leaving the extension's build out.
 $(QUICKSTART_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
