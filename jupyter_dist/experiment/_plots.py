@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..protocol import Direction, TrialState
 from ..space import Choice, Uniform
-from ..store import ExperimentDefinition, TrialRecord
+from ..store import ExperimentDefinition, TrialRecord, param_names
 
 # A stopped trial (the user's Stop) says nothing about its configuration: it is drawn as any other, so a run
 # stopped as a whole is not faded to faint dotted lines.
@@ -150,8 +150,7 @@ def _parameter_dimensions(done: list[TrialRecord], space: dict) -> list[dict]:
     import math
 
     dims = []
-    names = list(dict.fromkeys(k for r in done for k in r.params))  # the search space's order
-    for name in names:
+    for name in param_names(done):
         raw = [r.params.get(name) for r in done]
         searched_on_log = isinstance(space.get(name), Uniform) and space[name].log
         chosen = space.get(name)

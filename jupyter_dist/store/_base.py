@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,6 +156,12 @@ class TrialRecord:
         the "--- attempt N ---" lines each stream gets when a trial runs again is left out: said once is enough."""
         parts = ["".join(self.stdout), "".join(self.stderr), self.error or ""]
         return "\n".join(p.rstrip("\n") for p in parts if p and not _only_attempt_lines(p))
+
+
+def param_names(records: Iterable[TrialRecord]) -> list[str]:
+    """The parameters of these trials in the order the views list them: the search space's (a trial's params are
+    made in that order), or, for a space that is a function (define-by-run), as the trials first suggested them."""
+    return list(dict.fromkeys(name for record in records for name in record.params))
 
 
 def _only_attempt_lines(text: str) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..experiment import Experiment, best_first
 from ..protocol import ExperimentKind
-from ..store import CurvesSnapshot, ExperimentBundle, ExperimentDetail, experiment_detail, finite
+from ..store import CurvesSnapshot, ExperimentBundle, ExperimentDetail, experiment_detail, finite, param_names
 from ._base import ExperimentView
 from ._busy import KernelBusy
 
@@ -90,15 +90,6 @@ def experiment_snapshot(exp: Experiment) -> ExperimentDetail:
     return detail
 
 
-def param_order(exp: Experiment) -> list[str]:
-    """The searched parameters in the order the views list them: the space's, or, for a space that is a function
-    (define-by-run), as the trials first suggested them."""
-    names = dict.fromkeys(exp.record.definition.space)
-    for record in exp.record.trial_records():
-        names.update(dict.fromkeys(record.params))
-    return list(names)
-
-
 def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
     """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
     records = [r for r in exp.record.trial_records() if r.curve_values]
@@ -127,7 +118,7 @@ class LabView(ExperimentView):
         if ended:
             data["snapshot"] = experiment_snapshot(self.exp)
             data["curves"] = curves_snapshot(self.exp)
-            data["param_order"] = param_order(self.exp)
+            data["param_order"] = param_names(self.exp.record.trial_records())
             if self.exp.record.definition.kind == ExperimentKind.HPO:
                 from ..search import importances_report  # optuna: imported by the run already
 

@@ -10,7 +10,7 @@ import time
 
 from ..experiment import SHOWN_COUNTS, Experiment, best_first, curve_style
 from ..protocol import ExperimentState, TrialState
-from ..store import QUEUED, TrialRecord
+from ..store import QUEUED, TrialRecord, param_names
 from ._base import ExperimentView, early_stopping_note, format_duration, importances_table
 from ._lab import show
 from ._scroll import ScrollPane
@@ -205,9 +205,7 @@ class LiveView(ExperimentView):
             return
         self._table_key = key
         labels = list(records[0].labels) if records else []
-        names = list(
-            dict.fromkeys(k for r in records for k in r.params)
-        )  # the search space's order, as the summary
+        names = param_names(records)  # the search space's order, as the summary
         head = "".join(
             f"<th>{html.escape(h)}</th>"
             for h in [
