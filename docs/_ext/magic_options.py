@@ -79,22 +79,18 @@ def _default(action: argparse.Action) -> str:
 
 def _modes(name: str) -> dict[str, tuple[str, ...]] | None:
     """For ``%%distribute``: which registered kinds read each option (by the parser's dest), as the magic decides
-    it (``_foreign``): a kind's own options, and the shared ones it does not refuse."""
+    it: a kind reads every option but those it refuses as foreign (``_foreign``)."""
     if name != "distribute":
         return None
     from jupyter_dist.kinds import registered
-    from jupyter_dist.magics._distribute import _shared_dests
+    from jupyter_dist.magics._distribute import _foreign
 
     kinds = registered()
-    shared = _shared_dests()
-    modes = {"kind": tuple(str(k.name) for k in kinds)}
-    for dest in shared:
-        modes[dest] = tuple(str(k.name) for k in kinds if dest not in k.magic.refuses)
-    for kind in kinds:
-        for option in kind.magic.options:
-            if option.dest not in shared:
-                modes[option.dest] = (*modes.get(option.dest, ()), str(kind.name))
-    return modes
+    foreign = {kind: set(_foreign(kind, kinds)) for kind in kinds}
+    return {
+        action.dest: tuple(str(kind.name) for kind in kinds if action.dest not in foreign[kind])
+        for action in documented_actions(magic_parser(name))
+    }
 
 
 def option_rows(name: str) -> list[OptionRow]:
