@@ -171,6 +171,87 @@ def train_digits_mlp(lr, width, momentum, weight_decay, epochs, batch=DIGITS_BAT
     return {"val_acc": acc, "body_s": time.perf_counter() - t0}
 
 
+def train_digits_mlp_pbt(lr, momentum, epochs, width=64, batch=DIGITS_BATCH):
+    """``train_digits_mlp`` as a population-based-training member trains it: it goes on from its checkpoint
+    (``jupyter_dist.restore``) and saves one after every epoch, the model, the optimizer and the shuffling's
+    generator. Reports ``val_acc`` after each epoch."""
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
+
+    import jupyter_dist
+
+    torch.set_num_threads(1)
+    digits = load_digits()
+    x = digits.data.astype("float32") / 16.0
+    y = digits.target.astype("int64")
+    order = np.random.RandomState(0).permutation(len(x))
+    val, train = order[:DIGITS_VALIDATION], order[DIGITS_VALIDATION:]
+    x_val, y_val = torch.from_numpy(x[val]), torch.from_numpy(y[val])
+    x_train, y_train = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(width, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    shuffle = torch.Generator().manual_seed(0)
+    state = {"model": model, "optimizer": opt, "shuffle": shuffle.get_state()}
+    start = 0
+    restored = jupyter_dist.restore(state)
+    if restored is not None:  # the optimizer comes back with this member's lr and momentum (PBT's explore)
+        start = restored.step + 1
+        shuffle.set_state(restored.state["shuffle"])
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for epoch in range(start, epochs):
+        model.train()
+        perm = torch.randperm(len(x_train), generator=shuffle)
+        for i in range(0, len(x_train), batch):
+            rows = perm[i : i + batch]
+            opt.zero_grad()
+            loss_fn(model(x_train[rows]), y_train[rows]).backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
+        jupyter_dist.report(step=epoch, val_acc=acc)
+        state["shuffle"] = shuffle.get_state()
+        jupyter_dist.checkpoint(epoch, state)
+    return {"val_acc": acc}
+
+
+# --- population-based training's toy problem ------------------------------------------------------------------
+def pbt_toy(lr, max_steps=300, mid=50.0, tolerance=3.0, noise=0.5):
+    """The toy problem of Ray Tune's PBT example, written afresh: ``accuracy`` grows fastest when ``lr`` follows a
+    triangle wave of the accuracy itself (0.001 at 0, 0.01 at ``mid``, back to 0.001 at twice that), and falls
+    when lr is more than ``tolerance`` times too large, so no fixed rate keeps climbing. One report and one
+    checkpoint per step."""
+    import random
+
+    import jupyter_dist
+
+    accuracy, start = 0.0, 0
+    restored = jupyter_dist.restore()
+    if restored is not None:
+        accuracy, start = restored.state["accuracy"], restored.step + 1
+    for step in range(start, max_steps):
+        climbing = accuracy < mid
+        best = 0.01 * accuracy / mid if climbing else 0.01 - 0.01 * (accuracy - mid) / mid
+        best = min(0.01, max(0.001, best))
+        ratio = max(lr, best) / min(lr, best)
+        if ratio < tolerance:
+            accuracy += random.random() / ratio
+        elif lr > best:
+            accuracy -= (ratio - tolerance) * random.random()
+        accuracy = max(0.0, accuracy + random.gauss(0.0, noise))
+        jupyter_dist.report(step=step, accuracy=accuracy, lr=lr)
+        jupyter_dist.checkpoint(step, {"accuracy": accuracy})
+    return {"accuracy": accuracy}
+
+
 # --- the compute-bound MLP ----------------------------------------------------------------------------------
 def compute_model(width=COMPUTE_WIDTH):
     import torch

@@ -1,5 +1,5 @@
-"""jupyter_dist: run a notebook training function as HPO trials, an ablation study or data-parallel
-training on Dask, live in Jupyter.
+"""jupyter_dist: run a notebook training function as HPO trials, population-based training, an ablation study
+or data-parallel training on Dask, live in Jupyter.
 
 ``%load_ext jupyter_dist`` registers the ``%%distribute`` magic; the Python API below is what it calls.
 """
@@ -10,7 +10,7 @@ from . import _config, space  # noqa: F401 - _config: dask config defaults, load
 from ._callbacks import Callback
 from ._report import Reporter, report
 from .ablation import AblationExperiment, ablate
-from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, use_cluster
+from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, pbt, use_cluster
 from .checkpoints import Checkpoint, checkpoint, restore
 from .ddp import (
     DataParallelExperiment,
@@ -38,7 +38,7 @@ from .errors import (
     TrialFunctionError,
     TrialPruned,
 )
-from .experiment import Best, Experiment
+from .experiment import Best, Experiment, PopulationExperiment
 from .protocol import Direction, ExperimentState, TrialState
 from .runtime import close_local_cluster, get_client, with_parameters
 
@@ -61,6 +61,7 @@ __all__ = [
     "NoResultError",
     "NotInStore",
     "PlacementError",
+    "PopulationExperiment",
     "Reporter",
     "SearchSpaceError",
     "StoreError",
@@ -83,6 +84,7 @@ __all__ = [
     "is_main",
     "load",
     "load_ipython_extension",
+    "pbt",
     "prepare",
     "rank",
     "report",

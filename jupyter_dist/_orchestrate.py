@@ -90,6 +90,9 @@ def run_experiment(
         client = get_client(options.cluster, workers_wanted=wanted, workers_at_once=plan.ranks)
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         checkpoints = checkpoint_plan(definition.details, definition.id)
+        if checkpoints is not None and hasattr(source, "use_checkpoints"):
+            # A source that copies checkpoints between trials (population-based training) needs to know where.
+            source.use_checkpoints(checkpoints)
         launcher = DaskLauncher(
             client,
             plan.fn,

@@ -1,4 +1,4 @@
-"""The Python API: ``hpo()``, ``ablation()`` and ``data_parallel()`` turn a plain training function into an
+"""The Python API: ``hpo()``, ``pbt()``, ``ablation()`` and ``data_parallel()`` turn a plain training function into an
 experiment on Dask.
 
 Each entry point only sorts its arguments into the options every kind shares (``RunOptions``) and its kind's own;
@@ -18,7 +18,7 @@ from .kinds import RunOptions
 from .protocol import ExperimentKind
 from .runtime import cluster_info, use_cluster
 
-__all__ = ["ablation", "cluster_info", "data_parallel", "experiments", "hpo", "load", "use_cluster"]
+__all__ = ["ablation", "cluster_info", "data_parallel", "experiments", "hpo", "load", "pbt", "use_cluster"]
 
 
 def hpo(
@@ -190,6 +190,113 @@ def hpo(
         max_steps=max_steps,
         workers_per_trial=workers_per_trial,
         enqueue=enqueue,
+    )
+
+
+def pbt(
+    fn: Callable,
+    search_space: dict[str, Any],
+    population: int = 8,
+    metric: str | None = None,
+    mode: str = "max",
+    perturbation_interval: int = 4,
+    quantile: float = 0.25,
+    resample_probability: float = 0.25,
+    max_steps: int | None = None,
+    mutations: dict[str, Any] | None = None,
+    cluster: Any = None,
+    parallel: int | None = None,
+    name: str | None = None,
+    seed: int | None = None,
+    timeout: float | None = None,
+    progress: Any = "auto",
+    workers_per_trial: int = 1,
+    store: Any = None,
+    resume: bool = False,
+    gpus_per_trial: int | None = None,
+    checkpoint_dir: Any = None,
+    keep_checkpoints: int = 2,
+    callbacks: list | None = None,
+    target: float | None = None,
+    max_failures: int | None = None,
+    cpus_per_trial: int | None = None,
+    resources: dict[str, float] | None = None,
+) -> Experiment:
+    """Run ``fn`` as population-based training (Jaderberg et al. 2017) on Dask and return the
+    PopulationExperiment: ``population`` members train at once, and every ``perturbation_interval`` steps a
+    member in the bottom ``quantile`` goes on from a top member's newest checkpoint with that member's
+    hyperparameters perturbed, so the hyperparameters become schedules found while training.
+
+    ``fn`` is an ordinary training function that reports each step and saves and loads its state with
+    ``jupyter_dist.checkpoint(step, state)`` / ``jupyter_dist.restore(state)`` (a function that never calls them
+    is refused before anything runs): each member runs in segments, one trial each, that end at the segment's
+    last checkpoint; as each ends its member's next segment is decided, without waiting for the others.
+
+    Parameters
+    ----------
+    search_space
+        ``{argument: space object or constant}``: the members' starting hyperparameters are sampled from it, and
+        (unless ``mutations`` says otherwise) every searched argument is perturbed within its space.
+    population
+        Members (at least 2). With fewer worker slots than members, the member furthest behind runs next.
+    metric, mode
+        The objective members are ranked by (their newest value of it).
+    perturbation_interval
+        Steps between a member's decisions: a segment ends at its first checkpoint of step k * interval - 1
+        (steps counted from 0, as ``report()`` numbers them) or later.
+    quantile
+        The fraction of members (by rank) that copy (the bottom) and are copied (the top), 0 < quantile <= 0.5.
+    resample_probability
+        The chance that explore draws a value afresh from its space instead of perturbing it (×0.8 or ×1.2 for
+        numbers, a neighbouring option for a ``choice``).
+    max_steps
+        The steps each member trains (required): a member ends once it has checkpointed step max_steps - 1.
+    mutations
+        ``{argument: space object, list of options, or function returning a new value}``: what to perturb, and
+        within what; default: every searched argument of ``search_space``.
+    seed
+        Seeds the starting points, the choice of donors and the perturbations.
+    workers_per_trial
+        k > 1 makes every member a k-rank data-parallel job (``prepare()`` inside the function).
+    keep_checkpoints
+        Checkpoints each member keeps (the newest); a member that copies another removes its own branch's.
+    cluster, parallel, name, timeout, progress, store, resume, gpus_per_trial, checkpoint_dir, callbacks, target,
+    max_failures, cpus_per_trial, resources
+        As for ``hpo()``. ``resume=True`` goes on with the stored population: each member from its newest
+        checkpoint.
+    """
+    options = RunOptions(
+        cluster=cluster,
+        parallel=parallel,
+        progress=progress,
+        store=store,
+        resume=resume,
+        name=name,
+        timeout=timeout,
+        gpus=gpus_per_trial,
+        checkpoint_dir=checkpoint_dir,
+        keep_checkpoints=keep_checkpoints,
+        callbacks=callbacks,
+        target=target,
+        max_failures=max_failures,
+        cpus_per_trial=cpus_per_trial,
+        worker_resources=resources,
+    )
+    return run_kind(
+        ExperimentKind.PBT,
+        fn,
+        options,
+        search_space=search_space,
+        population=population,
+        metric=metric,
+        mode=mode,
+        perturbation_interval=perturbation_interval,
+        quantile=quantile,
+        resample_probability=resample_probability,
+        max_steps=max_steps,
+        mutations=mutations,
+        seed=seed,
+        workers_per_trial=workers_per_trial,
     )
 
 

@@ -68,6 +68,7 @@ class ExperimentKind(_StrEnum):
     HPO = "hpo"
     ABLATION = "ablation"
     DDP = "ddp"
+    PBT = "pbt"
 
 
 class TrialState(_StrEnum):
@@ -480,3 +481,6 @@ class TrialTask:
     keep_checkpoints: int | None
     report_wait: float  # how long a report may wait for others to travel with (runtime/_trial_context.py)
     cpus: int | None = None  # torch's intra-op threads while it runs (cpus_per_trial=); None: the worker's
+    # A population-based-training member's segment: it ends (completed) once it has checkpointed this step or a
+    # later one, and the population decides where the member goes on from (search/_population.py).
+    until_step: int | None = None

@@ -2,7 +2,7 @@
 (_save), the folders they live in on any fsspec filesystem (_files), and where an experiment keeps them (_plan).
 """
 
-from ._files import Saved, complete, latest
+from ._files import Saved, complete, copy_checkpoint, latest, remove
 from ._plan import checkpoint_plan, checkpoint_settings
 from ._save import Checkpoint, checkpoint, restore
 
@@ -13,6 +13,8 @@ __all__ = [
     "checkpoint_plan",
     "checkpoint_settings",
     "complete",
+    "copy_checkpoint",
     "latest",
+    "remove",
     "restore",
 ]

@@ -13,6 +13,9 @@ import time
 from dataclasses import dataclass
 
 MARKER = "complete"
+# In a checkpoint copied for a PBT member (copy_checkpoint): the hyperparameters it goes on with, which restore()
+# sets in the restored optimizers' param_groups (a state dict would bring back the donor's learning rate).
+EXPLORED = "explored.json"
 _STEP_FOLDER = re.compile(r"step-(\d+)$")
 
 
@@ -100,3 +103,52 @@ def prune(directory: str, keep: int) -> None:
     for step, folder in _folders(fs, path):
         if step not in kept and step <= newest:
             fs.rm(folder, recursive=True)
+
+
+def copy_checkpoint(saved: Saved, directory: str, explored: dict | None = None) -> Saved:
+    """Copy the complete checkpoint ``saved`` into ``directory`` (a trial's), as its checkpoint of the same step,
+    with ``explored`` (the hyperparameters that changed) beside it; the copy's marker is written last, so it
+    counts only once whole. A FileNotFoundError when the original went away meanwhile (its trial's retention
+    removed it): the partial copy is removed, and the caller takes the then newest."""
+    fs, source = filesystem(saved.path)
+    target = step_folder(directory, saved.step)
+    _, target_path = filesystem(target)
+    try:
+        files = [f for f in fs.find(source) if not f.endswith(f"/{MARKER}")]
+        if not fs.exists(f"{source}/{MARKER}"):
+            raise FileNotFoundError(saved.path)
+        fs.makedirs(target_path, exist_ok=True)
+        for file in files:
+            inner = file[len(source.rstrip("/")) :].lstrip("/")
+            if inner == EXPLORED:
+                continue
+            fs.makedirs(f"{target_path}/{inner}".rsplit("/", 1)[0], exist_ok=True)
+            fs.copy(file, f"{target_path}/{inner}")
+        if explored:
+            with fs.open(f"{target_path}/{EXPLORED}", "w") as out:
+                json.dump(explored, out)
+        if not fs.exists(f"{source}/{MARKER}"):  # removed while copied: some files may be missing
+            raise FileNotFoundError(saved.path)
+        fs.copy(f"{source}/{MARKER}", f"{target_path}/{MARKER}")
+    except FileNotFoundError:
+        if fs.exists(target_path):
+            fs.rm(target_path, recursive=True)
+        raise
+    return Saved(saved.step, target, saved.sharded)
+
+
+def explored_params(folder: str) -> dict:
+    """The hyperparameters a copied checkpoint goes on with (``copy_checkpoint``); {} for any other."""
+    fs, path = filesystem(folder)
+    try:
+        with fs.open(f"{path.rstrip('/')}/{EXPLORED}", "r") as source:
+            return json.load(source)
+    except FileNotFoundError:
+        return {}
+
+
+def remove(directory: str) -> None:
+    """Remove a trial's checkpoint directory, if there is one."""
+    fs, path = filesystem(directory)
+    if fs.exists(path):
+        fs.rm(path, recursive=True)

@@ -23,7 +23,7 @@ from typing import Any
 from ..ddp import rank, unwrap, world_size
 from ..errors import ArgumentError
 from ..runtime import current_trial
-from ._files import filesystem, latest, mark_complete, prune, saved_at, step_folder
+from ._files import explored_params, filesystem, latest, mark_complete, prune, saved_at, step_folder
 
 WHOLE = "state.pt"  # a whole checkpoint's one file
 PLAIN = "plain.pt"  # a sharded checkpoint's values that are not state dicts, written by rank 0
@@ -76,6 +76,10 @@ def restore(state: dict[str, Any] | None = None, *, path: str | None = None) -> 
     of ``state`` loaded from it in place. A trial that resumes this way goes on from its step: its live curve
     continues from there, and ``report()`` without a step numbers on from it.
 
+    A PBT member's restore from a better member's checkpoint sets the restored optimizers' hyperparameters that
+    the population perturbed (a param_group key named as the function's argument, such as ``lr``) to the member's
+    own values.
+
     ``path``: load that checkpoint instead (a folder from ``exp.checkpoint(trial_id)``), anywhere, e.g. the best
     trial's model into the notebook after the experiment.
     """
@@ -105,9 +109,24 @@ def restore(state: dict[str, Any] | None = None, *, path: str | None = None) -> 
             restored[name] = target
         else:
             restored[name] = value
+    _apply_explored(explored_params(found), state or {})
     if path is None:
         ctx.checkpointed(step, found, resumed=True)
     return Checkpoint(step, restored, found)
+
+
+def _apply_explored(explored: dict[str, Any], state: dict[str, Any]) -> None:
+    """A PBT member going on from another member's checkpoint with perturbed hyperparameters: an optimizer's
+    state dict brings back the donor's values (its param_groups' ``lr``, ``momentum``, ``weight_decay``...), so
+    each group key named as a perturbed argument of the training function gets the member's own value."""
+    if not explored:
+        return
+    for value in state.values():
+        optimizer = getattr(value, "optimizer", value)  # prepare()'s wrappers hold the optimizer itself
+        for group in getattr(optimizer, "param_groups", None) or ():
+            for name, setting in explored.items():
+                if name in group:
+                    group[name] = setting
 
 
 # --- whole checkpoints ------------------------------------------------------------------------------------

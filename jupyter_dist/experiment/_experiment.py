@@ -279,6 +279,11 @@ class Experiment:
             return table
         return table.set_index("trial_id").loc[order].reset_index()
 
+    def resume_is_news(self, rec: TrialRecord) -> bool:
+        """Whether a view should say that ``rec``'s attempt resumed from a checkpoint: it went on after a lost
+        worker, a failure or a resumed run (a PBT segment's planned start from its member's checkpoint is not)."""
+        return True
+
     def final_outputs(self) -> list:
         """What a view shows below itself when the experiment ends (an ablation study: its table and chart)."""
         return []

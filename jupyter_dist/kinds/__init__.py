@@ -19,11 +19,13 @@ from ._base import (
 from ._ddp import DataParallelRun
 from ._hpo import HyperparameterSearch
 from ._options import RunOptions, TrialPlan
+from ._pbt import PopulationBasedTraining
 
 # The magic lists the kinds' options in this order.
 register(HyperparameterSearch())
 register(AblationStudy())
 register(DataParallelRun())
+register(PopulationBasedTraining())
 
 __all__ = [
     "Kind",

@@ -19,6 +19,11 @@ from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
 
 # The definition's details key that marks a define-by-run space (the function's name).
 SPACE_FUNCTION = "space_function"
+MAX_STEPS = option(
+    "--max-steps",
+    type=int,
+    help="hpo: the most steps a trial reports (ASHA rungs); pbt: the steps each member trains",
+)
 
 
 class HyperparameterSearch(Kind):
@@ -29,7 +34,7 @@ class HyperparameterSearch(Kind):
             option("--trials", type=int, help="hpo: number of trials (default 32; with --timeout: no limit)"),
             option("--sampler", help="hpo: tpe, random, grid, gp or cmaes (default tpe)"),
             option("--pruner", help="hpo: asha (default), median, hyperband or none"),
-            option("--max-steps", type=int, help="hpo: the most steps a trial reports (ASHA rungs)"),
+            MAX_STEPS,
             option(
                 "--space",
                 help="hpo: the search-space dict, or a function space(trial) (default: the one the cell defines)",

@@ -312,6 +312,7 @@ class DaskLauncher:
             checkpoint_dir=self._checkpoint_dir(spec),
             keep_checkpoints=self.checkpoints and self.checkpoints.keep,
             report_wait=self.report_wait,
+            until_step=spec.until_step,
         )
 
     def _submit(self, task: TrialTask, key: str, **placement: Any):

@@ -83,6 +83,8 @@ class TrialSpec:
     # A define-by-run HPO trial's Optuna distributions (as JSON), which differ trial by trial: kept with its
     # record.
     distributions: dict[str, Any] | None = None
+    # It ends, completed, at its first checkpoint of this step or a later one (a PBT member's segment).
+    until_step: int | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from ._capture import TrialOutput
 from ._cpus import torch_threads
 from ._devices import holding_gpus, release_gpu_memory
 from ._outbox import OUTCOME_WAIT, QUEUED_OUTCOME_WAIT
-from ._trial_context import Reporter, TrialContext, activate, forget_experiment
+from ._trial_context import Reporter, SegmentDone, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
 # with every task (cheap), but is unpickled once per worker process. The hash, because a resumed run keeps its
@@ -102,6 +102,7 @@ def run_trial(task: TrialTask) -> Outcome:
         task.exp_id, task.trial_id, attempt, task.topic, worker.log_event, rank, task.report_wait
     )
     ctx.checkpoint_dir, ctx.keep_checkpoints = task.checkpoint_dir, task.keep_checkpoints
+    ctx.until_step = task.until_step
     kwargs = dict(task.params)
     if _wants_reporter(fn):
         kwargs["reporter"] = Reporter(ctx)
@@ -122,6 +123,8 @@ def run_trial(task: TrialTask) -> Outcome:
                 returned = fn(**kwargs)
             if ctx.should_stop:
                 state = TrialState.PRUNED  # it returned by itself, but after it was told to stop
+        except SegmentDone:
+            pass  # a PBT segment checkpointed its last step: completed, valued by its reports
         except TrialPruned:
             state, stopped_at = TrialState.PRUNED, time.time()
         except (Exception, SystemExit) as exc:  # a failing trial is recorded, never a crashed worker

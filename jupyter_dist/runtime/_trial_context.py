@@ -14,7 +14,24 @@ from ..errors import ArgumentError, TrialPruned
 from ..protocol import RankInfo, encode_checkpoint, encode_log
 from ._outbox import FRESH, LOG_WAIT, OUTCOME_WAIT, forget_outboxes, outbox_for
 
-__all__ = ["Reporter", "TrialContext", "activate", "current_trial", "forget_experiment", "mark_stopped"]
+__all__ = [
+    "Reporter",
+    "SegmentDone",
+    "TrialContext",
+    "activate",
+    "current_trial",
+    "forget_experiment",
+    "mark_stopped",
+]
+
+
+class SegmentDone(TrialPruned):
+    """A population-based-training member's segment has checkpointed its last step: the trial ends there,
+    completed, and the population decides where the member goes on from (its own checkpoint, or a better member's).
+
+    A TrialPruned, so that a training loop which lets the stop through (or catches it to return) ends the segment
+    the same way.
+    """
 
 
 # Stop flags of this worker process, set from the kernel with ``Client.run`` (a few ms) and read by report().
@@ -71,6 +88,7 @@ class TrialContext:
         self.devices: list[int] = []  # the worker's GPU indices this trial holds (gpus_per_trial=)
         self.checkpoint_dir: str | None = None  # where jupyter_dist.checkpoint() saves; None: it does not
         self.keep_checkpoints: int | None = None
+        self.until_step: int | None = None  # a PBT segment's last step (TrialTask.until_step)
         # emit is worker.log_event, bound once: get_worker() per report would cost more.
         self._outbox = outbox_for(exp_id, topic, emit)
         self.max_wait = max_wait  # how long a report may wait for others to travel with (FRESH or RELAXED)
@@ -118,6 +136,9 @@ class TrialContext:
             self.steps = step + 1
         if not self.rank:
             self.send(encode_checkpoint(self.trial_id, self.attempt, step, path, resumed), OUTCOME_WAIT)
+        if not resumed and self.until_step is not None and step >= self.until_step:
+            # Every rank gets here after the same checkpoint's last barrier: they end the segment together.
+            raise SegmentDone(f"trial {self.trial_id} checkpointed step {step}, its segment's last")
 
     def send_log(self, stream: str, text: str) -> None:
         """Send captured output, after every report made before it."""

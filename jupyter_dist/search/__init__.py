@@ -1,7 +1,9 @@
-"""Search: sampler wiring, the ask/tell trial source for HPO, and an experiment's trials as an Optuna study.
-Optuna does the searching."""
+"""Search: sampler wiring, the ask/tell trial source for HPO, and an experiment's trials as an Optuna study
+(Optuna does the searching); population-based training's trial source and its explore step."""
 
+from ._explore import Explorer, check_mutations
 from ._optuna_search import OptunaSearch
+from ._population import PopulationSearch
 from ._pruners import PRUNERS, make_pruner
 from ._samplers import SAMPLERS, grid_size, make_sampler
 from ._study import (
@@ -16,9 +18,12 @@ from ._study import (
 __all__ = [
     "IMPORTANCE_EVALUATOR",
     "MIN_TRIALS_FOR_IMPORTANCE",
+    "Explorer",
     "OptunaSearch",
+    "PopulationSearch",
     "PRUNERS",
     "SAMPLERS",
+    "check_mutations",
     "grid_size",
     "importances_report",
     "make_pruner",

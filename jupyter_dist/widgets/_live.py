@@ -229,7 +229,11 @@ class LiveView(ExperimentView):
             cells = [
                 r.trial_id,
                 *(_fmt(r.labels.get(n)) for n in labels),
-                state if r.resumed_from is None else f"{state} · resumed from step {r.resumed_from}",
+                (
+                    f"{state} · resumed from step {r.resumed_from}"
+                    if r.resumed_from is not None and self.exp.resume_is_news(r)
+                    else state
+                ),
                 _fmt(value),
                 *(_fmt(r.params.get(n)) for n in names),
                 r.steps,

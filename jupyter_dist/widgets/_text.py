@@ -39,7 +39,11 @@ class TextView(ExperimentView):
                 self._print(
                     f"  trial {rec.trial_id} failed: {last_line[0]}{at}  (exp.logs({rec.trial_id}) has it all)"
                 )
-            if rec.resumed_from is not None and (rec.trial_id, rec.attempts) not in self._reported_resumes:
+            if (
+                rec.resumed_from is not None
+                and (rec.trial_id, rec.attempts) not in self._reported_resumes
+                and self.exp.resume_is_news(rec)
+            ):
                 self._reported_resumes.add((rec.trial_id, rec.attempts))
                 self._print(
                     f"  trial {rec.trial_id} (attempt {rec.attempts}) resumed from step {rec.resumed_from}"

@@ -1,0 +1,195 @@
+"""A population-based-training experiment's results: its members, their hyperparameter schedules, the lineage of
+their weights, the best member's final checkpoint.
+
+Everything is read from the segments' records (one trial per segment; labels ``member``, ``donor``,
+``from_trial``, ``from_step``: search/_population.py), so a live run and one loaded from the store read the same.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import NoResultError
+from ..protocol import TrialState
+from ..store import TrialRecord
+from ._experiment import Best, Experiment
+
+__all__ = ["PopulationExperiment", "first_step", "is_exploit", "lineage_origins", "member_segments"]
+
+
+def member_segments(records: list[TrialRecord]) -> dict[int, list[TrialRecord]]:
+    """Each member's segments, in the order they ran."""
+    members: dict[int, list[TrialRecord]] = {}
+    for rec in sorted(records, key=lambda r: r.trial_id):
+        if "member" in rec.labels:
+            members.setdefault(int(rec.labels["member"]), []).append(rec)
+    return members
+
+
+def lineage_origins(records: list[TrialRecord]) -> dict[int, int]:
+    """Each segment's origin: the member whose first weights it carries on (a member that copied another carries
+    that member's origin from then on). What the curves are coloured by."""
+    by_id = {rec.trial_id: rec for rec in records}
+    origins: dict[int, int] = {}
+    for rec in sorted(records, key=lambda r: r.trial_id):
+        parent = rec.labels.get("from_trial")
+        if parent is None or parent not in by_id:
+            origins[rec.trial_id] = int(rec.labels.get("member", rec.trial_id))
+        else:  # the segment it goes on from always ran before it: a smaller trial id
+            origins[rec.trial_id] = origins.get(parent, int(by_id[parent].labels.get("member", parent)))
+    return origins
+
+
+def is_exploit(rec: TrialRecord) -> bool:
+    return rec.labels.get("donor") is not None and rec.labels.get("donor") != rec.labels.get("member")
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def first_step(rec: TrialRecord) -> int:
+    from_step = rec.labels.get("from_step")
+    return 0 if from_step is None else int(from_step) + 1
+
+
+class PopulationExperiment(Experiment):
+    """What ``jupyter_dist.pbt()`` returns: an Experiment whose trials are the members' segments, with
+    ``members``, ``schedule``, ``lineage`` and the best member (``best``, ``checkpoint()``)."""
+
+    @property
+    def population(self) -> int:
+        return int(self.record.definition.details.get("population", 0))
+
+    def _members(self) -> dict[int, list[TrialRecord]]:
+        return member_segments(self.trial_records())
+
+    @property
+    def members(self):
+        """One row per member: member, its newest segment's trial_id and state, value (the objective in its
+        newest finished segment), step (the last step it checkpointed), segments, exploits (how many times it
+        copied another member), params_<name> (the hyperparameters it trains with now)."""
+        import pandas as pd
+
+        rows = []
+        for member, segments in sorted(self._members().items()):
+            last = segments[-1]
+            valued = [s for s in segments if s.value is not None]
+            rows.append(
+                {
+                    "member": member,
+                    "trial_id": last.trial_id,
+                    "state": last.state.value,
+                    "value": valued[-1].value if valued else None,
+                    "step": max(
+                        (s.checkpoint_step for s in segments if s.checkpoint_step is not None), default=None
+                    ),
+                    "segments": len(segments),
+                    "exploits": sum(is_exploit(s) for s in segments),
+                    **{f"params_{k}": v for k, v in last.params.items()},
+                }
+            )
+        return pd.DataFrame(rows)
+
+    @property
+    def schedule(self):
+        """Each member's hyperparameter schedule: one row per change (its start, and each exploit), a DataFrame of
+        member, trial_id (the segment that began with them), step (the first step trained with them), and
+        params_<name>."""
+        import pandas as pd
+
+        rows = []
+        for member, segments in sorted(self._members().items()):
+            for rec in segments:
+                if rec.labels.get("from_trial") is None or is_exploit(rec):
+                    row = {"member": member, "trial_id": rec.trial_id, "step": first_step(rec)}
+                    row.update({f"params_{k}": v for k, v in rec.params.items()})
+                    rows.append(row)
+        return pd.DataFrame(rows, columns=None if rows else ["member", "trial_id", "step"])
+
+    @property
+    def lineage(self):
+        """Every exploit, a DataFrame of member, trial_id (its segment that went on from the copy), step (the
+        first step it trained after it), donor (the member copied), donor_trial (that member's segment whose
+        checkpoint was copied), from_step (the checkpoint's step) and restored (the step the segment's
+        ``restore()`` actually found: from_step, unless it never restored)."""
+        import pandas as pd
+
+        columns = ["member", "trial_id", "step", "donor", "donor_trial", "from_step", "restored"]
+        rows = [
+            [
+                int(rec.labels["member"]),
+                rec.trial_id,
+                first_step(rec),
+                int(rec.labels["donor"]),
+                rec.labels.get("from_trial"),
+                rec.labels.get("from_step"),
+                rec.resumed_from,
+            ]
+            for rec in sorted(self.trial_records(), key=lambda r: r.trial_id)
+            if is_exploit(rec)
+        ]
+        return pd.DataFrame(rows, columns=columns)
+
+    def _final_segments(self) -> list[TrialRecord]:
+        """Each member's newest segment that has a value."""
+        finals = []
+        for segments in self._members().values():
+            valued = [s for s in segments if s.state is TrialState.COMPLETED and _finite(s.value)]
+            if valued:
+                finals.append(valued[-1])
+        return finals
+
+    @property
+    def best(self) -> Best:
+        """The best member as it is now (at the end: as it finished): its newest completed segment."""
+        finals = self._final_segments()
+        if not finals:
+            raise NoResultError(
+                f"experiment {self.name!r} has no completed segment yet (state: {self.state})"
+            )
+        better = self.record.definition.objective.direction.better
+        rec = finals[0]
+        for other in finals[1:]:
+            if better(other.value, rec.value):
+                rec = other
+        return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
+
+    def checkpoint(self, trial_id: int | None = None) -> str | None:
+        """The folder of a segment's newest checkpoint; by default the best member's final one."""
+        return super().checkpoint(self.best.trial_id if trial_id is None else trial_id)
+
+    def resume_is_news(self, rec: TrialRecord) -> bool:
+        return rec.attempts > 1 or rec.resumed_from != rec.labels.get("from_step")
+
+    def compute(self) -> dict[str, float]:
+        """As for any experiment, without the share of steps "saved by pruning": segments end by design."""
+        used = super().compute()
+        used.pop("saved", None)
+        return used
+
+    def highlight(self) -> str | None:
+        try:
+            best = self.best
+        except NoResultError:
+            return None
+        member = self.record.trial(best.trial_id).labels.get("member")
+        return f"best {self.metric}={best.value:.4g} (member {member}, trial {best.trial_id})"
+
+    def status_line(self) -> str:
+        line = super().status_line()
+        # "N/? trials done" says little of a population: its members, segments and exploits instead.
+        records = self.trial_records()
+        exploits = sum(is_exploit(rec) for rec in records)
+        head, _, rest = line.partition(" · ")
+        kind_and_state = head.rpartition(": ")[0]
+        population = f"{self.population} members, {len(records)} segments, {exploits} exploits"
+        return " · ".join([f"{kind_and_state}: {population}", *([rest] if rest else [])])
+
+    def plot(self):
+        """A plotly figure: the learning curves coloured by lineage (the member whose first weights each segment
+        carries on), with each exploit marked, and each perturbed hyperparameter's schedule over the steps."""
+        from ._pbt_plots import population_figure
+
+        self.record.load_details()
+        return population_figure(self.record.definition, self.trial_records(), self.status_line())
