@@ -72,6 +72,13 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
         "spread_pct",
     ),
     "pruning": _pruning,
+    "pbt": lambda r: (
+        {
+            bench: {key: r[bench][key] for key in ("margin_median", "margin_min", "wall_ratio_median")}
+            for bench in ("toy", "digits")
+        }
+        | {"restart_s_per_segment": r["overhead"]["restart_s_per_segment_median"]}
+    ),
     "ddp": _keys("median_samples_per_s", "scaling_2_over_1", "one_rank_over_plain_loop"),
     "data_by_reference": _keys("by_way", "ratios"),
 }

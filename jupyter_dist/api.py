@@ -260,10 +260,13 @@ def pbt(
         k > 1 makes every member a k-rank data-parallel job (``prepare()`` inside the function).
     keep_checkpoints
         Checkpoints each member keeps (the newest); a member that copies another removes its own branch's.
-    cluster, parallel, name, timeout, progress, store, resume, gpus_per_trial, checkpoint_dir, callbacks, target,
-    max_failures, cpus_per_trial, resources
-        As for ``hpo()``. ``resume=True`` goes on with the stored population: each member from its newest
-        checkpoint.
+    resume
+        Go on with the stored population ``name``: each member from its newest checkpoint, with its newest
+        hyperparameters.
+    cluster, parallel, name, timeout, progress, store, gpus_per_trial, checkpoint_dir, callbacks
+        As for ``hpo()``.
+    target, max_failures, cpus_per_trial, resources
+        As for ``hpo()``.
     """
     options = RunOptions(
         cluster=cluster,

@@ -80,6 +80,14 @@ HEADLINES: list[tuple[str, str, Callable[[dict], str], Callable[[dict], str]]] =
         lambda _: "the same run with the store off (every report held in the kernel)",
     ),
     (
+        "Population-based training, 8 members, Ray Tune's toy problem",
+        "pbt",
+        lambda r: f"best accuracy {get(r, ('toy', 'pbt_best_median')):.0f} (median of 5 seeds)",
+        lambda r: (
+            f"8 independent trials from the same starting points: {get(r, ('toy', 'independent_best_median')):.0f}"
+        ),
+    ),
+    (
         "Data-parallel on CPU, 2 ranks",
         "ddp",
         lambda r: f"{_x(get(r, ('scaling_2_over_1',)))} one rank's samples/s",

@@ -116,5 +116,5 @@ def test_a_registered_kind_runs_from_the_magic_with_its_own_options(repeat_kind,
         ip.run_cell_magic("distribute", "hpo --metric score --times 2", cell)
     with pytest.raises(UsageError, match="needs --metric NAME, the metric to average"):
         ip.run_cell_magic("distribute", "repeat --times 2", cell)
-    with pytest.raises(UsageError, match="unknown mode; use one of hpo, ablation, ddp, repeat"):
+    with pytest.raises(UsageError, match="unknown mode; use one of hpo, pbt, ablation, ddp, repeat"):
         ip.run_cell_magic("distribute", "tune", cell)

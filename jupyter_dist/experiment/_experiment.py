@@ -279,6 +279,16 @@ class Experiment:
             return table
         return table.set_index("trial_id").loc[order].reset_index()
 
+    def curve_style(self, rec: TrialRecord) -> dict:
+        """How a view draws the trial's learning curve (plotly line settings): pruned and failed ones dimmed."""
+        from ._plots import curve_style
+
+        return curve_style(rec)
+
+    def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
+        """The trials whose learning curves a saved view keeps, about ``limit`` of them: the best first."""
+        return best_first(records, self.record.definition.objective)[:limit]
+
     def resume_is_news(self, rec: TrialRecord) -> bool:
         """Whether a view should say that ``rec``'s attempt resumed from a checkpoint: it went on after a lost
         worker, a failure or a resumed run (a PBT segment's planned start from its member's checkpoint is not)."""

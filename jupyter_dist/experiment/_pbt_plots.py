@@ -10,6 +10,10 @@ from ._population import first_step, is_exploit, lineage_origins, member_segment
 PALETTE = ("#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880", "#FF97FF")
 
 
+def lineage_colour(origin: int) -> str:
+    return PALETTE[origin % len(PALETTE)]
+
+
 def population_figure(definition: ExperimentDefinition, records: list[TrialRecord], title: str):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -30,7 +34,7 @@ def population_figure(definition: ExperimentDefinition, records: list[TrialRecor
     exploits_x, exploits_y, exploits_text = [], [], []
     for rec in sorted(records, key=lambda r: r.trial_id):
         origin = origins.get(rec.trial_id, 0)
-        colour = PALETTE[origin % len(PALETTE)]
+        colour = lineage_colour(origin)
         fig.add_trace(
             go.Scatter(
                 x=list(rec.curve_steps),
@@ -81,7 +85,7 @@ def population_figure(definition: ExperimentDefinition, records: list[TrialRecor
                     x=steps,
                     y=values,
                     mode="lines+markers",
-                    line={"shape": "hv", "width": 1, "color": PALETTE[member % len(PALETTE)]},
+                    line={"shape": "hv", "width": 1, "color": lineage_colour(member)},
                     marker={"size": 4},
                     name=f"member {member}",
                     legendgroup=f"member-{member}",

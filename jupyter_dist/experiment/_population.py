@@ -57,6 +57,10 @@ class PopulationExperiment(Experiment):
     """What ``jupyter_dist.pbt()`` returns: an Experiment whose trials are the members' segments, with
     ``members``, ``schedule``, ``lineage`` and the best member (``best``, ``checkpoint()``)."""
 
+    def __init__(self, record, stop=None) -> None:
+        super().__init__(record, stop)
+        self._origins: tuple[int, dict[int, int]] = (-1, {})  # (segments read, each one's origin)
+
     @property
     def population(self) -> int:
         return int(self.record.definition.details.get("population", 0))
@@ -158,6 +162,20 @@ class PopulationExperiment(Experiment):
     def checkpoint(self, trial_id: int | None = None) -> str | None:
         """The folder of a segment's newest checkpoint; by default the best member's final one."""
         return super().checkpoint(self.best.trial_id if trial_id is None else trial_id)
+
+    def curve_style(self, rec: TrialRecord) -> dict:
+        """Coloured by lineage (the member whose first weights the segment carries on), as in ``plot()``."""
+        from ._pbt_plots import lineage_colour
+
+        records = self.trial_records()
+        if self._origins[0] != len(records):  # a new segment since: the lineage read again
+            self._origins = (len(records), lineage_origins(records))
+        return {"line": {"color": lineage_colour(self._origins[1].get(rec.trial_id, 0)), "width": 1.5}}
+
+    def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
+        """The newest segments: short pieces of the members' curves, ten times as many as a run's best trials
+        (the lab extension draws as many: MAX_SEGMENT_CURVES)."""
+        return sorted(records, key=lambda r: r.trial_id)[-10 * limit :]
 
     def resume_is_news(self, rec: TrialRecord) -> bool:
         return rec.attempts > 1 or rec.resumed_from != rec.labels.get("from_step")

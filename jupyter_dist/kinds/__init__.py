@@ -23,9 +23,9 @@ from ._pbt import PopulationBasedTraining
 
 # The magic lists the kinds' options in this order.
 register(HyperparameterSearch())
+register(PopulationBasedTraining())
 register(AblationStudy())
 register(DataParallelRun())
-register(PopulationBasedTraining())
 
 __all__ = [
     "Kind",

@@ -9,7 +9,7 @@ from ._base import option
 CALLBACKS = option(
     "--callbacks",
     variable=True,
-    help="a list of jupyter_dist.Callback instances in the notebook, by its name (hpo, ablation, ddp)",
+    help="a list of jupyter_dist.Callback instances in the notebook, by its name (hpo, pbt, ablation, ddp)",
 )
 STOP = option(
     "--stop",

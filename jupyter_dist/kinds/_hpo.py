@@ -19,6 +19,10 @@ from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
 
 # The definition's details key that marks a define-by-run space (the function's name).
 SPACE_FUNCTION = "space_function"
+SPACE = option(
+    "--space",
+    help="hpo, pbt: the search-space dict (hpo: or a function space(trial)); default: the one the cell defines",
+)
 MAX_STEPS = option(
     "--max-steps",
     type=int,
@@ -35,10 +39,7 @@ class HyperparameterSearch(Kind):
             option("--sampler", help="hpo: tpe, random, grid, gp or cmaes (default tpe)"),
             option("--pruner", help="hpo: asha (default), median, hyperband or none"),
             MAX_STEPS,
-            option(
-                "--space",
-                help="hpo: the search-space dict, or a function space(trial) (default: the one the cell defines)",
-            ),
+            SPACE,
             option(
                 "--enqueue",
                 variable=True,

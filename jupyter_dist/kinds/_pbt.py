@@ -18,7 +18,7 @@ from ..space import is_space_function, validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, option
 from ._control import CALLBACKS, TARGET
-from ._hpo import MAX_STEPS
+from ._hpo import MAX_STEPS, SPACE
 from ._options import RunOptions, TrialPlan
 from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
 
@@ -47,6 +47,7 @@ class PopulationBasedTraining(Kind):
                 variable=True,
                 help="pbt: a dict in the notebook of what to perturb (default: every searched argument)",
             ),
+            SPACE,
             MAX_STEPS,
             CALLBACKS,
             TARGET,

@@ -1,6 +1,6 @@
 """``%%distribute`` and ``%distribute_cluster``: a thin notebook layer over the Python API.
 
-``%%distribute MODE`` runs an experiment of the kind MODE names (hpo, ablation, ddp): the registered kinds
+``%%distribute MODE`` runs an experiment of the kind MODE names (hpo, pbt, ablation, ddp): the registered kinds
 (jupyter_dist/kinds/) say which options each reads, what the cell must define, and which entry point runs it.
 In the code the MODE is the experiment's ``kind``, and ``--mode`` (max or min) its ``direction``.
 """

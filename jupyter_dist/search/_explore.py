@@ -120,7 +120,8 @@ def _on_step(space: Uniform, value: float) -> float:
     if space.step is None:
         return float(value)
     steps = round((value - space.lo) / space.step)
-    return float(min(space.hi, space.lo + steps * space.step))
+    # rounded as the step is written (0.1 * 3 is 0.30000000000000004 in binary floating point)
+    return float(min(space.hi, round(space.lo + steps * space.step, 12)))
 
 
 def _index_of(space: Choice, value: Any) -> int:

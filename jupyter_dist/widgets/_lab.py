@@ -93,7 +93,7 @@ def experiment_snapshot(exp: Experiment) -> ExperimentDetail:
 def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
     """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
     records = [r for r in exp.record.trial_records() if r.curve_values]
-    kept = best_first(records, exp.record.definition.objective)[:SNAPSHOT_CURVES]
+    kept = exp.curves_kept(records, SNAPSHOT_CURVES)
     trials = []
     for rec in sorted(kept, key=lambda r: r.trial_id):
         n = min(len(rec.curve_steps), len(rec.curve_values))

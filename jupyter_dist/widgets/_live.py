@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import time
 
-from ..experiment import SHOWN_COUNTS, Experiment, best_first, curve_style
+from ..experiment import SHOWN_COUNTS, Experiment, best_first
 from ..protocol import ExperimentState, TrialState
 from ..store import QUEUED, TrialRecord, param_names
 from ._base import ExperimentView, early_stopping_note, format_duration, importances_table
@@ -190,13 +190,13 @@ class LiveView(ExperimentView):
                 index = self._trace_index.get(rec.trial_id)
                 if index is None:
                     self.figure.add_scatter(
-                        x=x, y=y, mode="lines", name=f"trial {rec.trial_id}", **curve_style(rec)
+                        x=x, y=y, mode="lines", name=f"trial {rec.trial_id}", **self.exp.curve_style(rec)
                     )
                     self._trace_index[rec.trial_id] = len(self.figure.data) - 1
                 else:
                     trace = self.figure.data[index]
                     trace.x, trace.y = x, y
-                    trace.update(curve_style(rec))
+                    trace.update(self.exp.curve_style(rec))
                 self._drawn[rec.trial_id] = (len(rec.curve_values), rec.state)
 
     def _draw_table(self, records: list[TrialRecord]) -> None:

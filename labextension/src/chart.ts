@@ -7,6 +7,7 @@ import uPlot from 'uplot';
 
 import { Curves } from './curves';
 import { formatValue } from './format';
+import type { ISchedule } from './population';
 import type { ITrialSummary, Mode } from './wire';
 
 // Tableau 10: tells ten series apart on light and dark backgrounds alike.
@@ -24,6 +25,8 @@ const PALETTE = [
 ];
 // Beyond this many curves a chart is a blur: the best ones (and the running ones) are drawn.
 export const MAX_CURVES = 40;
+// A PBT run's curves are its segments, short pieces of its members' curves: its newest this many are drawn.
+export const MAX_SEGMENT_CURVES = 400;
 const WHOLE_INCREMENTS = [
   1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6
 ];
@@ -120,6 +123,13 @@ abstract class Chart {
   }
 }
 
+/** How a CurveChart draws: how many curves, each one's colour (an index into the palette) and label. */
+export interface ICurveOptions {
+  limit?: number;
+  colourOf?: (trialId: number) => number;
+  labelOf?: (trialId: number) => string;
+}
+
 export class CurveChart extends Chart {
   private _shown: number[] = [];
 
@@ -133,9 +143,16 @@ export class CurveChart extends Chart {
     this.empty('Reading the learning curves…');
   }
 
-  /** Draw ``trialIds``' curves (at most MAX_CURVES, in the order given: best first). */
-  draw(curves: Curves, trialIds: number[]): void {
-    const ids = trialIds.slice(0, MAX_CURVES);
+  /**
+   * Draw ``trialIds``' curves (at most ``limit``, in the order given: best first), each coloured by its place
+   * in that order, or by ``colourOf`` (a PBT run: its segments by lineage).
+   */
+  draw(
+    curves: Curves,
+    trialIds: number[],
+    { limit = MAX_CURVES, colourOf, labelOf }: ICurveOptions = {}
+  ): void {
+    const ids = trialIds.slice(0, limit);
     const data = aligned(curves, ids);
     if (!data[0].length) {
       this._shown = [];
@@ -154,9 +171,9 @@ export class CurveChart extends Chart {
       'step',
       curves.metric ?? '',
       ids.map((id, i) => ({
-        label: `trial ${id}`,
-        stroke: PALETTE[i % PALETTE.length],
-        width: i === 0 ? 2.5 : 1.25,
+        label: labelOf ? labelOf(id) : `trial ${id}`,
+        stroke: PALETTE[(colourOf ? colourOf(id) : i) % PALETTE.length],
+        width: i === 0 && !colourOf ? 2.5 : 1.25,
         spanGaps: true,
         value: (_u: uPlot, v: number | null) => formatValue(v)
       })),
@@ -235,6 +252,33 @@ export class ObjectiveChart extends Chart {
         { label: 'best so far', stroke: PALETTE[4], width: 1.5, spanGaps: true }
       ],
       [ids, completed, early, best]
+    );
+  }
+}
+
+/** A PBT run's hyperparameter, member by member over the steps: a step line per member. */
+export class ScheduleChart extends Chart {
+  constructor() {
+    super('jd-chart jd-schedule', 160);
+  }
+
+  draw(name: string, schedule: ISchedule): void {
+    if (!schedule.steps.length) {
+      this.empty(`No segment has a numeric ${name} yet.`);
+      return;
+    }
+    this.plot(
+      'step',
+      name,
+      schedule.members.map(member => ({
+        label: `member ${member}`,
+        stroke: PALETTE[member % PALETTE.length],
+        width: 1.25,
+        paths: uPlot.paths.stepped?.({ align: 1 }),
+        value: (_u: uPlot, v: number | null) => formatValue(v)
+      })),
+      [schedule.steps, ...schedule.values],
+      schedule.members.length <= 12
     );
   }
 }

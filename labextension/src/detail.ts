@@ -8,6 +8,7 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { getCurves, getExperiment, getImportances, getLogs } from './api';
+import { MAX_SEGMENT_CURVES } from './chart';
 import { CURVE_POINTS, Curves } from './curves';
 import { ExperimentDisplay, joinLogs } from './display';
 import { sortTrials } from './ordering';
@@ -38,9 +39,16 @@ export class ExperimentFeed {
     const detail = await getExperiment(this.id);
     if (!this._curves) {
       draw(detail, null, true);
-      const selection = curveSelection(
-        sortTrials(detail.trials, detail.metric ? detail.mode : null)
-      );
+      // A PBT run's chart draws its segments in the order they ran, the newest MAX_SEGMENT_CURVES.
+      const selection =
+        detail.kind === 'pbt'
+          ? curveSelection(
+              [...detail.trials].sort((a, b) => b.trial_id - a.trial_id),
+              MAX_SEGMENT_CURVES
+            )
+          : curveSelection(
+              sortTrials(detail.trials, detail.metric ? detail.mode : null)
+            );
       const curves = Curves.fromSnapshot(
         await getCurves(this.id, selection, CURVE_POINTS)
       );

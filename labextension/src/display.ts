@@ -7,7 +7,12 @@
 import { Clipboard } from '@jupyterlab/apputils';
 
 import { ablationRows } from './ablation';
-import { CurveChart, ObjectiveChart } from './chart';
+import {
+  CurveChart,
+  MAX_SEGMENT_CURVES,
+  ObjectiveChart,
+  ScheduleChart
+} from './chart';
 import { Curves } from './curves';
 import { h, replaceChildren } from './dom';
 import {
@@ -21,6 +26,7 @@ import { sortTrials } from './ordering';
 import { spaceOf } from './geometry';
 import { ImportanceChart } from './importances';
 import { ParallelChart } from './parallel';
+import { lineageOrigins, schedule } from './population';
 import { TrialsTable } from './table';
 import { Throttle } from './throttle';
 import type {
@@ -55,6 +61,9 @@ export class ExperimentDisplay {
   private _parallelTitle = h('h3', {}, 'Parameters of the completed trials');
   private _importances = new ImportanceChart();
   private _ablation = h('div', { class: 'jd-ablation' });
+  private _schedules = h('div', { class: 'jd-schedules' });
+  private _scheduleCharts = new Map<string, ScheduleChart>();
+  private _schedulesKey = '';
   private _result = h('div', { class: 'jd-result' });
   private _table: TrialsTable;
   private _trialsTitle = h('h3', {}, 'Trials');
@@ -88,6 +97,7 @@ export class ExperimentDisplay {
       this._result,
       this._ablation,
       this._chart.node,
+      this._schedules,
       this._objectiveTitle,
       this._objective.node,
       this._parallelTitle,
@@ -142,7 +152,8 @@ export class ExperimentDisplay {
       h(
         'span',
         { class: 'jd-detail-meta' },
-        `${progressText(detail)} trials · ${formatDuration(detail.duration)}`
+        // A PBT run's trials are its members' segments: how many is not known in advance.
+        `${detail.kind === 'pbt' ? `${detail.trials_done} segments` : `${progressText(detail)} trials`} · ${formatDuration(detail.duration)}`
       ),
       earlyStopping
         ? h(
@@ -211,8 +222,27 @@ export class ExperimentDisplay {
       this._importancesKey = ended;
       this._importanceAsks?.ask(!running);
     }
+    const population = detail.kind === 'pbt';
     if (!curves) {
       this._chart.reading();
+    } else if (curvesChanged && population) {
+      // Its segments, the newest first, coloured by the member whose first weights each carries on.
+      const origins = lineageOrigins(detail.trials);
+      const members = new Map(
+        detail.trials.map(t => [t.trial_id, t.labels.member])
+      );
+      this._chart.draw(
+        curves,
+        detail.trials
+          .map(t => t.trial_id)
+          .filter(id => curves.has(id))
+          .sort((a, b) => b - a),
+        {
+          limit: MAX_SEGMENT_CURVES,
+          colourOf: id => origins.get(id) ?? 0,
+          labelOf: id => `member ${members.get(id)} · trial ${id}`
+        }
+      );
     } else if (curvesChanged) {
       // Best first, then the running ones: the curves that matter are drawn (and coloured) first.
       this._chart.draw(
@@ -220,6 +250,7 @@ export class ExperimentDisplay {
         trials.map(t => t.trial_id).filter(id => curves.has(id))
       );
     }
+    this._drawSchedules(detail);
     this._trialsTitle.textContent = trialsTitle(detail);
     // The metric column: the objective, or (a data-parallel run has none) the metric the curves draw.
     this._table.draw({
@@ -236,14 +267,53 @@ export class ExperimentDisplay {
 
   resize(): void {
     this._chart.resize(this._chart.node.clientWidth);
+    for (const chart of this._scheduleCharts.values()) {
+      chart.resize(chart.node.clientWidth);
+    }
     this._objective.resize(this._objective.node.clientWidth);
   }
 
   dispose(): void {
     this._chart.dispose();
+    for (const chart of this._scheduleCharts.values()) {
+      chart.dispose();
+    }
     this._objective.dispose();
     this._table.dispose();
     this._importanceAsks?.dispose();
+  }
+
+  /** A PBT run: each perturbed hyperparameter's schedule, member by member. */
+  private _drawSchedules(d: IExperimentDetail): void {
+    const names =
+      d.kind === 'pbt'
+        ? Object.keys(d.definition.details?.mutations ?? {})
+        : [];
+    if (!names.length) {
+      replaceChildren(this._schedules);
+      return;
+    }
+    const nodes: HTMLElement[] = [
+      h('h3', {}, 'Hyperparameter schedules (member by member)')
+    ];
+    for (const name of names) {
+      let chart = this._scheduleCharts.get(name);
+      if (!chart) {
+        chart = new ScheduleChart();
+        this._scheduleCharts.set(name, chart);
+      }
+      nodes.push(chart.node);
+    }
+    replaceChildren(this._schedules, ...nodes);
+    // A schedule changes only as segments start: drawn again then, not at every poll.
+    const key = `${d.trials.length}:${d.state}`;
+    if (key === this._schedulesKey) {
+      return;
+    }
+    this._schedulesKey = key;
+    for (const name of names) {
+      this._scheduleCharts.get(name)?.draw(name, schedule(d.trials, name));
+    }
   }
 
   /** An ablation study: each component's impact as a bar (positive: the objective is worse without it). */

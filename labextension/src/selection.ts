@@ -38,11 +38,14 @@ export function trialSpec(ids: number[], from: number | null = null): string {
 
 /**
  * The trials whose curves to ask for, given every trial best first (as the chart orders them): the first
- * ``MAX_CURVES`` that reported something, every running one (a running trial may yet become one of the best), and
+ * ``limit`` that reported something, every running one (a running trial may yet become one of the best), and
  * every trial that starts after the detail was read.
  */
-export function curveSelection(bestFirst: ITrialSummary[]): string {
-  const drawn = bestFirst.filter(t => t.steps > 0).slice(0, MAX_CURVES);
+export function curveSelection(
+  bestFirst: ITrialSummary[],
+  limit = MAX_CURVES
+): string {
+  const drawn = bestFirst.filter(t => t.steps > 0).slice(0, limit);
   const running = bestFirst.filter(t => t.state === 'running');
   const next = bestFirst.reduce((top, t) => Math.max(top, t.trial_id + 1), 0);
   return trialSpec(

@@ -193,9 +193,9 @@ export class TrialsTable {
     const texts = [
       String(t.trial_id),
       ...this._labels.map(l => formatParam(t.labels[l])),
-      t.resumed_from === null || t.resumed_from === undefined
-        ? state
-        : `${state} · resumed from step ${t.resumed_from}`,
+      resumeIsNews(t)
+        ? `${state} · resumed from step ${t.resumed_from}`
+        : state,
       formatValue(trialValue(t, data.metric)),
       ...this._params.map(p => (p in t.params ? formatParam(t.params[p]) : '')),
       String(t.steps),
@@ -235,4 +235,15 @@ export class TrialsTable {
     this._drawRows();
     this._onSelect?.(trialId);
   }
+}
+
+/**
+ * Whether the table says a trial resumed from a checkpoint: after a lost worker, a failure or a resumed run; not a
+ * PBT segment's planned start from the checkpoint its labels name (Experiment.resume_is_news in the kernel).
+ */
+export function resumeIsNews(t: ITrialSummary): boolean {
+  if (t.resumed_from === null || t.resumed_from === undefined) {
+    return false;
+  }
+  return t.attempts > 1 || t.labels.from_step !== t.resumed_from;
 }

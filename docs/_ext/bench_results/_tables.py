@@ -52,6 +52,30 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             r, {"hpo() ÷ raw client.map": "ratio_ours_over_raw"}, {"medians": "median", "best runs": "best"}
         ),
     },
+    "pbt": {
+        "quality": lambda r: grid(
+            r,
+            {"toy problem (accuracy)": "toy", "digits MLP (validation accuracy)": "digits"},
+            {
+                "PBT best, median": "pbt_best_median",
+                "independent best, median": "independent_best_median",
+                "PBT − independent, median": "margin_median",
+                "smallest margin": "margin_min",
+                "PBT ahead": lambda d: f"{d['pbt_wins']} of {d['runs']} runs",
+                "wall, PBT ÷ independent": "wall_ratio_median",
+            },
+        ),
+        "overhead": lambda r: pairs(
+            r,
+            {
+                "copy of a donor's checkpoint, per exploit (median)": "overhead.copy_per_exploit.median_s",
+                "the checkpoint copied": "overhead.copy_per_exploit.checkpoint_bytes",
+                "a segment's restart: round trip, function start, restore (median)": (
+                    "overhead.restart_s_per_segment_median"
+                ),
+            },
+        ),
+    },
     "overhead": {
         "times": lambda r: grid(
             r,

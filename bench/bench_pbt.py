@@ -1,0 +1,220 @@
+"""Population-based training against independent trials at equal compute, and PBT's own overhead.
+
+1. Quality at equal compute. For each seed, ``pbt()`` with a population of 8, then ``hpo()`` with 8 independent
+   trials started from exactly the members' starting points (``enqueue=``, no pruner), each trained the same number
+   of steps, both on one embedded LocalCluster of 2 one-thread workers (parallel=2):
+
+   a) Ray Tune's PBT toy problem (``_workloads.pbt_toy``): accuracy grows fastest when the learning rate follows a
+      triangle wave of the accuracy itself, so no fixed rate keeps climbing; 300 steps, perturbation_interval 4,
+      lr ~ U(0.0001, 0.02); 5 seeds;
+   b) the digits MLP (``_workloads.train_digits_mlp_pbt``: 64 -> 64 -> 64 -> 10, SGD), 16 epochs, interval 2,
+      lr ~ logU(1e-4, 0.3), momentum ~ U(0, 0.95); 3 seeds.
+
+   Per run: the best final value (PBT: the best member at the end; independent: the best trial), wall time around
+   each call, PBT's segments and exploits.
+
+2. Overhead. (a) The kernel's copy of a donor's checkpoint per exploit: ``copy_checkpoint`` of a digits member's
+   checkpoint (model, optimizer, generator state; its size recorded), timed 50 times. (b) The restart a segment
+   boundary costs: (PBT wall - independent wall) x 2 slots / (segments - 8), the time each extra segment adds
+   (a trial's round trip, the function's start, its restore), from the toy runs, whose steps take microseconds.
+
+Target: PBT's best above the independent best in every toy run, by at least 30 accuracy points at the median.
+
+Run: ``.venv/bin/python bench/bench_pbt.py`` (writes bench/results/pbt.json).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _common import CpuMonitor, contention_note, header, median, write_result
+from _workloads import pbt_toy, train_digits_mlp_pbt, warm_digits_imports
+
+N_WORKERS = 2
+POPULATION = 8
+TOY = {"steps": 300, "interval": 4, "seeds": (0, 1, 2, 3, 4), "lr": (0.0001, 0.02)}
+DIGITS = {"epochs": 16, "interval": 2, "seeds": (0, 1, 2), "lr": (1e-4, 0.3), "momentum": (0.0, 0.95)}
+COPIES = 50
+TARGET_MARGIN = 30.0  # accuracy points of the toy problem
+
+
+def compare(jd, client, fn, space, metric, steps, interval, seed, checkpoints, **fixed):
+    """One PBT run and the independent trials from its starting points."""
+    t0 = time.perf_counter()
+    population = jd.pbt(
+        fn,
+        {**space, **fixed},
+        population=POPULATION,
+        metric=metric,
+        perturbation_interval=interval,
+        max_steps=steps,
+        seed=seed,
+        cluster=client,
+        parallel=N_WORKERS,
+        progress=False,
+        store=False,
+        checkpoint_dir=checkpoints,
+    )
+    pbt_s = time.perf_counter() - t0
+    starts = population.schedule.query(f"trial_id < {POPULATION}").sort_values("member")
+    names = list(space)
+    enqueue = [{name: row[f"params_{name}"] for name in names} for _, row in starts.iterrows()]
+    t0 = time.perf_counter()
+    independent = jd.hpo(
+        fn,
+        {**space, **fixed},
+        trials=POPULATION,
+        metric=metric,
+        sampler="random",
+        pruner=None,
+        enqueue=enqueue,
+        cluster=client,
+        parallel=N_WORKERS,
+        progress=False,
+        store=False,
+        checkpoint_dir=checkpoints,
+    )
+    independent_s = time.perf_counter() - t0
+    segments = len(population.trials)
+    return {
+        "seed": seed,
+        "pbt_best": population.best.value,
+        "independent_best": independent.best.value,
+        "margin": population.best.value - independent.best.value,
+        # None when no independent trial got anywhere (a toy run whose 8 starting rates are all far too large)
+        "ratio": population.best.value / independent.best.value if independent.best.value > 0 else None,
+        "pbt_s": pbt_s,
+        "independent_s": independent_s,
+        "segments": segments,
+        "exploits": len(population.lineage),
+        "restart_s_per_segment": (pbt_s - independent_s) * N_WORKERS / max(1, segments - POPULATION),
+        "starting_points": enqueue,
+        "best_member_params": population.best.params,
+    }
+
+
+def copy_timing(jd, client, checkpoints: Path) -> dict:
+    """The kernel's copy of one digits member's checkpoint, timed."""
+    from jupyter_dist.checkpoints import copy_checkpoint, latest
+
+    exp = jd.data_parallel(
+        train_digits_mlp_pbt,
+        workers=1,
+        lr=0.05,
+        momentum=0.9,
+        epochs=1,
+        cluster=client,
+        progress=False,
+        store=False,
+        checkpoint_dir=checkpoints / "one",
+    )
+    saved = latest(str(Path(exp.checkpoint()).parent))
+    size = sum(f.stat().st_size for f in Path(saved.path).iterdir())
+    times = []
+    for i in range(COPIES):
+        t0 = time.perf_counter()
+        copy_checkpoint(saved, str(checkpoints / "copies" / f"trial-{i}"), {"lr": 0.01})
+        times.append(time.perf_counter() - t0)
+    return {"checkpoint_bytes": size, "median_s": median(times), "max_s": max(times), "copies": COPIES}
+
+
+def main() -> None:
+    import jupyter_dist as jd
+    from jupyter_dist import space
+
+    result = header(
+        "pbt",
+        {"workers": N_WORKERS, "population": POPULATION, "toy": TOY, "digits": DIGITS, "copies": COPIES},
+    )
+    client = jd.get_client("local", n_workers=N_WORKERS, threads_per_worker=1)
+    client.run(warm_digits_imports)
+    monitor = CpuMonitor()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        toy_runs = []
+        for seed in TOY["seeds"]:
+            run = compare(
+                jd,
+                client,
+                pbt_toy,
+                {"lr": space.uniform(*TOY["lr"])},
+                "accuracy",
+                TOY["steps"],
+                TOY["interval"],
+                seed,
+                root / f"toy-{seed}",
+                max_steps=TOY["steps"],
+            )
+            print(
+                f"toy seed {seed}: PBT {run['pbt_best']:.1f} vs independent {run['independent_best']:.1f}, "
+                f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s",
+                flush=True,
+            )
+            toy_runs.append(run)
+        digits_runs = []
+        for seed in DIGITS["seeds"]:
+            run = compare(
+                jd,
+                client,
+                train_digits_mlp_pbt,
+                {"lr": space.loguniform(*DIGITS["lr"]), "momentum": space.uniform(*DIGITS["momentum"])},
+                "val_acc",
+                DIGITS["epochs"],
+                DIGITS["interval"],
+                seed,
+                root / f"digits-{seed}",
+                epochs=DIGITS["epochs"],
+            )
+            print(
+                f"digits seed {seed}: PBT {run['pbt_best']:.4f} vs independent {run['independent_best']:.4f}, "
+                f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s",
+                flush=True,
+            )
+            digits_runs.append(run)
+        copies = copy_timing(jd, client, root)
+    jd.close_local_cluster()
+    cpu_contention = monitor.stop()
+
+    def summary(runs: list[dict]) -> dict:
+        ratios = [r["ratio"] for r in runs if r["ratio"] is not None]
+        return {
+            "pbt_best_median": median([r["pbt_best"] for r in runs]),
+            "independent_best_median": median([r["independent_best"] for r in runs]),
+            "margin_median": median([r["margin"] for r in runs]),
+            "margin_min": min(r["margin"] for r in runs),
+            "ratio_median": median(ratios) if ratios else None,
+            "ratio_min": min(ratios) if ratios else None,
+            "pbt_s_median": median([r["pbt_s"] for r in runs]),
+            "independent_s_median": median([r["independent_s"] for r in runs]),
+            "wall_ratio_median": median([r["pbt_s"] / r["independent_s"] for r in runs]),
+            "pbt_wins": sum(r["pbt_best"] > r["independent_best"] for r in runs),
+            "runs": len(runs),
+        }
+
+    toy, digits = summary(toy_runs), summary(digits_runs)
+    restart = [r["restart_s_per_segment"] for r in toy_runs]
+    result.update(
+        toy=toy | {"runs_detail": toy_runs},
+        digits=digits | {"runs_detail": digits_runs},
+        overhead={
+            "copy_per_exploit": copies,
+            "restart_s_per_segment_median": median(restart),
+            "restart_s_per_segment_spread": statistics.pstdev(restart) if len(restart) > 1 else 0.0,
+        },
+        target=f"toy: PBT's best above the independent best in every run, by >= {TARGET_MARGIN:g} at the median",
+        met=toy["pbt_wins"] == toy["runs"] and toy["margin_median"] >= TARGET_MARGIN,
+        cpu_contention=cpu_contention,
+    )
+    path = write_result("pbt", result)
+    print(
+        f"toy: +{toy['margin_median']:.1f} (min +{toy['margin_min']:.1f}) · digits: {digits['ratio_median']:.3f}x · "
+        f"copy {copies['median_s'] * 1e3:.1f} ms · restart {median(restart) * 1e3:.0f} ms/segment -> {path}"
+    )
+    print(contention_note(cpu_contention))
+
+
+if __name__ == "__main__":
+    main()
