@@ -285,6 +285,11 @@ class Experiment:
 
         return curve_style(rec)
 
+    def widget_figures(self) -> list:
+        """Figures the widget view shows below itself when the run ends, beside ``final_outputs()`` (which every
+        view shows): what the JupyterLab extension's view draws of its own and the widget does not draw live."""
+        return []
+
     def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
         """The trials whose learning curves a saved view keeps, about ``limit`` of them: the best first."""
         return best_first(records, self.record.definition.objective)[:limit]

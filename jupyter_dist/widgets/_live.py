@@ -117,7 +117,7 @@ class LiveView(ExperimentView):
             bundle = self.box._repr_mimebundle_()
             bundle["text/plain"] = self.exp.status_line()
             self._display.update(bundle, raw=True)
-        for output in self.exp.final_outputs():
+        for output in [*self.exp.final_outputs(), *self.exp.widget_figures()]:
             display(output)
         importances = importances_table(self.exp)
         if importances is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import signal
 import sys
 import time
@@ -409,3 +410,87 @@ def test_a_population_of_data_parallel_members(run_pbt):
     history = exp.history
     assert set(history[history.metric == "world"].value) == {2.0}
     assert len(exp.trials) == 4  # two segments per member
+
+
+# --- the population's decisions, on real checkpoint folders ---------------------------------------------------------
+def saved(plan, trial_id: int, step: int, **state) -> None:
+    """A complete checkpoint of ``trial_id`` at ``step``, as checkpoint() writes it."""
+    from jupyter_dist.checkpoints._files import mark_complete, step_folder
+
+    folder = Path(step_folder(plan.trial_directory(trial_id), step))
+    folder.mkdir(parents=True)
+    torch.save(state, folder / "state.pt")
+    mark_complete(str(folder), step, sharded=False)
+
+
+def population(tmp_path, members=4):
+    from jupyter_dist.protocol import CheckpointPlan, Direction, Objective
+    from jupyter_dist.search import Explorer, PopulationSearch
+
+    source = PopulationSearch(
+        {"lr": space.uniform(0.01, 0.1)},
+        population=members,
+        objective=Objective("acc", Direction.MAX),
+        perturbation_interval=2,
+        quantile=0.25,
+        max_steps=10,
+        explorer=Explorer({"lr": space.uniform(0.01, 0.1)}, 0.0, 0),
+        seed=0,
+    )
+    plan = CheckpointPlan(str(tmp_path / "checkpoints"), keep=2)
+    source.use_checkpoints(plan)
+    return source, plan, [source.next_trial() for _ in range(members)]
+
+
+def ended(trial_id: int, value: float):
+    from jupyter_dist.protocol import Outcome, TrialState
+
+    outcome = Outcome(trial_id, "a", TrialState.COMPLETED)
+    outcome.value = value
+    return outcome
+
+
+def test_a_donor_that_has_not_checkpointed_is_never_copied(tmp_path):
+    """The best member has a value but no checkpoint yet (its function reports before it saves): the worst member
+    goes on from its own checkpoint instead of restarting from zero with the best one's hyperparameters."""
+    source, plan, first = population(tmp_path)
+    assert [spec.until_step for spec in first] == [1, 1, 1, 1]
+    for spec, value in zip(first[1:], (0.5, 0.4, 0.1), strict=True):
+        saved(plan, spec.trial_id, 1, acc=value)
+    source.tell(ended(0, 0.9))  # the best: no checkpoint (its segment ended without saving its last step)
+    source.tell(ended(1, 0.5))
+    source.tell(ended(2, 0.4))
+    source.tell(ended(3, 0.1))  # the worst: its only donor in the top quantile cannot be copied
+    specs = {spec.labels["member"]: spec for spec in iter(source.next_trial, None)}
+    assert set(specs) == {1, 2, 3}  # member 0 is done: it has nothing to go on from
+    worst = specs[3]
+    assert worst.labels["donor"] == 3 and worst.continues == 3 and worst.labels["from_step"] == 1
+    assert worst.params == first[3].params and worst.until_step == 3
+
+
+def test_a_copied_checkpoint_is_the_members_own(tmp_path):
+    """An exploit copies the donor's newest checkpoint into the member's next segment when it is decided: the donor
+    saving more, or its directory going away, changes nothing for the member, whose restore() reads the copy
+    and its perturbed learning rate."""
+    from jupyter_dist.checkpoints import latest
+    from jupyter_dist.checkpoints._files import explored_params
+
+    source, plan, first = population(tmp_path)
+    for spec, value in zip(first, (0.9, 0.5, 0.4, 0.1), strict=True):
+        saved(plan, spec.trial_id, 1, acc=value)
+        source.tell(ended(spec.trial_id, value))
+    specs = {spec.labels["member"]: spec for spec in iter(source.next_trial, None)}
+    exploit = specs[3]
+    assert exploit.labels["donor"] == 0 and exploit.continues is None and exploit.labels["from_step"] == 1
+    copy = latest(plan.trial_directory(exploit.trial_id))
+    assert copy is not None and copy.step == 1
+    donor_lr = first[0].params["lr"]
+    assert exploit.params["lr"] in (pytest.approx(donor_lr * 0.8), pytest.approx(min(0.1, donor_lr * 1.2)))
+    assert explored_params(copy.path) == {"lr": exploit.params["lr"]}
+    shutil.rmtree(plan.trial_directory(0))  # the donor's retention (or anything) removes its checkpoints
+    assert torch.load(Path(copy.path) / "state.pt")["acc"] == 0.9
+    # The member's own branch stays until its new segment has run, then goes.
+    assert Path(plan.trial_directory(3)).exists()
+    saved(plan, exploit.trial_id, 3, acc=1.0)
+    source.tell(ended(exploit.trial_id, 1.0))
+    assert not Path(plan.trial_directory(3)).exists()

@@ -240,3 +240,44 @@ def test_a_trial_queued_on_a_worker_reads_queued_until_it_begins():
     record.trial_began(1)
     assert "2 running" in exp.status_line() and "queued" not in exp.status_line()
     assert record.trial(1).started >= began_after  # counted from when it began, not when it was sent
+
+
+def climbing(lr=0.05, steps=8):
+    restored = jd.restore()
+    start, acc = (0, 0.0) if restored is None else (restored.step + 1, restored.state["acc"])
+    for step in range(start, steps):
+        acc += lr
+        jd.report(step=step, acc=acc)
+        jd.checkpoint(step, {"acc": acc})
+
+
+def test_the_live_view_colours_a_population_by_lineage_and_ends_with_its_schedules(client, tmp_path, capsys):
+    from jupyter_dist.experiment._pbt_plots import lineage_colour
+    from jupyter_dist.experiment._population import lineage_origins
+
+    views = []
+    exp = jd.pbt(
+        climbing,
+        {"lr": space.uniform(0.01, 0.1)},
+        population=3,
+        metric="acc",
+        max_steps=8,
+        perturbation_interval=2,
+        quantile=0.34,
+        seed=0,
+        cluster=client,
+        checkpoint_dir=tmp_path,
+        progress=_live(views),
+    )
+    view = views[0]
+    assert len(exp.lineage) >= 1
+    origins = lineage_origins(exp.trial_records())
+    colours = {t.name: t.line.color for t in view.figure.data}
+    assert colours == {
+        f"trial {rec.trial_id}": lineage_colour(origins[rec.trial_id]) for rec in exp.trial_records()
+    }
+    assert len(set(colours.values())) < len(exp.trials)  # segments of one lineage share a colour
+    assert "resumed from step" not in view.table.html  # a segment's planned start is not news
+    # Outside a notebook, display() prints what it is given: the figure of the lineage and the schedules.
+    printed = capsys.readouterr().out
+    assert "lineage of member" in printed and "lr schedule" in printed
