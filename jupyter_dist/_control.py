@@ -17,7 +17,7 @@ from ._callbacks import Callback, CallbackHooks, check_callbacks, describe
 from .errors import ArgumentError
 from .kinds import RunOptions
 from .protocol import Objective
-from .runtime import StopRule, check_target
+from .runtime import Constraints, StopRule, check_target
 
 if TYPE_CHECKING:
     from .experiment import Experiment
@@ -34,6 +34,7 @@ class RunControl:
     stop_rule: StopRule | None = None
     target: float | None = None
     scope: str = "last"
+    constraints: Constraints | None = None
 
     @classmethod
     def of(cls, options: RunOptions, objective: Objective, source: Any = None) -> RunControl:
@@ -43,6 +44,7 @@ class RunControl:
             stop_rule=StopRule.of(options.stop, objective),
             target=check_target(options.target, objective),
             scope=options.scope,
+            constraints=Constraints.of(options.constraints),
         )
 
     def details(self) -> dict[str, Any]:
@@ -52,6 +54,7 @@ class RunControl:
             "stop": None if self.stop_rule is None else self.stop_rule.describe(),
             "target": self.target,
             "objective_scope": self.scope,
+            "constraints": None if self.constraints is None else self.constraints.describe(),
         }
 
     def applied(self, definition: ExperimentDefinition) -> ExperimentDefinition:

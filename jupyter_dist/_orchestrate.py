@@ -160,6 +160,7 @@ def run_experiment(
             watcher=watcher,
             stop_rule=control.stop_rule,
             target=control.target,
+            constraints=control.constraints,
         )
         # From the moment the view shows, Ctrl-C means "stop gracefully", even before the first trial starts.
         # (and the kernel's garbage collector, scanning what the run accumulates, does not stall the reports)

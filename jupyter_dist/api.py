@@ -17,6 +17,7 @@ from .experiment import Experiment
 from .kinds import RunOptions
 from .protocol import ExperimentKind
 from .runtime import cluster_info, use_cluster
+from .search import DEFAULT_PRUNER
 
 __all__ = ["ablation", "cluster_info", "data_parallel", "experiments", "hpo", "load", "pbt", "use_cluster"]
 
@@ -25,10 +26,10 @@ def hpo(
     fn: Callable,
     search_space: dict[str, Any],
     trials: int | None = 32,
-    metric: str | None = None,
-    mode: str = "max",
+    metric: str | list[str] | None = None,
+    mode: str | list[str] = "max",
     sampler: Any = "tpe",
-    pruner: Any = "asha",
+    pruner: Any = DEFAULT_PRUNER,
     cluster: Any = None,
     parallel: int | None = None,
     name: str | None = None,
@@ -50,6 +51,7 @@ def hpo(
     max_failures: int | None = None,
     cpus_per_trial: int | None = None,
     resources: dict[str, float] | None = None,
+    constraints: Callable[[dict[str, float]], Any] | None = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment.
 
@@ -69,13 +71,24 @@ def hpo(
         How many trials to run (with ``sampler="grid"``: at most the grid's size; None means the whole grid,
         or, with ``timeout``, as many as fit in the time).
     metric, mode
-        The objective's name and whether to maximise ("max") or minimise ("min") it.
+        The objective's name and whether to maximise ("max") or minimise ("min") it. Several objectives: lists,
+        one mode each (``metric=["val_acc", "latency_ms"], mode=["max", "min"]``): Optuna's multi-objective
+        samplers search them, ``exp.pareto`` is the front of non-dominated trials, and ``exp.best`` is refused
+        (there is no one best). Each trial's value of each objective is what it returned, else its last report.
     sampler
-        "tpe", "random", "grid", "gp", "cmaes", or an ``optuna.samplers.BaseSampler`` instance.
+        "tpe", "random", "grid", "gp", "cmaes", "nsga2", "nsga3", or an ``optuna.samplers.BaseSampler`` instance
+        (several objectives: any but "cmaes").
     pruner
         Early stopping of running trials: "asha" (the default), "median", "hyperband", an
-        ``optuna.pruners.BasePruner`` instance, or None (every trial runs to its end). Decided in the kernel from the streamed reports of ``metric``; the trial's next
-        ``report()`` raises ``TrialPruned``.
+        ``optuna.pruners.BasePruner`` instance, or None (every trial runs to its end). Decided in the kernel from
+        the streamed reports of ``metric``; the trial's next ``report()`` raises ``TrialPruned``. Several
+        objectives: "pareto" (the default then: successive halving on the non-dominated rank, where Optuna
+        cannot prune) or None; a single-objective pruner is refused.
+    constraints
+        A function of a completed trial's metrics (``{name: value}``: its last reports and what it returned)
+        giving a number per constraint, each <= 0 when it holds, e.g. ``lambda m: [m["latency_ms"] - 20]``
+        (Optuna's ``constraints_func``): the samplers "tpe", "gp", "nsga2" and "nsga3" prefer trials that meet
+        them, and ``exp.pareto`` lists only those. A resumed run needs it given again.
     cluster
         None (``%distribute_cluster``'s choice, ``JUPYTER_DIST_CLUSTER``, dask config ``jupyter_dist.cluster``,
         else the embedded LocalCluster), "local", "gateway" (a Dask Gateway cluster of the user's own), a
@@ -175,6 +188,7 @@ def hpo(
         max_failures=max_failures,
         cpus_per_trial=cpus_per_trial,
         worker_resources=resources,
+        constraints=constraints,
     )
     return run_kind(
         ExperimentKind.HPO,

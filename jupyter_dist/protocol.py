@@ -164,6 +164,7 @@ class Outcome:
     value: float | None = None  # the objective's value, decided in the kernel by Objective.judge
     result: Any = None  # a data-parallel rank's whole return value (task result only, never on the wire)
     rank_results: list | None = None  # every rank's, in rank order, once merged
+    constraints: list[float] | None = None  # hpo(constraints=): evaluated in the kernel as it completed
 
     @classmethod
     def lost(
@@ -187,7 +188,7 @@ class Outcome:
         )
 
 
-_LOCAL_ONLY = ("result", "rank_results", "value")
+_LOCAL_ONLY = ("result", "rank_results", "value", "constraints")
 # In field order, once: dataclasses.fields() at every outcome cost a brief trial ~30 us on its worker.
 _WIRE_NAMES = tuple(f.name for f in dataclasses.fields(Outcome) if f.name not in _LOCAL_ONLY)
 _WIRE_FIELDS = set(_WIRE_NAMES)
@@ -250,11 +251,58 @@ def check_scope(scope: Any) -> str:
 class Objective:
     """The metric an experiment optimises and which way; ``metric=None``: nothing to optimise (data-parallel).
     ``scope``: which of a trial's reports make its value (``SCOPES``): the last one (the returned value, else the
-    last report), or the max, min, mean, or mean of the last 5 or 10, of its current attempt's reports."""
+    last report), or the max, min, mean, or mean of the last 5 or 10, of its current attempt's reports.
+
+    ``others``: the objectives beyond the first of a multi-objective search, (metric, direction) each. A trial's
+    value is still its first objective's; its value of each other one (the returned value, else its last report)
+    is put in its ``last`` metrics as it is judged, so ``values(value, last)`` gives the whole vector."""
 
     metric: str | None
     direction: Direction = Direction.MAX
     scope: str = "last"
+    others: tuple[tuple[str, Direction], ...] = ()
+
+    @classmethod
+    def of(cls, metric: Any, mode: Any, scope: str = "last") -> Objective:
+        """The objective of ``metric=``/``mode=`` as the API takes them: a name and "max"/"min", or (several
+        objectives) lists of names and of modes, one each; an ArgumentError naming what does not fit."""
+        if not isinstance(metric, (list, tuple)):
+            return cls(metric, Direction.parse(mode), scope)
+        names = list(metric)
+        if len(names) < 2 or not all(isinstance(n, str) and n for n in names):
+            raise ArgumentError(f"metric={metric!r}: give a metric's name, or a list of two or more names")
+        if len(set(names)) < len(names):
+            raise ArgumentError(f"metric={metric!r}: each objective once")
+        if not isinstance(mode, (list, tuple)) or len(mode) != len(names):
+            raise ArgumentError(
+                f"metric={metric!r} has {len(names)} objectives: give one mode each, e.g. "
+                f"mode={['max'] + ['min'] * (len(names) - 1)!r} (not mode={mode!r})"
+            )
+        if scope != "last":
+            raise ArgumentError(
+                f"objective_scope={scope!r}: several objectives are each valued by the trial's returned or last "
+                "reported value (scope 'last')"
+            )
+        directions = [Direction.parse(m) for m in mode]
+        return cls(names[0], directions[0], scope, tuple(zip(names[1:], directions[1:], strict=True)))
+
+    @property
+    def several(self) -> bool:
+        """A multi-objective search."""
+        return bool(self.others)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.metric, *(name for name, _ in self.others))
+
+    @property
+    def directions(self) -> tuple[Direction, ...]:
+        return (self.direction, *(direction for _, direction in self.others))
+
+    def values(self, value: float | None, last: dict[str, float]) -> list[float] | None:
+        """A judged trial's value of every objective, in order; None when one is missing."""
+        vector = [value, *(last.get(name) for name, _ in self.others)]
+        return None if any(v is None for v in vector) else [float(v) for v in vector]
 
     def better(self, a: float, b: float) -> bool:
         return self.direction.better(a, b)
@@ -312,7 +360,27 @@ class Objective:
             )
         if math.isnan(value):
             return self._failed(outcome, f"the objective {self.metric!r} is NaN")
+        if self.others:
+            return self._judge_others(dataclasses.replace(outcome, value=value))
         return dataclasses.replace(outcome, value=value)
+
+    def _judge_others(self, outcome: Outcome) -> Outcome:
+        """A completed trial's value of each objective beyond the first, into its ``last`` metrics."""
+        returned = outcome.returned if isinstance(outcome.returned, dict) else {}
+        last = dict(outcome.last)
+        for name, _ in self.others:
+            value = returned.get(name, last.get(name))
+            if value is None:
+                seen = ", ".join(sorted(set(last) | set(returned))) or "nothing"
+                return self._failed(
+                    outcome,
+                    f"the training function neither returned nor reported objective {name!r} (it "
+                    f"reported/returned: {seen}); report it with jupyter_dist.report({name}=...) or return it",
+                )
+            if math.isnan(value):
+                return self._failed(outcome, f"the objective {name!r} is NaN")
+            last[name] = float(value)
+        return dataclasses.replace(outcome, last=last)
 
     @staticmethod
     def _failed(outcome: Outcome, problem: str) -> Outcome:

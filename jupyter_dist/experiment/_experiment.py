@@ -139,11 +139,44 @@ class Experiment:
     # --- results ----------------------------------------------------------------------------------------------
     @property
     def best(self) -> Best:
-        """The best completed trial so far."""
+        """The best completed trial so far (several objectives: refused, see ``pareto``)."""
+        objective = self.record.definition.objective
+        if objective.several:
+            raise ArgumentError(
+                f"experiment {self.name!r} optimises {len(objective.metrics)} objectives "
+                f"({', '.join(objective.metrics)}): no one trial is best. exp.pareto has the trials no other beats "
+                "in every objective (the Pareto front)"
+            )
         rec = self.record.best()
         if rec is None:
             raise NoResultError(f"experiment {self.name!r} has no completed trial yet (state: {self.state})")
         return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
+
+    @property
+    def pareto(self):
+        """The Pareto front of a search with several objectives: the completed trials (meeting ``constraints=``,
+        if given) that no other beats in every objective, a DataFrame of trial_id, values_<metric> per objective,
+        params_<name>..., the first objective's best first."""
+        import pandas as pd
+
+        from ._pareto import front
+
+        objective = self.record.definition.objective
+        if not objective.several:
+            raise ArgumentError(
+                f"experiment {self.name!r} optimises one objective ({objective.metric!r}): exp.best is its best "
+                "trial (exp.pareto is for metric=[...] with several)"
+            )
+        rows = [
+            {
+                "trial_id": rec.trial_id,
+                **{f"values_{m}": v for m, v in zip(objective.metrics, vector, strict=True)},
+                **{f"params_{k}": v for k, v in rec.params.items()},
+            }
+            for rec, vector in front(self.trial_records(), objective)
+        ]
+        columns = None if rows else ["trial_id", *(f"values_{m}" for m in objective.metrics)]
+        return pd.DataFrame(rows, columns=columns)
 
     def checkpoint(self, trial_id: int | None = None) -> str | None:
         """The folder of a trial's newest checkpoint (``jupyter_dist.checkpoint()``), by default the best
@@ -237,6 +270,10 @@ class Experiment:
         from ._plots import experiment_figure
 
         self.record.load_details()  # the learning curves of a stored experiment
+        if self.record.definition.objective.several:
+            from ._pareto import pareto_figure
+
+            return pareto_figure(self.record.definition, self.trial_records(), self.status_line())
         importances = None
         if self.kind == ExperimentKind.HPO:
             from ..search import param_importances
@@ -287,8 +324,9 @@ class Experiment:
 
     def widget_figures(self) -> list:
         """Figures the widget view shows below itself when the run ends, beside ``final_outputs()`` (which every
-        view shows): what the JupyterLab extension's view draws of its own and the widget does not draw live."""
-        return []
+        view shows): what the JupyterLab extension's view draws of its own and the widget does not draw live
+        (several objectives: the Pareto front and the hypervolume)."""
+        return [self.plot()] if self.record.definition.objective.several else []
 
     def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
         """The trials whose learning curves a saved view keeps, about ``limit`` of them: the best first."""
@@ -304,7 +342,13 @@ class Experiment:
         return []
 
     def highlight(self) -> str | None:
-        """The headline result so far: the best trial (an ablation study: its baseline)."""
+        """The headline result so far: the best trial (an ablation study: its baseline; several objectives: the
+        Pareto front)."""
+        if self.record.definition.objective.several:
+            from ._pareto import front
+
+            found = front(self.trial_records(), self.record.definition.objective)
+            return f"Pareto front: {len(found)} trials" if found else None
         best = self.record.best()
         if best is None:
             return None

@@ -157,8 +157,14 @@ def finished_and_rerun(record: InMemoryRecord) -> tuple[list[TrialRecord], list[
 def check_same_objective(prior: InMemoryRecord, objective: Objective, name: str | None) -> None:
     """A run named ``name`` continues only under the metric and mode it was started with."""
     stored = prior.definition
-    if (stored.objective.metric, stored.objective.direction) != (objective.metric, objective.direction):
+    if (stored.objective.metrics, stored.objective.directions) != (objective.metrics, objective.directions):
         raise ArgumentError(
-            f"{name!r} optimised {stored.objective.metric!r} ({stored.objective.direction.value}); resume "
-            f"it with the same metric and mode, not {objective.metric!r} ({objective.direction.value})"
+            f"{name!r} optimised {_said(stored.objective)}; resume it with the same metric and mode, not "
+            f"{_said(objective)}"
         )
+
+
+def _said(objective: Objective) -> str:
+    return ", ".join(
+        f"{m!r} ({d.value})" for m, d in zip(objective.metrics, objective.directions, strict=True)
+    )

@@ -9,7 +9,7 @@ from typing import Any
 from .._validate import check_metric, check_positive
 from ..errors import ArgumentError
 from ..experiment import Experiment
-from ..protocol import Direction, ExperimentKind, Objective
+from ..protocol import ExperimentKind, Objective
 from ..space import is_space_function, searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
@@ -36,8 +36,16 @@ class HyperparameterSearch(Kind):
     magic = MagicSpec(
         options=(
             option("--trials", type=int, help="hpo: number of trials (default 32; with --timeout: no limit)"),
-            option("--sampler", help="hpo: tpe, random, grid, gp or cmaes (default tpe)"),
-            option("--pruner", help="hpo: asha (default), median, hyperband or none"),
+            option("--sampler", help="hpo: tpe, random, grid, gp, cmaes, nsga2 or nsga3 (default tpe)"),
+            option(
+                "--constraints",
+                variable=True,
+                help="hpo: a function in the notebook of a trial's metrics, a number per constraint (<= 0: met)",
+            ),
+            option(
+                "--pruner",
+                help="hpo: asha (default), median, hyperband or none; with several metrics pareto (default) or none",
+            ),
             MAX_STEPS,
             SPACE,
             option(
@@ -72,8 +80,9 @@ class HyperparameterSearch(Kind):
     ) -> TrialPlan:
         from ..search import OptunaSearch
 
-        check_metric(self.name, metric, self.metric_for)
-        objective = Objective(metric, Direction.parse(mode), options.scope)
+        if not isinstance(metric, (list, tuple)):
+            check_metric(self.name, metric, self.metric_for)
+        objective = Objective.of(metric, mode, options.scope)
         check_positive("max_steps", max_steps)
         check_positive("workers_per_trial", workers_per_trial, optional=False)
         check_positive("gpus_per_trial", options.gpus)
@@ -101,6 +110,7 @@ class HyperparameterSearch(Kind):
             unlimited=options.timeout is not None,
             fn=fn,
             enqueue=enqueue,
+            constrained=options.constraints is not None,
         )
         definition = ExperimentDefinition(
             self.name,
@@ -112,7 +122,10 @@ class HyperparameterSearch(Kind):
             timeout=options.timeout,
             details={
                 "sampler": repr(sampler),
-                "pruner": repr(pruner),
+                # what prunes: with several objectives, the Pareto pruner or none (_optuna_search.pareto_pruner)
+                "pruner": repr(pruner)
+                if not objective.several
+                else repr("pareto" if search.pareto else None),
                 "seed": seed,
                 "workers_per_trial": workers_per_trial,
                 # A define-by-run space: its function's name (each trial keeps its own distributions).
@@ -171,4 +184,8 @@ class HyperparameterSearch(Kind):
             arguments.setdefault("trials", None)
         if arguments.get("pruner") == "none":
             arguments["pruner"] = None
+        # several objectives: --metric val_acc,latency_ms --mode max,min
+        for name in ("metric", "mode"):
+            if isinstance(arguments.get(name), str) and "," in arguments[name]:
+                arguments[name] = [part.strip() for part in arguments[name].split(",")]
         return arguments

@@ -89,6 +89,12 @@ class PopulationBasedTraining(Kind):
         _check_fraction("quantile", quantile, upper=0.5, open_low=True)
         _check_fraction("resample_probability", resample_probability, upper=1.0, open_low=False)
         check_positive("workers_per_trial", workers_per_trial, optional=False)
+        check_positive("gpus_per_trial", options.gpus)
+        if options.gpus and workers_per_trial > 1:
+            raise ArgumentError(
+                "gpus_per_trial= places single-process members; it is not combined with workers_per_trial > 1: "
+                "use one or the other"
+            )
         if workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
             raise ArgumentError(
                 "max_failures= and cpus_per_trial= are for single-process members; with workers_per_trial > 1 "

@@ -17,7 +17,7 @@ from ._cluster import (
 from ._collector import quiet_collector
 from ._dashboard import dashboard_link
 from ._devices import release_gpu_memory
-from ._goals import HookFailed, StopRule, check_target
+from ._goals import Constraints, HookFailed, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
 from ._loop import (
@@ -33,6 +33,7 @@ from ._trial_context import Reporter, TrialContext, current_trial
 
 __all__ = [
     "ClusterInfo",
+    "Constraints",
     "check_kernel_cuda",
     "DaskLauncher",
     "HookFailed",

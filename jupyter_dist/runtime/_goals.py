@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ArgumentError
 from ..protocol import Direction, Objective
 
-__all__ = ["HookFailed", "StopRule", "check_target"]
+__all__ = ["Constraints", "HookFailed", "StopRule", "check_target"]
 
 
 class HookFailed(Exception):
@@ -81,6 +81,46 @@ class StopRule:
         """What the definition's details keep of it (JSON): the dict, or the function's name."""
         rule = self.rule
         return rule if isinstance(rule, dict) else getattr(rule, "__qualname__", repr(rule))
+
+
+class Constraints:
+    """``constraints=``: a function of a completed trial's metrics (its last report of each, and what it returned)
+    giving one number per constraint, each <= 0 when it holds, as Optuna's ``constraints_func`` does. Evaluated in
+    the kernel as each trial completes; the samplers that take constraints prefer trials that meet them, and
+    ``exp.pareto`` lists only those."""
+
+    def __init__(self, fn: Callable[[dict[str, float]], Any]) -> None:
+        self.fn = fn
+
+    @classmethod
+    def of(cls, fn: Any) -> Constraints | None:
+        if fn is None:
+            return None
+        if not callable(fn):
+            raise ArgumentError(
+                f"constraints={fn!r}: give a function of a trial's metrics returning a number per constraint, "
+                "each <= 0 when it holds, e.g. lambda m: [m['latency_ms'] - 20]"
+            )
+        return cls(fn)
+
+    def values(self, metrics: dict[str, float]) -> list[float]:
+        """The constraints of a trial whose metrics are ``metrics``; an ArgumentError naming a bad answer."""
+        answer = self.fn(dict(metrics))
+        values = [answer] if _is_number(answer) else answer
+        try:
+            checked = [float(v) for v in values if _is_number(v)]
+        except TypeError:
+            checked = []
+        if not checked or len(checked) != len(values):
+            name = getattr(self.fn, "__name__", "constraints")
+            raise ArgumentError(
+                f"constraints: {name}({metrics!r}) returned {answer!r}; return a number or a list of numbers, "
+                "each <= 0 when its constraint holds"
+            )
+        return checked
+
+    def describe(self) -> str:
+        return getattr(self.fn, "__qualname__", repr(self.fn))
 
 
 def check_target(target: Any, objective: Objective) -> float | None:

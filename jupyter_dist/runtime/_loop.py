@@ -36,7 +36,7 @@ from ..protocol import (
     ScopedValue,
     TrialState,
 )
-from ._goals import StopRule
+from ._goals import Constraints, StopRule
 from ._interrupts import StopSignal
 
 __all__ = [
@@ -231,6 +231,7 @@ class TrialLoop:
         watcher: TrialWatcher | None = None,
         stop_rule: StopRule | None = None,
         target: float | None = None,
+        constraints: Constraints | None = None,
     ) -> None:
         self.launcher = launcher
         self.source = source
@@ -257,6 +258,7 @@ class TrialLoop:
         self.watcher = watcher
         self.stop_rule = stop_rule  # a trial whose report meets it is stopped and ends completed
         self.target = target  # a completed trial reaching it ends the experiment
+        self.constraints = constraints  # evaluated on each completed trial's metrics
         self.reached: set[int] = set()  # trials stopped by the stop rule
         self.target_reached: str | None = None  # what reached the target, once a trial has
         # The objective's scope over each running trial's current attempt: (attempt id, its reports so far).
@@ -472,6 +474,9 @@ class TrialLoop:
             outcome.state = TrialState.STOPPED  # told to stop by the experiment, not by the pruner
         attempt, scoped = (self.scoped or {}).pop(trial.trial_id, (None, None))
         outcome = self.objective.judge(outcome, scoped if attempt == outcome.attempt else None)
+        if self.constraints is not None and outcome.state is TrialState.COMPLETED:
+            returned = outcome.returned if isinstance(outcome.returned, dict) else {}
+            outcome.constraints = self.constraints.values({**outcome.last, **returned})
         self.sink.trial_finished(outcome)
         if outcome.error_kind is ErrorKind.METRIC and not self.completed_any:
             # The first trial to complete could not be judged: every other would fail the same way.

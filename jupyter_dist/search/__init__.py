@@ -2,7 +2,8 @@
 (Optuna does the searching); population-based training's trial source and its explore step."""
 
 from ._explore import Explorer, check_mutations
-from ._optuna_search import OptunaSearch
+from ._optuna_search import DEFAULT_PRUNER, OptunaSearch
+from ._pareto import hypervolume, minimised, non_dominated, ranks
 from ._population import PopulationSearch
 from ._pruners import PRUNERS, make_pruner
 from ._samplers import SAMPLERS, grid_size, make_sampler
@@ -16,6 +17,7 @@ from ._study import (
 )
 
 __all__ = [
+    "DEFAULT_PRUNER",
     "IMPORTANCE_EVALUATOR",
     "MIN_TRIALS_FOR_IMPORTANCE",
     "Explorer",
@@ -25,10 +27,14 @@ __all__ = [
     "SAMPLERS",
     "check_mutations",
     "grid_size",
+    "hypervolume",
     "importances_report",
     "make_pruner",
     "make_sampler",
+    "minimised",
+    "non_dominated",
     "objective_curves",
     "param_importances",
+    "ranks",
     "study_of",
 ]

@@ -18,11 +18,12 @@ from ..runtime import TrialSpec
 from ..space import accepted_arguments, constants, is_space_function, searched
 from ._define_by_run import distributions_from_json, distributions_to_json, suggest
 from ._enqueue import ENQUEUED, check_enqueue
+from ._pareto import ParetoPruner
 from ._pruners import make_pruner
 
 if TYPE_CHECKING:
     import optuna
-from ._samplers import grid_size, make_sampler
+from ._samplers import CONSTRAINTS_ATTR, grid_size, make_sampler
 
 
 class _QuietTell(logging.Filter):
@@ -72,6 +73,7 @@ class OptunaSearch:
         unlimited: bool = False,
         fn: Callable | None = None,
         enqueue: list[dict[str, Any]] | None = None,
+        constrained: bool = False,
     ) -> None:
         """``space``: a dict of space objects and constants, or a function ``space(trial)`` (define-by-run; then
         ``fn``, the training function, is what each trial's suggested names are checked against). ``enqueue``:
@@ -100,15 +102,20 @@ class OptunaSearch:
             raise ArgumentError("trials=None searches until timeout=: give a timeout, or a number of trials")
         check_positive("trials", trials)
         self.total = trials
-        pruner = make_pruner(pruner, max_steps)
-        self.prunes = not isinstance(pruner, optuna.pruners.NopPruner)
+        # Several objectives: Optuna's pruners judge one value (and its multi-objective trials take no reports),
+        # so the search prunes on the non-dominated rank itself (_pareto.py), or not at all.
+        self.pareto = pareto_pruner(pruner, objective, max_steps)
+        pruner = make_pruner(None if objective.several else pruner, max_steps)
+        self.prunes = self.pareto is not None or not isinstance(pruner, optuna.pruners.NopPruner)
         with _quiet_optuna():
             self.study = optuna.create_study(
                 # Hyperband assigns trials to brackets by hashing the study name: seed it too, so that a seeded
                 # search prunes the same trials every time.
                 study_name=None if seed is None else f"jupyter_dist-seed-{seed}",
-                direction=objective.direction.optuna,
-                sampler=make_sampler(sampler, self.searched, seed),
+                directions=[d.optuna for d in objective.directions],
+                sampler=make_sampler(
+                    sampler, self.searched, seed, several=objective.several, constrained=constrained
+                ),
                 pruner=pruner,
             )
         self._pending: dict[int, Any] = {}
@@ -122,6 +129,8 @@ class OptunaSearch:
         self._known_enqueued = False
         self._numbers: dict[int, int] = {}  # our trial id -> Optuna's trial number
         self._sampler_choice, self._seed = sampler, seed
+        self._constrained = constrained
+        self._vectors: dict[int, dict[str, float]] = {}  # several objectives: each trial's newest of each
 
     def resume(self, finished: list, rerun: list, curves: dict[int, dict[int, float]]) -> None:
         """Continue a stored search: tell Optuna the ``finished`` trials (records: completed, pruned, failed),
@@ -134,7 +143,13 @@ class OptunaSearch:
 
         if self._seed is not None and isinstance(self._sampler_choice, str):
             stored = len(finished) + len(rerun)
-            self.study.sampler = make_sampler(self._sampler_choice, self.searched, self._seed + stored)
+            self.study.sampler = make_sampler(
+                self._sampler_choice,
+                self.searched,
+                self._seed + stored,
+                several=self.objective.several,
+                constrained=self._constrained,
+            )
 
         states = {
             TrialState.COMPLETED: optuna.trial.TrialState.COMPLETE,
@@ -145,14 +160,19 @@ class OptunaSearch:
             for rec in finished:
                 completed = rec.state is TrialState.COMPLETED
                 params = self._optuna_params(rec)
+                values = self.objective.values(rec.value, rec.last) if completed else None
                 self.study.add_trial(
                     optuna.trial.create_trial(
                         params=params,
                         distributions=self._distributions_of(rec),
-                        value=rec.value if completed else None,
-                        state=states[rec.state],
-                        intermediate_values=curves.get(rec.trial_id, {}),
+                        values=values,
+                        state=states[rec.state]
+                        if not completed or values is not None
+                        else states[TrialState.FAILED],
+                        # a multi-objective trial takes no intermediate values
+                        intermediate_values={} if self.objective.several else curves.get(rec.trial_id, {}),
                         system_attrs=self._grid_attrs(params),
+                        user_attrs=constraint_attrs(rec.constraints),
                     )
                 )
                 self._numbers[rec.trial_id] = self.study.get_trials(deepcopy=False)[-1].number
@@ -266,6 +286,8 @@ class OptunaSearch:
         trial = self._pending.get(trial_id)
         if trial is None:
             return False
+        if self.pareto is not None:
+            return self._report_vectors(trial_id, batch)
         seen = self._steps_seen.setdefault(trial_id, set())
         if len(batch) > STEP_BY_STEP_BATCH:
             now = time.monotonic()
@@ -284,17 +306,72 @@ class OptunaSearch:
                 return True
         return False
 
+    def _report_vectors(self, trial_id: int, batch: list[ReportRow]) -> bool:
+        """Several objectives: each step's vector (a metric a step leaves out keeps its newest value) to the
+        Pareto pruner, step by step."""
+        newest = self._vectors.setdefault(trial_id, {})
+        metrics_wanted = self.objective.metrics
+        for step, metrics, _ in batch:
+            newest.update({name: metrics[name] for name in metrics_wanted if name in metrics})
+            if len(newest) == len(metrics_wanted) and self.pareto.report(
+                trial_id, step, [newest[name] for name in metrics_wanted]
+            ):
+                return True
+        return False
+
     def tell(self, outcome: Outcome) -> None:
         import optuna
 
         trial = self._pending.pop(outcome.trial_id)
         self._steps_seen.pop(outcome.trial_id, None)
         self._last_sampled.pop(outcome.trial_id, None)
+        self._vectors.pop(outcome.trial_id, None)
         with _quiet_optuna():
             state = TrialState(outcome.state)
             if state is TrialState.COMPLETED:
-                self.study.tell(trial, outcome.value)
+                for key, value in constraint_attrs(outcome.constraints).items():
+                    trial.set_user_attr(key, value)
+                values = self.objective.values(outcome.value, outcome.last)
+                self.study.tell(trial, values if self.objective.several else outcome.value)
             elif state is TrialState.FAILED:
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             else:  # pruned or stopped: Optuna keeps its last intermediate value
                 self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+
+
+def constraint_attrs(constraints: list[float] | None) -> dict[str, Any]:
+    """The user attribute Optuna's samplers read a trial's constraints from (``constraints_func``)."""
+    return {} if constraints is None else {CONSTRAINTS_ATTR: list(constraints)}
+
+
+# The pruner a multi-objective search gets unless told otherwise (hpo()'s default pruner is "asha": one value).
+DEFAULT_PARETO = "pareto"
+
+
+def pareto_pruner(pruner: Any, objective: Objective, max_steps: int | None) -> ParetoPruner | None:
+    """The Pareto pruner of a search with several objectives (``pruner`` "pareto", or hpo()'s default), None for
+    none; a single-objective pruner given with several objectives is refused, with the reason."""
+    if not objective.several:
+        if pruner == DEFAULT_PARETO:
+            raise ArgumentError(
+                "pruner='pareto' stops trials by their non-dominated rank: it is for several objectives "
+                "(metric=[...]); with one, use 'asha', 'median', 'hyperband' or None"
+            )
+        return None
+    if pruner is None:
+        return None
+    if pruner == DEFAULT_PARETO or pruner is DEFAULT_PRUNER:
+        return ParetoPruner(objective.directions, max_steps)
+    raise ArgumentError(
+        f"pruner={pruner!r} judges one objective, and this search has {len(objective.metrics)} "
+        f"({', '.join(objective.metrics)}): Optuna cannot prune a multi-objective study. Use pruner='pareto' "
+        "(successive halving on the non-dominated rank, the default here) or pruner=None"
+    )
+
+
+class _DefaultPruner(str):
+    """hpo()'s default pruner, "asha", told apart from an "asha" the user wrote (a str literal is interned, so
+    only a str of another type is sure to be another object): with several objectives it means "pareto"."""
+
+
+DEFAULT_PRUNER = _DefaultPruner("asha")

@@ -197,12 +197,11 @@ class PopulationSearch:
         self.rng.shuffle(donors)
         for donor in donors:
             params = self.explorer.explore(donor.params)
-            trial_id = self._new_id()
-            directory = self.checkpoints.trial_directory(trial_id)
             changed = {k: v for k, v in params.items() if donor.params.get(k) != v}
-            copied = self._copy_newest(donor, directory, changed)
+            copied = self._copy_newest(donor, self.checkpoints.trial_directory(self._next_id), changed)
             if copied is None:
                 continue  # it has not checkpointed yet (a member never restarts from zero), or it has finished
+            trial_id = self._new_id()
             # Its own branch is left behind, and removed (to keep the population's disk use bounded) once the
             # new one has a segment of its own recorded: a run interrupted before that still finds it.
             member.left_behind = member.directory_trial
@@ -234,7 +233,8 @@ class PopulationSearch:
         return TrialSpec(trial_id, dict(params), labels=labels, continues=continues, until_step=until)
 
     def _quantiles(self) -> tuple[list[Member], list[Member]]:
-        """The bottom and top ``quantile`` of the members that have a value, worst first / best first."""
+        """The bottom and the top ``quantile`` of the members that have a value (at least one member each, and
+        never more than half of them)."""
         scored = [m for m in self.members if m.score is not None]
         if len(scored) < 2:
             return [], []

@@ -65,8 +65,9 @@ def study_of(record: ExperimentRecord, intermediate_values: bool = True) -> optu
     from ._optuna_search import _quiet_optuna
 
     with _quiet_optuna():
+        objective = definition.objective
         study = optuna.create_study(
-            study_name=definition.name, direction=definition.objective.direction.optuna
+            study_name=definition.name, directions=[d.optuna for d in objective.directions]
         )
         for rec in finished:
             if rec.distributions is not None:  # a define-by-run trial: its own distributions
@@ -76,23 +77,29 @@ def study_of(record: ExperimentRecord, intermediate_values: bool = True) -> optu
                 distributions = fixed
                 params = {name: space.to_optuna_value(rec.params[name]) for name, space in spaces.items()}
             state = states[rec.state]
-            value = rec.value if state is optuna.trial.TrialState.COMPLETE else None
-            if state is optuna.trial.TrialState.COMPLETE and (value is None or not math.isfinite(value)):
-                state, value = optuna.trial.TrialState.FAIL, None  # as Optuna tells a NaN objective
+            values = (
+                objective.values(rec.value, rec.last) if state is optuna.trial.TrialState.COMPLETE else None
+            )
+            if state is optuna.trial.TrialState.COMPLETE and (
+                values is None or not all(math.isfinite(v) for v in values)
+            ):
+                state, values = optuna.trial.TrialState.FAIL, None  # as Optuna tells a NaN objective
             started = datetime.datetime.fromtimestamp(rec.started)
             study.add_trial(
                 optuna.trial.FrozenTrial(
                     number=-1,  # add_trial numbers it
                     trial_id=-1,
                     state=state,
-                    value=value,
+                    value=None,
+                    values=values,
                     datetime_start=started,
                     datetime_complete=started + datetime.timedelta(seconds=rec.duration or 0.0),
                     params=params,
                     distributions=distributions,
                     user_attrs={"trial_id": rec.trial_id, "attempts": rec.attempts, "duration": rec.duration},
                     system_attrs={},
-                    intermediate_values=curves.get(rec.trial_id, {}),
+                    # a multi-objective trial takes no intermediate values
+                    intermediate_values={} if objective.several else curves.get(rec.trial_id, {}),
                 )
             )
     return study

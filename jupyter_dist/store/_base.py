@@ -119,6 +119,8 @@ class TrialRecord:
     # A define-by-run HPO trial's Optuna distributions (Optuna's JSON of each), as its search asked them: a
     # loaded experiment's study and a resumed search know them. None: the definition's space says them.
     distributions: dict[str, Any] | None = None
+    # hpo(constraints=): its constraints' values (each <= 0 when it holds), from when it completed; None: none.
+    constraints: list[float] | None = None
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     # The curve metric's learning curve of the current attempt, for live plots.

@@ -107,6 +107,19 @@ def definition_to_json(definition: ExperimentDefinition) -> str:
             "metric": definition.objective.metric,
             "mode": definition.objective.direction.value,
             "scope": definition.objective.scope,
+            # every objective, [metric, mode] each, of a multi-objective search (metric and mode: its first)
+            **(
+                {
+                    "objectives": [
+                        [m, d.value]
+                        for m, d in zip(
+                            definition.objective.metrics, definition.objective.directions, strict=True
+                        )
+                    ]
+                }
+                if definition.objective.several
+                else {}
+            ),
             "space": space_to_json(definition.space),
             "total": definition.total,
             "max_steps": definition.max_steps,
@@ -125,7 +138,12 @@ def definition_from_json(text: str) -> ExperimentDefinition:
         d["kind"],
         d["name"],
         # stores written before objective_scope= have no scope: theirs was "last"
-        Objective(d["metric"], Direction(d["mode"]), d.get("scope", "last")),
+        Objective(
+            d["metric"],
+            Direction(d["mode"]),
+            d.get("scope", "last"),
+            tuple((m, Direction(mode)) for m, mode in d.get("objectives", [])[1:]),
+        ),
         space_from_json(d["space"]),
         total=d["total"],
         max_steps=d["max_steps"],

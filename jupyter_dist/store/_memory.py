@@ -185,6 +185,7 @@ class InMemoryRecord(ExperimentRecord):
             rec.error, rec.error_kind = in_user_terms(outcome.error), outcome.error_kind
             rec.stopped_at = outcome.stopped_at
             rec.result, rec.rank_results = outcome.result, outcome.rank_results
+            rec.constraints = outcome.constraints
             rec.result_repr = result_repr(outcome.result)
             # Nothing to optimise (a data-parallel run): the curve's last value, for the table.
             rec.value = outcome.value if self.definition.objective.metric else rec.last.get(self.curve_metric)
