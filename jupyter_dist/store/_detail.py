@@ -32,6 +32,7 @@ def trial_summary(rec: TrialRecord) -> TrialSummary:
         "last": dict(rec.last),
         "error": rec.error,
         "result": rec.result_repr,
+        "constraints": rec.constraints,
     }
 
 

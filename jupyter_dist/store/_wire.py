@@ -75,6 +75,7 @@ class TrialSummary(TypedDict):
     last: dict[str, float | None]
     error: str | None
     result: str | None  # a data-parallel trial's returned value (rank 0's), as its repr
+    constraints: list[float] | None  # hpo(constraints=): each <= 0 when it holds
 
 
 class BestTrial(TypedDict):
@@ -93,6 +94,7 @@ class DefinitionJson(TypedDict):
     metric: str | None
     mode: Mode
     scope: NotRequired[str]  # objective_scope=: which reports make a trial's value (stores before it: "last")
+    objectives: NotRequired[list[list[str]]]  # several objectives: every one, [metric, mode] (first: metric/mode)
     space: dict[str, dict[str, Any]]  # per argument: {"uniform": [lo, hi], "log": ...}, {"choice": [...]}...
     total: int | None
     max_steps: int | None

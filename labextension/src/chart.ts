@@ -282,3 +282,32 @@ export class ScheduleChart extends Chart {
     );
   }
 }
+
+/** A multi-objective search's hypervolume as its trials completed: how much the front has grown. */
+export class HypervolumeChart extends Chart {
+  constructor() {
+    super('jd-chart jd-hypervolume', 180);
+  }
+
+  draw(history: number[]): void {
+    if (!history.length) {
+      this.empty('No trial has completed yet.');
+      return;
+    }
+    this.plot(
+      'completed trials',
+      'hypervolume',
+      [
+        {
+          label: 'hypervolume',
+          stroke: PALETTE[0],
+          width: 1.5,
+          paths: uPlot.paths.stepped?.({ align: 1 }),
+          value: (_u: uPlot, v: number | null) => formatValue(v)
+        }
+      ],
+      [history.map((_, i) => i + 1), history],
+      false
+    );
+  }
+}

@@ -9,10 +9,13 @@ import { Clipboard } from '@jupyterlab/apputils';
 import { ablationRows } from './ablation';
 import {
   CurveChart,
+  HypervolumeChart,
   MAX_SEGMENT_CURVES,
   ObjectiveChart,
   ScheduleChart
 } from './chart';
+import { FrontChart } from './front';
+import { IObjectives, objectivesOf, paretoReport } from './pareto';
 import { Curves } from './curves';
 import { h, replaceChildren } from './dom';
 import {
@@ -62,6 +65,12 @@ export class ExperimentDisplay {
   private _importances = new ImportanceChart();
   private _ablation = h('div', { class: 'jd-ablation' });
   private _schedules = h('div', { class: 'jd-schedules' });
+  private _pareto = h('div', { class: 'jd-pareto' });
+  private _frontTitle = h('h3', {}, 'Pareto front');
+  private _front = new FrontChart();
+  private _hypervolume = new HypervolumeChart();
+  private _paretoKey = '';
+  private _paretoDrawn = 0;
   private _scheduleCharts = new Map<string, ScheduleChart>();
   private _schedulesKey = '';
   private _result = h('div', { class: 'jd-result' });
@@ -98,6 +107,7 @@ export class ExperimentDisplay {
       this._ablation,
       this._chart.node,
       this._schedules,
+      this._pareto,
       this._objectiveTitle,
       this._objective.node,
       this._parallelTitle,
@@ -170,7 +180,9 @@ export class ExperimentDisplay {
         ? h('div', { class: 'jd-detail-meta jd-message' }, detail.message)
         : null
     );
-    this._drawBest(detail, best);
+    // Several objectives: no one best trial, but a front.
+    const objectives = objectivesOf(detail);
+    this._drawBest(detail, objectives ? null : best);
     this._drawAblation(detail);
     // A data-parallel run returns a value (rank 0's): shown as the kernel's repr of it.
     const returned = detail.kind === 'ddp' ? detail.trials[0]?.result : null;
@@ -179,7 +191,8 @@ export class ExperimentDisplay {
       returned ? h('h3', {}, 'Returned (rank 0)') : null,
       returned ? h('pre', { class: 'jd-output' }, returned) : null
     );
-    const objective = detail.kind === 'hpo' && detail.metric && detail.mode;
+    const objective =
+      detail.kind === 'hpo' && detail.metric && detail.mode && !objectives;
     for (const node of [
       this._objectiveTitle,
       this._objective.node,
@@ -216,6 +229,7 @@ export class ExperimentDisplay {
           ? `Parameters of the best ${drawn} of ${completed.toLocaleString('en-US')} completed trials`
           : 'Parameters of the completed trials';
     }
+    this._drawPareto(detail, objectives, ended, running, now);
     // They change only as trials complete. Asked once the curves are in, not beside them: on the server both
     // are Python, and an answer of seconds would slow the other down.
     if (objective && curves && ended !== this._importancesKey) {
@@ -256,6 +270,7 @@ export class ExperimentDisplay {
     this._table.draw({
       trials,
       metric: detail.metric ?? curves?.metric ?? 'value',
+      others: objectives?.names.slice(1),
       best
     });
   }
@@ -267,6 +282,7 @@ export class ExperimentDisplay {
 
   resize(): void {
     this._chart.resize(this._chart.node.clientWidth);
+    this._hypervolume.resize(this._hypervolume.node.clientWidth);
     for (const chart of this._scheduleCharts.values()) {
       chart.resize(chart.node.clientWidth);
     }
@@ -275,12 +291,49 @@ export class ExperimentDisplay {
 
   dispose(): void {
     this._chart.dispose();
+    this._hypervolume.dispose();
     for (const chart of this._scheduleCharts.values()) {
       chart.dispose();
     }
     this._objective.dispose();
     this._table.dispose();
     this._importanceAsks?.dispose();
+  }
+
+  /** Several objectives: the front and its hypervolume, redrawn as trials end (as the objective chart). */
+  private _drawPareto(
+    d: IExperimentDetail,
+    objectives: IObjectives | null,
+    ended: string,
+    running: boolean,
+    now: number
+  ): void {
+    if (!objectives) {
+      replaceChildren(this._pareto);
+      this._paretoKey = '';
+      return;
+    }
+    if (!this._pareto.childElementCount) {
+      replaceChildren(
+        this._pareto,
+        this._frontTitle,
+        this._front.node,
+        h('h3', {}, 'Hypervolume as trials completed'),
+        this._hypervolume.node
+      );
+    }
+    if (
+      ended === this._paretoKey ||
+      (running && now - this._paretoDrawn < ENDED_CHARTS_EVERY_MS)
+    ) {
+      return;
+    }
+    this._paretoKey = ended;
+    this._paretoDrawn = now;
+    const report = paretoReport(d.trials, objectives);
+    this._frontTitle.textContent = `Pareto front: ${report.front.size} of ${report.points.length.toLocaleString('en-US')} completed trials`;
+    this._front.draw(report, objectives);
+    this._hypervolume.draw(report.history);
   }
 
   /** A PBT run: each perturbed hyperparameter's schedule, member by member. */

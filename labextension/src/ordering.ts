@@ -109,7 +109,12 @@ export function columnValue(
     case metric:
       return trialValue(t, metric);
   }
-  const v = column in t.params ? t.params[column] : t.labels[column];
+  const v =
+    column in t.params
+      ? t.params[column]
+      : column in t.labels
+        ? t.labels[column]
+        : t.last[column]; // another objective of a multi-objective search
   return typeof v === 'number' || typeof v === 'string'
     ? v
     : v === undefined

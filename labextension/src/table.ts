@@ -27,6 +27,7 @@ export interface ITableData {
   trials: ITrialSummary[]; // best first
   metric: string; // the value column's header: the objective, or the metric the curves draw
   best: ITrialSummary | null;
+  others?: string[]; // a multi-objective search's objectives beyond the first: a column each, after metric
 }
 
 export class TrialsTable {
@@ -68,6 +69,7 @@ export class TrialsTable {
       ...this._labels,
       'state',
       data.metric,
+      ...(data.others ?? []),
       ...this._params,
       'steps',
       'duration'
@@ -197,6 +199,7 @@ export class TrialsTable {
         ? `${state} · resumed from step ${t.resumed_from}`
         : state,
       formatValue(trialValue(t, data.metric)),
+      ...(data.others ?? []).map(m => formatValue(t.last[m] ?? null)),
       ...this._params.map(p => (p in t.params ? formatParam(t.params[p]) : '')),
       String(t.steps),
       formatDuration(trialDuration(t, now))
