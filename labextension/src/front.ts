@@ -117,15 +117,16 @@ export class FrontChart {
       .filter(p => report.front.has(p.trialId))
       .sort((a, b) => a.values[0] - b.values[0]);
     if (front.length > 1) {
-      const corner =
-        o.modes[0] === o.modes[1] ? 'vertical-first' : 'horizontal-first';
+      // Both minimised (or maximised): the front falls, each step goes across then down; one of each: it
+      // rises, each step goes up then across.
+      const across = o.modes[0] === o.modes[1];
       const path = front
         .map((p, i) => {
           if (i === 0) {
             return `M${x(p.values[0])},${y(p.values[1])}`;
           }
           const prev = front[i - 1];
-          return corner === 'vertical-first'
+          return across
             ? `L${x(p.values[0])},${y(prev.values[1])} L${x(p.values[0])},${y(p.values[1])}`
             : `L${x(prev.values[0])},${y(p.values[1])} L${x(p.values[0])},${y(p.values[1])}`;
         })
