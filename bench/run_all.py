@@ -72,6 +72,10 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
         "spread_pct",
     ),
     "pruning": _pruning,
+    "pareto": lambda r: {
+        "grid": {key: r["grid"][key] for key in ("hv_ratio", "step_share")},
+        "tpe": {key: r["tpe"][key] for key in ("hv_ratio_median", "step_share_median")},
+    },
     "pbt": lambda r: (
         {
             bench: {key: r[bench][key] for key in ("margin_median", "margin_min", "wall_ratio_median")}

@@ -322,11 +322,10 @@ class Experiment:
 
         return curve_style(rec)
 
-    def widget_figures(self) -> list:
-        """Figures the widget view shows below itself when the run ends, beside ``final_outputs()`` (which every
-        view shows): what the JupyterLab extension's view draws of its own and the widget does not draw live
-        (several objectives: the Pareto front and the hypervolume)."""
-        return [self.plot()] if self.record.definition.objective.several else []
+    def live_figure_title(self) -> str | None:
+        """The title of the tab in which the widget view draws ``plot()`` live, for the runs whose figure says
+        what their curves do not (several objectives: the front and the hypervolume); None: no such tab."""
+        return "Pareto front" if self.record.definition.objective.several else None
 
     def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
         """The trials whose learning curves a saved view keeps, about ``limit`` of them: the best first."""

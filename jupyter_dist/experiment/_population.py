@@ -172,9 +172,8 @@ class PopulationExperiment(Experiment):
             self._origins = (len(records), lineage_origins(records))
         return {"line": {"color": lineage_colour(self._origins[1].get(rec.trial_id, 0)), "width": 1.5}}
 
-    def widget_figures(self) -> list:
-        """The schedules and the lineage (``plot()``): the widget view draws the curves live, not the schedules."""
-        return [self.plot()]
+    def live_figure_title(self) -> str | None:
+        return "Lineage and schedules"
 
     def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
         """The newest segments: short pieces of the members' curves, ten times as many as a run's best trials

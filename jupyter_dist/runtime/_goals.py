@@ -131,6 +131,11 @@ def check_target(target: Any, objective: Objective) -> float | None:
         raise ArgumentError(f"target={target!r}: give the objective's value to stop at (a number), or None")
     if objective.metric is None:
         raise ArgumentError("target= needs metric=: the objective whose value is to reach it")
+    if objective.several:
+        raise ArgumentError(
+            f"target={target!r}: with several objectives ({', '.join(objective.metrics)}) no one value says the "
+            "search is done; give a stop rule per trial (stop=) or a timeout= instead"
+        )
     return float(target)
 
 

@@ -94,7 +94,9 @@ class DefinitionJson(TypedDict):
     metric: str | None
     mode: Mode
     scope: NotRequired[str]  # objective_scope=: which reports make a trial's value (stores before it: "last")
-    objectives: NotRequired[list[list[str]]]  # several objectives: every one, [metric, mode] (first: metric/mode)
+    objectives: NotRequired[
+        list[list[str]]
+    ]  # several objectives: every one, [metric, mode] (first: metric/mode)
     space: dict[str, dict[str, Any]]  # per argument: {"uniform": [lo, hi], "log": ...}, {"choice": [...]}...
     total: int | None
     max_steps: int | None

@@ -16,6 +16,7 @@ from ._lab import show
 from ._scroll import ScrollPane
 from ._side_thread import route_to, side_thread
 
+FIGURE_EVERY_S = 2.0  # the run's own figure (exp.plot()) is redrawn at most this often while it runs
 MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
 MAX_TABLE_ROWS = 200
 MAX_LOG_CHARS = 50_000
@@ -71,10 +72,18 @@ class LiveView(ExperimentView):
         self.log_picker = w.Dropdown(description="trial", options=[], layout=w.Layout(width="260px"))
         self.log_picker.observe(self._on_pick, names="value")
         self.log_text = ScrollPane(follow=True)
-        tabs = w.Tab(
-            children=[self.figure, self.table, w.VBox([self.log_picker, self.log_text])],
-            titles=["Learning curves", "Trials", "Output"],
-        )
+        # What this kind of run draws beyond its curves (a PBT run's lineage and schedules, a multi-objective
+        # search's front and hypervolume): exp.plot(), redrawn in a tab of its own at most every FIGURE_EVERY_S.
+        self.extra_title = exp.live_figure_title()
+        self.extra = go.FigureWidget(layout=go.Layout(template="plotly_white")) if self.extra_title else None
+        self._extra_key: tuple | None = None
+        self._extra_drawn = 0.0
+        children = [self.figure, self.table, w.VBox([self.log_picker, self.log_text])]
+        titles = ["Learning curves", "Trials", "Output"]
+        if self.extra is not None:
+            children.insert(1, self.extra)
+            titles.insert(1, self.extra_title)
+        tabs = w.Tab(children=children, titles=titles)
         self.box = w.VBox(
             [
                 self.title,
@@ -117,7 +126,7 @@ class LiveView(ExperimentView):
             bundle = self.box._repr_mimebundle_()
             bundle["text/plain"] = self.exp.status_line()
             self._display.update(bundle, raw=True)
-        for output in [*self.exp.final_outputs(), *self.exp.widget_figures()]:
+        for output in self.exp.final_outputs():
             display(output)
         importances = importances_table(self.exp)
         if importances is not None:
@@ -169,6 +178,7 @@ class LiveView(ExperimentView):
             compute += f" (<b>{used['saved']:.0%} of the steps saved</b> vs every trial to {exp.max_steps})"
         self.stats.value = f"{best}elapsed {format_duration(exp.elapsed)}{compute}{link}"
         self._draw_curves(records)
+        self._draw_extra(records)
         self._draw_table(records)
         self._draw_log_picker(records)
         self._draw_log()
@@ -198,6 +208,22 @@ class LiveView(ExperimentView):
                     trace.x, trace.y = x, y
                     trace.update(self.exp.curve_style(rec))
                 self._drawn[rec.trial_id] = (len(rec.curve_values), rec.state)
+
+    def _draw_extra(self, records: list[TrialRecord]) -> None:
+        """The run's own figure, when a trial has ended since it was drawn (at most every FIGURE_EVERY_S while
+        the run goes on: exp.plot() reads every trial)."""
+        if self.extra is None:
+            return
+        key = (len(records), self.exp.done, str(self.exp.state))
+        running = self.exp.state is ExperimentState.RUNNING
+        if key == self._extra_key or (running and time.monotonic() - self._extra_drawn < FIGURE_EVERY_S):
+            return
+        self._extra_key, self._extra_drawn = key, time.monotonic()
+        figure = self.exp.plot()
+        with self.extra.batch_update():
+            self.extra.data = []
+            self.extra.add_traces(list(figure.data))
+            self.extra.layout = figure.layout
 
     def _draw_table(self, records: list[TrialRecord]) -> None:
         key = tuple((r.trial_id, r.state, r.steps, r.resumed_from) for r in records)

@@ -150,6 +150,7 @@ def test_a_stored_multi_objective_search_loads_and_resumes(run_multi):
         (dict(metric=["cost_a", "cost_a"], mode=["min", "min"]), "each objective once"),
         (dict(objective_scope="max"), "several objectives are each valued"),
         (dict(constraints=5), "constraints=5: give a function"),
+        (dict(target=0.1), "no one value says the search is done"),
         (dict(sampler="random", constraints=lambda m: [0]), "sampler='random' does not take constraints"),
     ],
 )

@@ -251,7 +251,7 @@ def climbing(lr=0.05, steps=8):
         jd.checkpoint(step, {"acc": acc})
 
 
-def test_the_live_view_colours_a_population_by_lineage_and_ends_with_its_schedules(client, tmp_path, capsys):
+def test_the_live_view_colours_a_population_by_lineage_and_draws_its_schedules(client, tmp_path):
     from jupyter_dist.experiment._pbt_plots import lineage_colour
     from jupyter_dist.experiment._population import lineage_origins
 
@@ -278,6 +278,48 @@ def test_the_live_view_colours_a_population_by_lineage_and_ends_with_its_schedul
     }
     assert len(set(colours.values())) < len(exp.trials)  # segments of one lineage share a colour
     assert "resumed from step" not in view.table.html  # a segment's planned start is not news
-    # Outside a notebook, display() prints what it is given: the figure of the lineage and the schedules.
-    printed = capsys.readouterr().out
-    assert "lineage of member" in printed and "lr schedule" in printed
+    # A tab of its own draws the lineage and the schedules (exp.plot()), as they were at the end.
+    assert view.extra_title == "Lineage and schedules"
+    names = {t.name for t in view.extra.data}
+    assert any(n.startswith("lineage of member") for n in names) and "exploit" in names
+    assert {a.text for a in view.extra.layout.annotations} >= {"lr schedule"}
+
+
+def both(width=0.5):
+    jd.report(step=0, acc=width**0.5, ms=10 * width)
+    return {"acc": width**0.5, "ms": 10 * width}
+
+
+def test_the_views_of_a_multi_objective_search_name_its_front(client):
+    views = []
+    exp = jd.hpo(
+        both,
+        {"width": space.uniform(0.0, 1.0)},
+        trials=6,
+        metric=["acc", "ms"],
+        mode=["max", "min"],
+        sampler="random",
+        cluster=client,
+        progress=_live(views),
+    )
+    assert "Pareto front: 6 trials" in views[0].stats.value  # every trial: more acc costs more ms
+    assert "best acc" not in views[0].stats.value
+    tab = views[0].extra  # a tab of its own: the front and the hypervolume, as at the end
+    assert views[0].extra_title == "Pareto front" and {t.name for t in tab.data} >= {
+        "Pareto front",
+        "hypervolume",
+    }
+    assert len([t for t in tab.data if t.name == "Pareto front"][0].x) == 6
+    text = io.StringIO()
+    jd.hpo(
+        both,
+        {"width": space.uniform(0.0, 1.0)},
+        trials=4,
+        metric=["acc", "ms"],
+        mode=["max", "min"],
+        sampler="random",
+        cluster=client,
+        progress=lambda e: TextView(e, stream=text),
+    )
+    assert "Pareto front: 4 trials" in text.getvalue()
+    assert len(exp.pareto) == 6

@@ -52,6 +52,39 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             r, {"hpo() ÷ raw client.map": "ratio_ours_over_raw"}, {"medians": "median", "best runs": "best"}
         ),
     },
+    "pareto": {
+        "runs": lambda r: grid(
+            r,
+            {
+                "grid of 64, no pruning": "grid.none",
+                "grid of 64, pruner='pareto'": "grid.pareto",
+                **{
+                    f"TPE seed {run['seed']}, {label}": ("tpe", "runs", str(i), key)
+                    for i, run in enumerate(r["tpe"]["runs"])
+                    for key, label in (("none", "no pruning"), ("pareto", "pruner='pareto'"))
+                },
+            },
+            {
+                "hypervolume": "hypervolume",
+                "front": "front_size",
+                "distance to the true front": "mean_distance_to_true_front",
+                "steps": "steps",
+                "pruned": "pruned",
+                "wall": "wall_s",
+            },
+        ),
+        "summary": lambda r: pairs(
+            r,
+            {
+                "grid: hypervolume, pareto ÷ none": "grid.hv_ratio",
+                "grid: share of the steps": "grid.step_share:%",
+                "TPE: hypervolume, pareto ÷ none (median of 3)": "tpe.hv_ratio_median",
+                "TPE: lowest of the 3": "tpe.hv_ratio_min",
+                "TPE: share of the steps (median)": "tpe.step_share_median:%",
+                "target met": "met",
+            },
+        ),
+    },
     "pbt": {
         "quality": lambda r: grid(
             r,

@@ -1,0 +1,167 @@
+"""The Pareto pruner: what early stopping with several objectives saves, and what it costs the front.
+
+Optuna cannot prune a multi-objective study; jupyter_dist's ``pruner="pareto"`` is successive halving on the
+non-dominated rank (keeping each rung's front). Measured against ``pruner=None`` on a problem with a known front,
+both objectives minimised: ``cost_a = x``, ``cost_b = 1 - sqrt(x) + 4 (y - 0.5)^2`` (the front: y = 0.5), each
+reported at every one of 27 steps as ``final x (1 + 1/(step + 1))`` plus a little noise that fades (so early
+steps rank the trials roughly as the end will, not exactly), a 5 ms sleep per step, ``max_steps=27``, parallel=2
+on the embedded cluster:
+
+a) a grid of 64 configurations (16 x-values x 4 y-values: ``sampler="grid"``), each pruner once;
+b) TPE (multi-objective), 64 trials, seeds 0, 1, 2, each pruner.
+
+Per run: the hypervolume of the front found (reference point (1.1, 1.6)) and its ratio to the no-pruner run's,
+the mean distance of the front's points from the true front, the steps used (every trial's ``report()`` calls)
+and their share of the no-pruner run's, trials pruned, wall time.
+
+Target: within 2% of the no-pruner run's hypervolume using at most 60% of its steps (grid run; TPE at the median).
+
+Run: ``.venv/bin/python bench/bench_pareto.py`` (writes bench/results/pareto.json).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from _common import CpuMonitor, contention_note, header, median, write_result
+
+N_WORKERS = 2
+STEPS = 27
+SLEEP_S = 0.005
+GRID_X = [round(0.02 + k * (0.98 / 15), 4) for k in range(16)]
+GRID_Y = [0.2, 0.4, 0.5, 0.8]
+TPE_TRIALS = 64
+TPE_SEEDS = (0, 1, 2)
+REFERENCE = (1.1, 1.6)
+TARGET_HV = 0.98
+TARGET_STEPS = 0.60
+
+
+def costs(x=0.5, y=0.5, steps=STEPS, pause=SLEEP_S):
+    """Both minimised; reported every step, converging to the final values."""
+    import random
+    import time
+
+    import jupyter_dist
+
+    final_a, final_b = x, 1 - math.sqrt(x) + 4 * (y - 0.5) ** 2
+    noise = random.Random(hash((x, y)))
+    for step in range(steps):
+        factor = 1 + 1 / (step + 1)
+        wobble = 0.05 / (step + 1)
+        time.sleep(pause)
+        jupyter_dist.report(
+            step=step,
+            cost_a=final_a * factor + wobble * noise.random(),
+            cost_b=final_b * factor + wobble * noise.random(),
+        )
+    return {"cost_a": final_a, "cost_b": final_b}
+
+
+def measure(jd, client, space, pruner, **search) -> dict:
+    from jupyter_dist.search import hypervolume
+
+    t0 = time.perf_counter()
+    exp = jd.hpo(
+        costs,
+        space,
+        metric=["cost_a", "cost_b"],
+        mode=["min", "min"],
+        pruner=pruner,
+        max_steps=STEPS,
+        parallel=N_WORKERS,
+        cluster=client,
+        progress=False,
+        store=False,
+        **search,
+    )
+    wall = time.perf_counter() - t0
+    front = list(zip(exp.pareto.values_cost_a, exp.pareto.values_cost_b, strict=True))
+    counts = exp.counts()
+    return {
+        "hypervolume": hypervolume(front, REFERENCE),
+        "front_size": len(front),
+        "mean_distance_to_true_front": sum(b - (1 - math.sqrt(a)) for a, b in front) / max(1, len(front)),
+        "steps": int(exp.trials.steps.sum()),
+        "trials": len(exp.trials),
+        "pruned": counts["pruned"],
+        "wall_s": wall,
+    }
+
+
+def compared(runs: dict) -> dict:
+    none, pareto = runs["none"], runs["pareto"]
+    return {
+        **runs,
+        "hv_ratio": pareto["hypervolume"] / none["hypervolume"],
+        "step_share": pareto["steps"] / none["steps"],
+        "wall_ratio": pareto["wall_s"] / none["wall_s"],
+    }
+
+
+def main() -> None:
+    import jupyter_dist as jd
+    from jupyter_dist import space
+
+    result = header(
+        "pareto",
+        {
+            "workers": N_WORKERS,
+            "steps": STEPS,
+            "sleep_s": SLEEP_S,
+            "grid": {"x": GRID_X, "y": GRID_Y},
+            "tpe": {"trials": TPE_TRIALS, "seeds": TPE_SEEDS},
+            "reference": REFERENCE,
+        },
+    )
+    client = jd.get_client("local", n_workers=N_WORKERS, threads_per_worker=1)
+    monitor = CpuMonitor()
+    grid_space = {"x": space.choice(GRID_X), "y": space.choice(GRID_Y)}
+    grid = compared(
+        {
+            label: measure(jd, client, grid_space, pruner, trials=None, sampler="grid", seed=0)
+            for label, pruner in (("none", None), ("pareto", "pareto"))
+        }
+    )
+    print(f"grid: hypervolume {grid['hv_ratio']:.3f}x with {grid['step_share']:.0%} of the steps", flush=True)
+    tpe_space = {"x": space.uniform(0.0, 1.0), "y": space.uniform(0.0, 1.0)}
+    tpe = []
+    for seed in TPE_SEEDS:
+        run = compared(
+            {
+                label: measure(jd, client, tpe_space, pruner, trials=TPE_TRIALS, sampler="tpe", seed=seed)
+                for label, pruner in (("none", None), ("pareto", "pareto"))
+            }
+        )
+        print(
+            f"tpe seed {seed}: hypervolume {run['hv_ratio']:.3f}x with {run['step_share']:.0%} of the steps"
+        )
+        tpe.append({"seed": seed, **run})
+    jd.close_local_cluster()
+    cpu_contention = monitor.stop()
+    summary = {
+        "hv_ratio_median": median([r["hv_ratio"] for r in tpe]),
+        "step_share_median": median([r["step_share"] for r in tpe]),
+        "hv_ratio_min": min(r["hv_ratio"] for r in tpe),
+    }
+    result.update(
+        grid=grid,
+        tpe={"runs": tpe, **summary},
+        target=(
+            f"hypervolume >= {TARGET_HV:.0%} of the no-pruner run's with <= {TARGET_STEPS:.0%} of its steps "
+            "(grid; TPE at the median)"
+        ),
+        met={
+            "grid": grid["hv_ratio"] >= TARGET_HV and grid["step_share"] <= TARGET_STEPS,
+            "tpe": summary["hv_ratio_median"] >= TARGET_HV and summary["step_share_median"] <= TARGET_STEPS,
+        },
+        cpu_contention=cpu_contention,
+    )
+    path = write_result("pareto", result)
+    print(f"-> {path}")
+    print(contention_note(cpu_contention))
+
+
+if __name__ == "__main__":
+    main()
