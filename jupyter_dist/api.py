@@ -87,8 +87,8 @@ def hpo(
     constraints
         A function of a completed trial's metrics (``{name: value}``: its last reports and what it returned)
         giving a number per constraint, each <= 0 when it holds, e.g. ``lambda m: [m["latency_ms"] - 20]``
-        (Optuna's ``constraints_func``): the samplers "tpe", "gp", "nsga2" and "nsga3" prefer trials that meet
-        them, and ``exp.pareto`` lists only those. A resumed run needs it given again.
+        (set on each trial as Optuna 5's ``Trial.set_constraint``): the samplers "tpe", "gp", "nsga2" and "nsga3"
+        prefer trials that meet them, and ``exp.pareto`` lists only those. A resumed run needs it given again.
     cluster
         None (``%distribute_cluster``'s choice, ``JUPYTER_DIST_CLUSTER``, dask config ``jupyter_dist.cluster``,
         else the embedded LocalCluster), "local", "gateway" (a Dask Gateway cluster of the user's own), a

@@ -110,7 +110,6 @@ class HyperparameterSearch(Kind):
             unlimited=options.timeout is not None,
             fn=fn,
             enqueue=enqueue,
-            constrained=options.constraints is not None,
         )
         definition = ExperimentDefinition(
             self.name,

@@ -85,7 +85,7 @@ class StopRule:
 
 class Constraints:
     """``constraints=``: a function of a completed trial's metrics (its last report of each, and what it returned)
-    giving one number per constraint, each <= 0 when it holds, as Optuna's ``constraints_func`` does. Evaluated in
+    giving one number per constraint, each <= 0 when it holds (Optuna's ``Trial.set_constraint``). Evaluated in
     the kernel as each trial completes; the samplers that take constraints prefer trials that meet them, and
     ``exp.pareto`` lists only those."""
 

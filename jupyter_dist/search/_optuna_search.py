@@ -23,7 +23,7 @@ from ._pruners import make_pruner
 
 if TYPE_CHECKING:
     import optuna
-from ._samplers import CONSTRAINTS_ATTR, grid_size, make_sampler
+from ._samplers import grid_size, make_sampler
 
 
 class _QuietTell(logging.Filter):
@@ -73,7 +73,6 @@ class OptunaSearch:
         unlimited: bool = False,
         fn: Callable | None = None,
         enqueue: list[dict[str, Any]] | None = None,
-        constrained: bool = False,
     ) -> None:
         """``space``: a dict of space objects and constants, or a function ``space(trial)`` (define-by-run; then
         ``fn``, the training function, is what each trial's suggested names are checked against). ``enqueue``:
@@ -113,9 +112,7 @@ class OptunaSearch:
                 # search prunes the same trials every time.
                 study_name=None if seed is None else f"jupyter_dist-seed-{seed}",
                 directions=[d.optuna for d in objective.directions],
-                sampler=make_sampler(
-                    sampler, self.searched, seed, several=objective.several, constrained=constrained
-                ),
+                sampler=make_sampler(sampler, self.searched, seed, several=objective.several),
                 pruner=pruner,
             )
         self._pending: dict[int, Any] = {}
@@ -129,7 +126,6 @@ class OptunaSearch:
         self._known_enqueued = False
         self._numbers: dict[int, int] = {}  # our trial id -> Optuna's trial number
         self._sampler_choice, self._seed = sampler, seed
-        self._constrained = constrained
         self._vectors: dict[int, dict[str, float]] = {}  # several objectives: each trial's newest of each
 
     def resume(self, finished: list, rerun: list, curves: dict[int, dict[int, float]]) -> None:
@@ -148,7 +144,6 @@ class OptunaSearch:
                 self.searched,
                 self._seed + stored,
                 several=self.objective.several,
-                constrained=self._constrained,
             )
 
         states = {
@@ -172,7 +167,7 @@ class OptunaSearch:
                         # a multi-objective trial takes no intermediate values
                         intermediate_values={} if self.objective.several else curves.get(rec.trial_id, {}),
                         system_attrs=self._grid_attrs(params),
-                        user_attrs=constraint_attrs(rec.constraints),
+                        constraints=constraints_of(rec.constraints),
                     )
                 )
                 self._numbers[rec.trial_id] = self.study.get_trials(deepcopy=False)[-1].number
@@ -329,8 +324,8 @@ class OptunaSearch:
         with _quiet_optuna():
             state = TrialState(outcome.state)
             if state is TrialState.COMPLETED:
-                for key, value in constraint_attrs(outcome.constraints).items():
-                    trial.set_user_attr(key, value)
+                for key, value in constraints_of(outcome.constraints).items():
+                    trial.set_constraint(key, value)
                 values = self.objective.values(outcome.value, outcome.last)
                 self.study.tell(trial, values if self.objective.several else outcome.value)
             elif state is TrialState.FAILED:
@@ -339,9 +334,9 @@ class OptunaSearch:
                 self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
 
 
-def constraint_attrs(constraints: list[float] | None) -> dict[str, Any]:
-    """The user attribute Optuna's samplers read a trial's constraints from (``constraints_func``)."""
-    return {} if constraints is None else {CONSTRAINTS_ATTR: list(constraints)}
+def constraints_of(constraints: list[float] | None) -> dict[str, float]:
+    """A trial's constraints as Optuna 5 keeps them (``Trial.set_constraint``): by name, here their index."""
+    return {str(i): float(c) for i, c in enumerate(constraints or ())}
 
 
 # The pruner a multi-objective search gets unless told otherwise (hpo()'s default pruner is "asha": one value).

@@ -8,26 +8,13 @@ from ..errors import ArgumentError, SearchSpaceError
 from ..space import Choice, Space
 
 SAMPLERS = ("tpe", "random", "grid", "gp", "cmaes", "nsga2", "nsga3")
-# Where a completed trial's constraints (hpo(constraints=...)) are kept for the samplers' constraints_func.
-CONSTRAINTS_ATTR = "jupyter_dist:constraints"
 
 
-def stored_constraints(trial) -> list[float]:
-    """Optuna's ``constraints_func``: the constraints the search stored with the trial as it was told."""
-    return trial.user_attrs.get(CONSTRAINTS_ATTR, [])
-
-
-def make_sampler(
-    sampler: Any,
-    searched: dict[str, Space],
-    seed: int | None,
-    *,
-    several: bool = False,
-    constrained: bool = False,
-):
+def make_sampler(sampler: Any, searched: dict[str, Space], seed: int | None, *, several: bool = False):
     """An Optuna sampler for ``sampler``: one of SAMPLERS or an ``optuna.samplers.BaseSampler`` instance.
-    ``several``: the study has several objectives (CMA-ES has only one); ``constrained``: the samplers that take
-    constraints (TPE, GP, NSGA-II and -III) read each trial's (``stored_constraints``)."""
+    ``several``: the study has several objectives (CMA-ES has only one). Constraints need no setting here: each
+    trial's are set on it as it is told (``Trial.set_constraint``, Optuna 5), and the samplers that use them (TPE,
+    GP, NSGA-II and -III) read them there."""
     import optuna
 
     if isinstance(sampler, optuna.samplers.BaseSampler):
@@ -41,25 +28,19 @@ def make_sampler(
             "sampler='cmaes' optimises one objective; with several use 'tpe', 'nsga2', 'nsga3', 'gp', 'random' "
             "or 'grid'"
         )
-    constraints = {"constraints_func": stored_constraints} if constrained else {}
-    if constrained and sampler in ("random", "grid", "cmaes"):
-        raise ArgumentError(
-            f"sampler={sampler!r} does not take constraints (Optuna's constraints_func): use 'tpe', 'gp', "
-            "'nsga2' or 'nsga3'"
-        )
     if sampler == "grid":
         return _ask_tell_grid_sampler()(grid_of(searched), seed=seed)
     if sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if sampler == "tpe":
         # The constant liar keeps TPE from proposing the same point to several in-flight trials.
-        return optuna.samplers.TPESampler(seed=seed, constant_liar=True, **constraints)
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
     if sampler == "gp":
-        return optuna.samplers.GPSampler(seed=seed, **constraints)
+        return optuna.samplers.GPSampler(seed=seed)
     if sampler == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, **constraints)
+        return optuna.samplers.NSGAIISampler(seed=seed)
     if sampler == "nsga3":
-        return optuna.samplers.NSGAIIISampler(seed=seed, **constraints)
+        return optuna.samplers.NSGAIIISampler(seed=seed)
     return optuna.samplers.CmaEsSampler(seed=seed)
 
 

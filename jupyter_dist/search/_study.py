@@ -62,7 +62,7 @@ def study_of(record: ExperimentRecord, intermediate_values: bool = True) -> optu
     curves = objective_curves(record, finished) if intermediate_values else {}
     spaces = searched(definition.space)
     fixed = {name: space.to_optuna(name) for name, space in spaces.items()}
-    from ._optuna_search import _quiet_optuna
+    from ._optuna_search import _quiet_optuna, constraints_of
 
     with _quiet_optuna():
         objective = definition.objective
@@ -85,23 +85,24 @@ def study_of(record: ExperimentRecord, intermediate_values: bool = True) -> optu
             ):
                 state, values = optuna.trial.TrialState.FAIL, None  # as Optuna tells a NaN objective
             started = datetime.datetime.fromtimestamp(rec.started)
-            study.add_trial(
-                optuna.trial.FrozenTrial(
-                    number=-1,  # add_trial numbers it
-                    trial_id=-1,
-                    state=state,
-                    value=None,
-                    values=values,
-                    datetime_start=started,
-                    datetime_complete=started + datetime.timedelta(seconds=rec.duration or 0.0),
-                    params=params,
-                    distributions=distributions,
-                    user_attrs={"trial_id": rec.trial_id, "attempts": rec.attempts, "duration": rec.duration},
-                    system_attrs={},
-                    # a multi-objective trial takes no intermediate values
-                    intermediate_values={} if objective.several else curves.get(rec.trial_id, {}),
-                )
+            frozen = optuna.trial.FrozenTrial(
+                number=-1,  # add_trial numbers it
+                trial_id=-1,
+                state=state,
+                value=None,
+                values=values,
+                datetime_start=started,
+                datetime_complete=started + datetime.timedelta(seconds=rec.duration or 0.0),
+                params=params,
+                distributions=distributions,
+                user_attrs={"trial_id": rec.trial_id, "attempts": rec.attempts, "duration": rec.duration},
+                system_attrs={},
+                # a multi-objective trial takes no intermediate values
+                intermediate_values={} if objective.several else curves.get(rec.trial_id, {}),
             )
+            for key, value in constraints_of(rec.constraints).items():
+                frozen.set_constraint(key, value)  # hpo(constraints=): feasibility, as the search told it
+            study.add_trial(frozen)
     return study
 
 
