@@ -54,7 +54,7 @@ class RunControl:
             "stop": None if self.stop_rule is None else self.stop_rule.describe(),
             "target": self.target,
             "objective_scope": self.scope,
-            "constraints": None if self.constraints is None else self.constraints.describe(),
+            **({} if self.constraints is None else {"constraints": self.constraints.describe()}),
         }
 
     def applied(self, definition: ExperimentDefinition) -> ExperimentDefinition:

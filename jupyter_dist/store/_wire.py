@@ -75,7 +75,7 @@ class TrialSummary(TypedDict):
     last: dict[str, float | None]
     error: str | None
     result: str | None  # a data-parallel trial's returned value (rank 0's), as its repr
-    constraints: list[float] | None  # hpo(constraints=): each <= 0 when it holds
+    constraints: NotRequired[list[float] | None]  # hpo(constraints=): each <= 0 when it holds; from 0.5
 
 
 class BestTrial(TypedDict):
@@ -94,9 +94,7 @@ class DefinitionJson(TypedDict):
     metric: str | None
     mode: Mode
     scope: NotRequired[str]  # objective_scope=: which reports make a trial's value (stores before it: "last")
-    objectives: NotRequired[
-        list[list[str]]
-    ]  # several objectives: every one, [metric, mode] (first: metric/mode)
+    objectives: NotRequired[list[tuple[str, Mode]]]  # several objectives: [metric, mode] each; first: metric
     space: dict[str, dict[str, Any]]  # per argument: {"uniform": [lo, hi], "log": ...}, {"choice": [...]}...
     total: int | None
     max_steps: int | None

@@ -45,7 +45,7 @@ export interface ITrialSummary {
   last: Record<string, number | null>;
   error: string | null;
   result: string | null; // a data-parallel trial's returned value (rank 0's), as its repr
-  constraints?: number[] | null; // hpo(constraints=): each <= 0 when it holds; absent before 0.5
+  constraints?: number[] | null; // hpo(constraints=): each <= 0 when it holds; from 0.5
 }
 
 /** The best completed trial (an experiment with an objective only). */
@@ -62,7 +62,7 @@ export interface IDefinitionJson {
   metric: string | null;
   mode: Mode;
   scope?: string; // objective_scope=: which reports make a trial's value (stores before it: "last")
-  objectives?: [string, Mode][]; // several objectives: every one, [metric, mode] (metric and mode: the first)
+  objectives?: [string, Mode][]; // several objectives: [metric, mode] each; first: metric
   space: Record<string, Record<string, any>>; // per argument: {"uniform": [lo, hi], "log": ...}, {"choice": [...]}...
   total: number | null;
   max_steps: number | null;
