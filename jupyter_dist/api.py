@@ -1,5 +1,5 @@
-"""The Python API: ``hpo()``, ``pbt()``, ``ablation()`` and ``data_parallel()`` turn a plain training function into an
-experiment on Dask.
+"""The Python API: ``hpo()``, ``pbt()``, ``ablation()`` and ``data_parallel()`` turn a plain training function
+into an experiment on Dask.
 
 Each entry point only sorts its arguments into the options every kind shares (``RunOptions``) and its kind's own;
 the kind (jupyter_dist/kinds/) checks them before any work starts and says what to run, and

@@ -43,9 +43,8 @@ class RunOptions:
     stop: Any = None
     target: float | None = None
     objective_scope: str | None = None
-    constraints: Any = (
-        None  # hpo(constraints=): a function of a trial's metrics (runtime/_goals.py Constraints)
-    )
+    # hpo(constraints=): a function of a trial's metrics (runtime/_goals.py Constraints)
+    constraints: Any = None
     # How trials use the cluster (issue 25; stored in the definition's details, so a resume runs the same way;
     # None: not given, a resumed run keeps the stored value). max_failures: more attempts of a trial whose function
     # raised; cpus_per_trial: cores per trial (runtime/_cpus.py); resources: Dask worker resources per task.
