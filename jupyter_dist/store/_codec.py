@@ -107,19 +107,7 @@ def definition_to_json(definition: ExperimentDefinition) -> str:
             "metric": definition.objective.metric,
             "mode": definition.objective.direction.value,
             "scope": definition.objective.scope,
-            # every objective, [metric, mode] each, of a multi-objective search (metric and mode: its first)
-            **(
-                {
-                    "objectives": [
-                        [m, d.value]
-                        for m, d in zip(
-                            definition.objective.metrics, definition.objective.directions, strict=True
-                        )
-                    ]
-                }
-                if definition.objective.several
-                else {}
-            ),
+            **_objectives(definition.objective),
             "space": space_to_json(definition.space),
             "total": definition.total,
             "max_steps": definition.max_steps,
@@ -130,6 +118,14 @@ def definition_to_json(definition: ExperimentDefinition) -> str:
             "details": plain(definition.details),
         }
     )
+
+
+def _objectives(objective: Objective) -> dict[str, list[list[str]]]:
+    """A multi-objective search's every objective, [metric, mode] each (metric and mode say its first); {}."""
+    if not objective.several:
+        return {}
+    pairs = zip(objective.metrics, objective.directions, strict=True)
+    return {"objectives": [[metric, direction.value] for metric, direction in pairs]}
 
 
 def definition_from_json(text: str) -> ExperimentDefinition:
