@@ -130,73 +130,84 @@ def train_digits_mlp(lr, width, momentum, weight_decay, epochs, batch=DIGITS_BAT
     """
     import time
 
-    import numpy as np
     import torch
-    from sklearn.datasets import load_digits
 
     import jupyter_dist
 
     t0 = time.perf_counter()
     torch.set_num_threads(1)
+    data = _digits_split()
+    torch.manual_seed(0)
+    shuffle = torch.Generator().manual_seed(0)
+    model = _digits_model(width)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    for epoch in range(epochs):
+        acc = _digits_epoch(model, opt, data, shuffle, batch)
+        jupyter_dist.report(step=epoch, val_acc=acc)
+    return {"val_acc": acc, "body_s": time.perf_counter() - t0}
+
+
+def _digits_split():
+    """Digits as tensors, the fixed split: (x_train, y_train, x_val, y_val)."""
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
+
     digits = load_digits()
     x = digits.data.astype("float32") / 16.0
     y = digits.target.astype("int64")
     order = np.random.RandomState(0).permutation(len(x))
     val, train = order[:DIGITS_VALIDATION], order[DIGITS_VALIDATION:]
-    x_val, y_val = torch.from_numpy(x[val]), torch.from_numpy(y[val])
-    x_train, y_train = torch.from_numpy(x[train]), torch.from_numpy(y[train])
-    torch.manual_seed(0)
-    shuffle = torch.Generator().manual_seed(0)
-    model = torch.nn.Sequential(
+    return (
+        torch.from_numpy(x[train]),
+        torch.from_numpy(y[train]),
+        torch.from_numpy(x[val]),
+        torch.from_numpy(y[val]),
+    )
+
+
+def _digits_model(width):
+    import torch
+
+    return torch.nn.Sequential(
         torch.nn.Linear(64, width),
         torch.nn.ReLU(),
         torch.nn.Linear(width, width),
         torch.nn.ReLU(),
         torch.nn.Linear(width, 10),
     )
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+
+
+def _digits_epoch(model, opt, data, shuffle, batch):
+    """One pass over the training samples in ``shuffle``'s order; the validation accuracy after it."""
+    import torch
+
+    x_train, y_train, x_val, y_val = data
     loss_fn = torch.nn.CrossEntropyLoss()
-    for epoch in range(epochs):
-        model.train()
-        perm = torch.randperm(len(x_train), generator=shuffle)
-        for i in range(0, len(x_train), batch):
-            rows = perm[i : i + batch]
-            opt.zero_grad()
-            loss_fn(model(x_train[rows]), y_train[rows]).backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
-        jupyter_dist.report(step=epoch, val_acc=acc)
-    return {"val_acc": acc, "body_s": time.perf_counter() - t0}
+    model.train()
+    perm = torch.randperm(len(x_train), generator=shuffle)
+    for i in range(0, len(x_train), batch):
+        rows = perm[i : i + batch]
+        opt.zero_grad()
+        loss_fn(model(x_train[rows]), y_train[rows]).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        return (model(x_val).argmax(1) == y_val).float().mean().item()
 
 
 def train_digits_mlp_pbt(lr, momentum, epochs, width=64, batch=DIGITS_BATCH):
     """``train_digits_mlp`` as a population-based-training member trains it: it goes on from its checkpoint
     (``jupyter_dist.restore``) and saves one after every epoch, the model, the optimizer and the shuffling's
     generator. Reports ``val_acc`` after each epoch."""
-    import numpy as np
     import torch
-    from sklearn.datasets import load_digits
 
     import jupyter_dist
 
     torch.set_num_threads(1)
-    digits = load_digits()
-    x = digits.data.astype("float32") / 16.0
-    y = digits.target.astype("int64")
-    order = np.random.RandomState(0).permutation(len(x))
-    val, train = order[:DIGITS_VALIDATION], order[DIGITS_VALIDATION:]
-    x_val, y_val = torch.from_numpy(x[val]), torch.from_numpy(y[val])
-    x_train, y_train = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+    data = _digits_split()
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(64, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, 10),
-    )
+    model = _digits_model(width)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     shuffle = torch.Generator().manual_seed(0)
     state = {"model": model, "optimizer": opt, "shuffle": shuffle.get_state()}
@@ -205,18 +216,8 @@ def train_digits_mlp_pbt(lr, momentum, epochs, width=64, batch=DIGITS_BATCH):
     if restored is not None:  # the optimizer comes back with this member's lr and momentum (PBT's explore)
         start = restored.step + 1
         shuffle.set_state(restored.state["shuffle"])
-    loss_fn = torch.nn.CrossEntropyLoss()
     for epoch in range(start, epochs):
-        model.train()
-        perm = torch.randperm(len(x_train), generator=shuffle)
-        for i in range(0, len(x_train), batch):
-            rows = perm[i : i + batch]
-            opt.zero_grad()
-            loss_fn(model(x_train[rows]), y_train[rows]).backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            acc = (model(x_val).argmax(1) == y_val).float().mean().item()
+        acc = _digits_epoch(model, opt, data, shuffle, batch)
         jupyter_dist.report(step=epoch, val_acc=acc)
         state["shuffle"] = shuffle.get_state()
         jupyter_dist.checkpoint(epoch, state)
