@@ -104,6 +104,7 @@ def run_experiment(
             decides_on_reports=source.prunes or control.stop_rule is not None,
             max_failures=options.max_failures or 0,
             cpus=options.cpus_per_trial,
+            elastic=plan.elastic,
         )
         parallel, follow = options.parallel, None
         if plan.ranks:
@@ -147,6 +148,7 @@ def run_experiment(
         exp = experiment_of(record, stop.request, source)
         watcher = control.hooks(exp, source)
         launcher.on_retry = functools.partial(_retried, record, watcher)
+        launcher.on_regroup = record.trial_regrouped
         view = _make_view(options.progress, exp, preamble)
         loop = TrialLoop(
             launcher,

@@ -339,6 +339,9 @@ def data_parallel(
     callbacks: list | None = None,
     stop: dict[str, float] | Callable[[int, dict[str, float]], bool] | None = None,
     resources: dict[str, float] | None = None,
+    min_workers: int | None = None,
+    max_workers: int | None = None,
+    elastic_timeout: float | None = None,
     **kwargs_for_train: Any,
 ):
     """Run ``fn(**kwargs_for_train)`` data-parallel: one rank per Dask worker, ``workers`` ranks, joined in a
@@ -386,6 +389,14 @@ def data_parallel(
         Dask worker resources each rank needs, ``{"MEM": 4e9}``, as for ``hpo()`` (``"GPU"`` here is
         ``gpus_per_worker``). A failing rank is not retried (there is no ``max_failures``): re-run the job with
         ``resume=True``, and ``restore()`` goes on from its checkpoint.
+    min_workers, max_workers, elastic_timeout
+        Make the job elastic (either bound given; the other defaults to ``workers``). When a rank's worker dies,
+        is retired or is cut off, the job starts again by itself from its newest checkpoint on the workers it still
+        has (at least ``min_workers``); when workers are free it grows, up to ``max_workers``, at its next
+        checkpoint. ``jupyter_dist.world_size()`` and the prepared DataLoader follow the new size (the loader goes
+        on from its place in the epoch). A job below ``min_workers`` for ``elastic_timeout`` seconds (default
+        300) ends, naming its newest checkpoint. Needs ``checkpoint()``/``restore()`` in ``fn``; every regroup is
+        recorded (``exp.restarts``).
     """
     options = RunOptions(
         cluster=cluster,
@@ -413,6 +424,9 @@ def data_parallel(
         rendezvous_timeout=rendezvous_timeout,
         strategy=strategy,
         mixed_precision=mixed_precision,
+        min_workers=min_workers,
+        max_workers=max_workers,
+        elastic_timeout=elastic_timeout,
         kwargs_for_train=kwargs_for_train,
     )
 

@@ -20,6 +20,7 @@ import dataclasses
 import difflib
 import math
 import numbers
+import time
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, TypedDict
@@ -165,6 +166,9 @@ class Outcome:
     result: Any = None  # a data-parallel rank's whole return value (task result only, never on the wire)
     rank_results: list | None = None  # every rank's, in rank order, once merged
     constraints: list[float] | None = None  # hpo(constraints=): evaluated in the kernel as it completed
+    # An elastic data-parallel rank that ended at a checkpoint because the kernel asked the job to regroup (more
+    # workers came): the job goes on from that checkpoint at its new size (runtime/_elastic.py).
+    regroup: bool = False
 
     @classmethod
     def lost(
@@ -507,6 +511,20 @@ def decode(msg: dict) -> ReportBatch | LogLine | CheckpointEvent | Outcome:
     raise JupyterDistError(f"unknown message kind {kind!r}")
 
 
+@dataclass
+class Regrouped:
+    """An elastic data-parallel job (runtime/_elastic.py) started again at another size, as the kernel records it: when, why (the ranks
+    lost and their workers, or workers free to grow onto), the world size before and after, and the checkpoint it goes on from."""
+
+    trial_id: int
+    why: str
+    lost: list[int]
+    world_before: int
+    world_after: int
+    from_step: int
+    at: float = field(default_factory=time.time)
+
+
 @dataclass(frozen=True)
 class RankInfo:
     """What one rank of a data-parallel trial is told: its place in the job and where the job meets."""
@@ -552,3 +570,6 @@ class TrialTask:
     # A population-based-training member's segment: it ends (completed) once it has checkpointed this step or a
     # later one, and the population decides where the member goes on from (search/_population.py).
     until_step: int | None = None
+    # One rank of an elastic data-parallel job: at each checkpoint its ranks agree whether to end there and regroup
+    # at another size (runtime/_elastic.py).
+    elastic: bool = False

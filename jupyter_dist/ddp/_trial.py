@@ -77,7 +77,7 @@ class DataParallelTrial:
         if device.type == "cuda":
             torch.cuda.set_device(device)
         _pin_socket_interface()
-        store = self._join(info)
+        store = ctx.rendezvous = self._join(info)  # an elastic job's ranks agree to regroup there
         if backend == "nccl":
             _refuse_shared_gpus(store, info, device)
         dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.world)

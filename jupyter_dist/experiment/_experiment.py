@@ -224,6 +224,21 @@ class Experiment:
         return frame
 
     @property
+    def restarts(self):
+        """Each time an elastic data-parallel job started again at another size (``min_workers=``/
+        ``max_workers=``), a DataFrame of trial_id, at (when), why, lost (the ranks lost), world_before,
+        world_after, lost_at (its newest step then), from_step (the checkpoint it went on from), steps_redone and
+        message (as the views say it)."""
+        import pandas as pd
+
+        columns = ["trial_id", "at", "why", "lost", "world_before", "world_after", "lost_at", "from_step"]
+        columns += ["steps_redone", "message"]
+        rows = [{"trial_id": rec.trial_id, **r} for rec in self.trial_records() for r in rec.restarts]
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["at"] = pd.to_datetime(frame["at"], unit="s")
+        return frame
+
+    @property
     def reports(self) -> int:
         """How many report() calls have arrived so far."""
         return self.record.report_count()

@@ -11,7 +11,7 @@ from ..ddp import MIXED_PRECISIONS, STRATEGIES
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ..protocol import ExperimentKind, Objective
-from ..runtime import TrialSource
+from ..runtime import Elastic, TrialSource
 from ..space import validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ._base import Kind, MagicSpec, option
@@ -25,6 +25,22 @@ class DataParallelRun(Kind):
     magic = MagicSpec(
         options=(
             option("--workers", type=int, help="ddp: ranks, one per Dask worker (default 2)"),
+            option(
+                "--min-workers",
+                type=int,
+                help="ddp: elastic: the job goes on from its newest checkpoint with as few ranks as this when it "
+                "loses workers",
+            ),
+            option(
+                "--max-workers",
+                type=int,
+                help="ddp: elastic: the job grows up to this many ranks, at a checkpoint, as workers come",
+            ),
+            option(
+                "--elastic-timeout",
+                type=float,
+                help="ddp: elastic: seconds the job may wait below --min-workers before it ends (default 300)",
+            ),
             option("--gpus-per-worker", type=float, help="ddp: GPUs per rank (default 0: CPU)"),
             option("--backend", help="ddp: gloo or nccl (default: nccl with GPUs, else gloo)"),
             option(
@@ -54,6 +70,9 @@ class DataParallelRun(Kind):
         *,
         workers: int,
         backend: str | None,
+        min_workers: int | None,
+        max_workers: int | None,
+        elastic_timeout: float | None,
         metric: str | None,
         threads_per_rank: int | None,
         rendezvous_timeout: float,
@@ -64,6 +83,13 @@ class DataParallelRun(Kind):
         from ..ddp import DataParallelTrial, SingleRun, check_data_parallel
 
         check_positive("workers", workers, optional=False)
+        elastic = Elastic.of(
+            workers,
+            min_workers,
+            max_workers,
+            elastic_timeout,
+            names=("workers", "min_workers", "max_workers", "elastic_timeout"),
+        )
         check_positive("threads_per_rank", threads_per_rank)
         check_positive("rendezvous_timeout", rendezvous_timeout, integer=False, optional=False)
         if metric is not None and (not isinstance(metric, str) or not metric):
@@ -83,6 +109,7 @@ class DataParallelRun(Kind):
                 "backend": backend,
                 "strategy": strategy,
                 "mixed_precision": mixed_precision,
+                **(elastic.to_details() if elastic else {}),
             },
         )
         trial_fn = DataParallelTrial(
@@ -94,7 +121,7 @@ class DataParallelRun(Kind):
             strategy=strategy,
             mixed_precision=mixed_precision,
         )
-        return TrialPlan(definition, trial_fn, SingleRun(kwargs_for_train), ranks=workers)
+        return TrialPlan(definition, trial_fn, SingleRun(kwargs_for_train), ranks=workers, elastic=elastic)
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """The run again, as its next attempt: the same id and name, so the same checkpoints; this call's

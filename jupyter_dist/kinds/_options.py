@@ -12,7 +12,7 @@ from typing import Any
 from .._validate import check_positive, check_progress
 from ..errors import ArgumentError
 from ..protocol import check_scope
-from ..runtime import TrialSource
+from ..runtime import Elastic, TrialSource
 from ..store import ExperimentDefinition
 
 __all__ = ["RunOptions", "TrialPlan", "check_runtime", "parse_resources"]
@@ -123,6 +123,9 @@ class TrialPlan:
     fn: Callable
     source: TrialSource
     ranks: int | None = None
+    # Data-parallel trials that go on at another size when workers leave or come (runtime/_elastic.py); None: a
+    # job that loses a rank fails.
+    elastic: Elastic | None = None
 
 
 def check_runtime(max_failures: Any, cpus_per_trial: Any, resources: Any) -> None:

@@ -17,6 +17,7 @@ from ._cluster import (
 from ._collector import quiet_collector
 from ._dashboard import dashboard_link
 from ._devices import release_gpu_memory
+from ._elastic import Elastic
 from ._goals import Constraints, HookFailed, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
@@ -36,6 +37,7 @@ __all__ = [
     "Constraints",
     "check_kernel_cuda",
     "DaskLauncher",
+    "Elastic",
     "HookFailed",
     "Reporter",
     "RunningTrial",

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 
 from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, decode_all
-from ._trial_context import forget_experiment, mark_stopped
+from ._trial_context import forget_experiment, forget_trial, mark_stopped
 
 logger = logging.getLogger(__name__)
 
@@ -77,3 +77,12 @@ def clear_stops_on_workers(client, exp_id: str) -> None:
     """Forget the experiment's stop flags in every worker: a stopped run resumed under the same id (on the same
     workers) must not find its trials stopped before they start."""
     client.run(_forget_stops, exp_id)
+
+
+def _forget_trial(exp_id: str, trial_id: int) -> None:
+    forget_trial(exp_id, trial_id)
+
+
+def clear_trial_on_workers(client, exp_id: str, trial_id: int) -> None:
+    """Forget one trial's stop flag (and regroup request) in every worker, before it runs again there."""
+    client.run(_forget_trial, exp_id, trial_id)

@@ -33,7 +33,11 @@ def _free_port() -> int:
 
 def eligible_workers(client, resources: dict[str, float] | None) -> list[str]:
     """Addresses of the workers that have ``resources`` (all of them when None), in a stable order."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return eligible(client.scheduler_info(n_workers=-1)["workers"], resources)
+
+
+def eligible(workers: dict[str, dict], resources: dict[str, float] | None) -> list[str]:
+    """Those of ``workers`` (address -> the scheduler's info) that have ``resources``, in a stable order."""
     return sorted(
         address
         for address, info in workers.items()
@@ -97,11 +101,35 @@ class GangTrial(RunningTrial):
     def __init__(self, trial_id: int, workers: list[str]) -> None:
         super().__init__(trial_id)
         self.workers = workers  # rank -> its worker
+        self.attempt: str | None = None  # the current group of ranks' attempt id (RankInfo.attempt)
         # Monotonic time a rank first ended without completing (failed, pruned, stopped) or lost its worker: the
         # others cannot get past their next collective without it.
         self.ending_since: float | None = None
         self.outcomes: dict[int, Outcome] = {}  # rank -> outcome, from its task's result
         self.reported: dict[int, Outcome] = {}  # rank -> outcome event, which comes ahead of the task
+        # An elastic job (runtime/_elastic.py) between two groups of ranks, and how many times in a row it
+        # regrouped from the same checkpoint.
+        self.waiting = None
+        self.fruitless = 0
+        self.regrouped_from: int | None = None
+        self.grow_asked = False
+
+    def regroup(self, workers: list[str], attempt: str) -> None:
+        """The job starts again on ``workers``: a new group of ranks, nothing of the last one's kept."""
+        self.workers, self.attempt = workers, attempt
+        self.ending_since = None
+        self.outcomes, self.reported = {}, {}
+        self.waiting = None
+        self.grow_asked = False
+
+    def lost_ranks(self) -> dict[int, str]:
+        """The ranks whose worker left the cluster or whose task Dask lost (rank -> its worker): the job cannot
+        go on with them, though it could without them."""
+        return {
+            rank: self.workers[rank]
+            for rank, outcome in self.outcomes.items()
+            if outcome.worker_lost or outcome.error_kind is ErrorKind.LOST
+        }
 
     def unfinished(self) -> list[int]:
         return [rank for rank in range(len(self.workers)) if rank not in self.outcomes]

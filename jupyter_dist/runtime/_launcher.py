@@ -28,16 +28,26 @@ from ..protocol import (
     LogLine,
     Outcome,
     RankInfo,
+    Regrouped,
     ReportBatch,
     TrialState,
     TrialTask,
 )
 from ._by_reference import Shipment, scatter_threshold
-from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
+from ._channel import EventChannel, clear_stops_on_workers, clear_trial_on_workers, stop_on_workers
 from ._cluster import adaptive_maximum
 from ._cpus import CPU, declares_cpus, trials_by_threads
+from ._elastic import (
+    FRUITLESS_REGROUPS,
+    Elastic,
+    Waiting,
+    ask_to_regroup,
+    below_minimum,
+    how_to_go_on,
+    why_lost,
+)
 from ._first_task import load_on_a_worker
-from ._gang import GangTrial, check_placement, eligible_workers, rendezvous, trials_that_fit
+from ._gang import GangTrial, check_placement, eligible, eligible_workers, rendezvous, trials_that_fit
 from ._gateway import gateway_adapt
 from ._loop import RunningTrial, TaskEnded, TrialSpec
 from ._outbox import FRESH, RELAXED
@@ -74,6 +84,8 @@ class DaskLauncher:
     the views and the store, and may wait a little on the worker to travel together (cheaper for both).
     ``max_failures``: how many more times a single-task trial whose function raised runs again (``Retries``);
     ``on_retry(outcome, why)`` hears of each such failed attempt. ``cpus``: cores per trial (runtime/_cpus.py).
+    ``elastic``: data-parallel trials go on at another size when they lose workers or more come
+    (runtime/_elastic.py); ``on_regroup(Regrouped)`` hears of each time one does.
     """
 
     def __init__(
@@ -88,6 +100,7 @@ class DaskLauncher:
         decides_on_reports: bool = True,
         max_failures: int = 0,
         cpus: int | None = None,
+        elastic: Elastic | None = None,
     ) -> None:
         self.client = client
         self._scheduler_address = getattr(getattr(client, "scheduler", None), "address", None)
@@ -132,6 +145,17 @@ class DaskLauncher:
         self._tasks: dict[int, list] = {}
         # Single trials submitted with a freed-worker hint: trial id -> that worker.
         self._pinned: dict[int, str] = {}
+        self.elastic = elastic if ranks else None
+        self.on_regroup: Callable[[Regrouped], None] | None = None
+        # Each data-parallel trial's newest checkpoint step (from its checkpoint events): where it would go on from.
+        self._saved: dict[int, int] = {}
+        self._notify: Callable[[TaskEnded], None] | None = None
+        # The running data-parallel trials, and what each was started with: a job regroups as the same trial.
+        self._gangs: dict[int, GangTrial] = {}
+        self._gang_specs: dict[int, TrialSpec] = {}
+        # When a data-parallel trial last waited for workers to be placed: a job does not grow onto workers that
+        # another trial of the run is waiting for.
+        self._wanted_at = 0.0
 
     # --- before the run ----------------------------------------------------------------------------------
     def capacity(self) -> int:
@@ -140,6 +164,9 @@ class DaskLauncher:
         resources allow; a PlacementError saying what is needed when none fits."""
         if self.ranks:
             self._wait_for_coming_workers()
+            if self.elastic is not None:  # it may start with fewer, down to its minimum
+                check_placement(self.client, self.elastic.min_ranks, self.resources)
+                return max(1, len(eligible_workers(self.client, self.resources)) // self.ranks)
             return check_placement(self.client, self.ranks, self.resources)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         if self.resources:
@@ -200,6 +227,13 @@ class DaskLauncher:
     ) -> AbstractContextManager:
         stack = ExitStack()
         stack.callback(self.release)  # last out: once nothing of the run is listening any more
+        if self.ranks:
+            checkpointed = on_checkpoint
+
+            def on_checkpoint(event: CheckpointEvent) -> None:
+                self._saved[event.trial_id] = event.step  # the newest: a job regroups from it
+                checkpointed(event)
+
         stack.enter_context(
             EventChannel(self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome)
         )
@@ -232,10 +266,14 @@ class DaskLauncher:
             return [worker]
         if not self.ranks:
             return [self._freed.pop()] if self._freed else []
-        free = [w for w in eligible_workers(self.client, self.resources) if w not in self._busy]
-        if len(free) >= self.ranks:
+        if self._regrouping():
+            return None  # a job waiting for workers to go on has them first
+        free = self._free_workers(eligible_workers(self.client, self.resources))
+        least = self.ranks if self.elastic is None else self.elastic.min_ranks
+        if len(free) >= least:
             self._short_of_workers_since = None
             return free[: self.ranks]
+        self._wanted_at = time.monotonic()
         if not self._busy:
             # None of our trials runs, so none will free a worker: the cluster shrank (a worker lost, an adaptive
             # cluster scaling down, a restarted worker not back yet). Wait a while, then say so.
@@ -246,6 +284,12 @@ class DaskLauncher:
                 check_placement(self.client, self.ranks, self.resources)
         return None
 
+    def _free_workers(self, workers) -> list[str]:
+        return [w for w in workers if w not in self._busy]
+
+    def _regrouping(self) -> bool:
+        return any(trial.waiting is not None for trial in self._gangs.values())
+
     def start(
         self, starts: list[tuple[TrialSpec, list[str]]], notify: Callable[[TaskEnded], None]
     ) -> list[RunningTrial]:
@@ -253,6 +297,7 @@ class DaskLauncher:
         the scheduler and one graph update there for all, instead of one each), a data-parallel trial's ranks
         each pinned to its worker."""
         if self.ranks:
+            self._notify = notify
             return [self._start_ranks(spec, placement, notify) for spec, placement in starts]
         alike: dict[tuple[str, ...], list[TrialSpec]] = {}
         for spec, placement in starts:
@@ -282,11 +327,21 @@ class DaskLauncher:
         self, spec: TrialSpec, placement: list[str], notify: Callable[[TaskEnded], None]
     ) -> RunningTrial:
         # A worker gone by now fails here, before any rank starts.
+        attempt = self._submit_ranks(spec, placement, notify)
+        trial = self._gangs[spec.trial_id] = GangTrial(spec.trial_id, placement)
+        trial.attempt = attempt
+        self._gang_specs[spec.trial_id] = spec
+        return trial
+
+    def _submit_ranks(
+        self, spec: TrialSpec, placement: list[str], notify: Callable[[TaskEnded], None]
+    ) -> str:
+        """Submit one task per rank, each pinned to its worker; the group's attempt id."""
         ranks = rendezvous(self.client, placement, spec.trial_id)
         tasks = [
             self._submit(
                 self._task(spec, rank),
-                f"trial-{spec.trial_id}-rank-{rank.rank}",
+                f"trial-{spec.trial_id}-rank-{rank.rank}-{rank.attempt}",
                 workers=[worker],
                 allow_other_workers=False,
             )
@@ -296,7 +351,7 @@ class DaskLauncher:
         self._tasks[spec.trial_id] = tasks
         for rank, task in enumerate(tasks):
             _on_end(task, spec.trial_id, rank, notify)
-        return GangTrial(spec.trial_id, placement)
+        return ranks[0].attempt
 
     def _task(self, spec: TrialSpec, rank: RankInfo | None) -> TrialTask:
         return TrialTask(
@@ -313,6 +368,7 @@ class DaskLauncher:
             keep_checkpoints=self.checkpoints and self.checkpoints.keep,
             report_wait=self.report_wait,
             until_step=spec.until_step,
+            elastic=self.elastic is not None and rank is not None,
         )
 
     def _submit(self, task: TrialTask, key: str, **placement: Any):
@@ -346,6 +402,8 @@ class DaskLauncher:
         if isinstance(event, Outcome):
             if not isinstance(trial, GangTrial):
                 return None if self._ran_again(trial, event) else event  # ~2 ms after the function returned
+            if event.attempt != trial.attempt:
+                return None  # a rank of the job's last group (an elastic job regrouped since)
             if trial.rank_reported(event):
                 self.stop([trial.trial_id])
             return None
@@ -355,7 +413,7 @@ class DaskLauncher:
         if isinstance(trial, GangTrial):
             if trial.rank_ended(event.rank, event.task):
                 self.stop([trial.trial_id])
-            return trial.merged()
+            return self._ended_or_regrouped(trial, time.monotonic())
         return trial.task_ended(event.task)
 
     def poll(self, trial: RunningTrial, now: float) -> Outcome | None:
@@ -365,12 +423,16 @@ class DaskLauncher:
             # (the outcome event normally says how it ended anyway).
             outcome = trial.poll(self._tasks[trial.trial_id][0], now)
             return None if outcome is not None and self._ran_again(trial, outcome) else outcome
+        if trial.waiting is not None:
+            return self._go_on(trial, now)
         lost = trial.left_cluster(self.present_workers())
         if lost:
             self._cancel(trial.trial_id, lost)
             self.stop([trial.trial_id])
-        outcome = trial.merged()
-        if outcome is not None:
+        if trial.unfinished():
+            self._maybe_grow(trial, now)
+        outcome = self._ended_or_regrouped(trial, now)
+        if outcome is not None or trial.waiting is not None:
             return outcome
         stuck = trial.stragglers(now)
         if not stuck:
@@ -378,7 +440,94 @@ class DaskLauncher:
         # Their threads outlive a cancel: a restart ends them (GangTrial.stragglers says why).
         self._cancel(trial.trial_id, stuck)
         self.restart([trial.workers[rank] for rank in stuck])
-        return trial.merged()
+        return self._ended_or_regrouped(trial, now)
+
+    # --- elastic data-parallel jobs (runtime/_elastic.py) -------------------------------------------------
+    def _ended_or_regrouped(self, trial: GangTrial, now: float) -> Outcome | None:
+        """The job's outcome once every rank has ended; None while it runs, or when, elastic, it goes on at
+        another size: it lost a worker (and has a checkpoint to go on from), or ended at a checkpoint to grow."""
+        outcome = trial.merged()
+        if outcome is None:
+            return None
+        lost = trial.lost_ranks()
+        if not lost and not outcome.regroup:
+            return outcome
+        if trial.told_to_stop:  # the run is stopping: a job that ended at a checkpoint to grow was stopped
+            if outcome.regroup and outcome.state is TrialState.COMPLETED:
+                outcome.state = TrialState.PRUNED
+            return outcome
+        saved = self._saved.get(trial.trial_id)
+        if self.elastic is None or saved is None:
+            return how_to_go_on(outcome, self.elastic, saved is not None)
+        if trial.regrouped_from == saved:
+            trial.fruitless += 1
+            if trial.fruitless >= FRUITLESS_REGROUPS:
+                outcome.error = (
+                    f"the job regrouped {trial.fruitless} times from its checkpoint of step {saved} without "
+                    f"saving a newer one; it ended there (resume=True goes on from that checkpoint).\n\n"
+                    f"{outcome.error or ''}"
+                ).rstrip()
+                return outcome
+        else:
+            trial.fruitless = 0
+        why = why_lost(lost) if lost else "more workers are free"
+        trial.waiting = Waiting(why, sorted(lost), len(trial.workers), saved, outcome)
+        # What is left of the last group is done with: its workers are free for the next.
+        self._busy.difference_update(trial.workers)
+        self._lingering.extend(self._tasks.pop(trial.trial_id, []))
+        return self._go_on(trial, now)
+
+    def _go_on(self, trial: GangTrial, now: float) -> Outcome | None:
+        """Start the job's next group on the free workers (as many as it may have), once there are at least its
+        minimum; its final outcome if it waited for them longer than the elastic timeout."""
+        waiting, elastic = trial.waiting, self.elastic
+        if trial.told_to_stop:  # the run is stopping: the job ends as its last group did
+            trial.waiting = None
+            return waiting.ended
+        free = self._free_workers(eligible_workers(self.client, self.resources))
+        size = min(elastic.max_ranks, len(free))
+        if size < elastic.min_ranks:
+            if now - waiting.since > elastic.timeout:
+                trial.waiting = None
+                return below_minimum(waiting, elastic, len(free))
+            return None
+        spec = self._gang_specs[trial.trial_id]
+        try:
+            # The stop sent to the last group's ranks (and a regroup asked of it) must not stop the next one.
+            clear_trial_on_workers(self.client, self.exp_id, trial.trial_id)
+            attempt = self._submit_ranks(spec, free[:size], self._notify)
+        except Exception:  # a worker gone in between (rendezvous asks rank 0's): try again at the next poll
+            return None
+        trial.regroup(free[:size], attempt)
+        trial.regrouped_from = waiting.from_step
+        if self.on_regroup is not None:
+            self.on_regroup(
+                Regrouped(
+                    trial.trial_id,
+                    waiting.why,
+                    waiting.lost,
+                    waiting.world_before,
+                    size,
+                    waiting.from_step,
+                )
+            )
+        return None
+
+    def _maybe_grow(self, trial: GangTrial, now: float) -> None:
+        """Ask a running elastic job to end at its next checkpoint and start again larger, when it is below its
+        maximum and workers are free (none of them wanted by another trial of the run waiting to start)."""
+        if (
+            self.elastic is None
+            or trial.grow_asked
+            or len(trial.workers) >= self.elastic.max_ranks
+            or now - self._wanted_at < 2 * WORKER_CHECK
+        ):
+            return
+        present = self.present_workers()
+        if not self._free_workers(eligible(present, self.resources)):
+            return
+        trial.grow_asked = True
+        ask_to_regroup(self.client, trial.workers[0], self.exp_id, trial.trial_id)
 
     def _ran_again(self, trial: TaskTrial, outcome: Outcome) -> bool:
         """Whether ``outcome`` is one of a failed attempt that runs again (now, or already): as a worker lost
@@ -442,6 +591,9 @@ class DaskLauncher:
         self._lingering.extend(self._tasks.pop(trial.trial_id, []))  # released by tidy() once ended
         if isinstance(trial, GangTrial):
             self._busy.difference_update(trial.workers)
+            self._gangs.pop(trial.trial_id, None)
+            self._gang_specs.pop(trial.trial_id, None)
+            self._saved.pop(trial.trial_id, None)
             return None
         worker = outcome.worker
         if worker is None:

@@ -27,7 +27,7 @@ from ._capture import TrialOutput
 from ._cpus import torch_threads
 from ._devices import holding_gpus, release_gpu_memory
 from ._outbox import OUTCOME_WAIT, QUEUED_OUTCOME_WAIT
-from ._trial_context import Reporter, SegmentDone, TrialContext, activate, forget_experiment
+from ._trial_context import Regroup, Reporter, SegmentDone, TrialContext, activate, forget_experiment
 
 # Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
 # with every task (cheap), but is unpickled once per worker process. The hash, because a resumed run keeps its
@@ -102,13 +102,14 @@ def run_trial(task: TrialTask) -> Outcome:
         task.exp_id, task.trial_id, attempt, task.topic, worker.log_event, rank, task.report_wait
     )
     ctx.checkpoint_dir, ctx.keep_checkpoints = task.checkpoint_dir, task.keep_checkpoints
-    ctx.until_step = task.until_step
+    ctx.until_step, ctx.elastic = task.until_step, task.elastic
     kwargs = dict(task.params)
     if _wants_reporter(fn):
         kwargs["reporter"] = Reporter(ctx)
 
     started = time.time()
     returned, error, kind, state, stopped_at = None, None, None, TrialState.COMPLETED, None
+    regroup = False
     with TrialOutput(ctx):
         activate(ctx)
         try:
@@ -123,8 +124,10 @@ def run_trial(task: TrialTask) -> Outcome:
                 returned = fn(**kwargs)
             if ctx.should_stop:
                 state = TrialState.PRUNED  # it returned by itself, but after it was told to stop
-        except SegmentDone:
-            pass  # a PBT segment checkpointed its last step: completed, valued by its reports
+        except SegmentDone as done:
+            # A PBT segment checkpointed its last step: completed, valued by its reports. An elastic job's ranks
+            # ending to regroup are the kernel's to start again (the outcome says so).
+            regroup = isinstance(done, Regroup)
         except TrialPruned:
             state, stopped_at = TrialState.PRUNED, time.time()
         except (Exception, SystemExit) as exc:  # a failing trial is recorded, never a crashed worker
@@ -162,6 +165,7 @@ def run_trial(task: TrialTask) -> Outcome:
         stopped_at=stopped_at,
         failed_at=ctx.failed_at,
         rank=ctx.rank,
+        regroup=regroup,
     )
     # The outcome travels on the event stream too, behind the trial's reports and output: the kernel learns of
     # the end a few ms later without a gather round trip, and knows every earlier message has arrived.

@@ -15,12 +15,15 @@ from ..protocol import RankInfo, encode_checkpoint, encode_log
 from ._outbox import FRESH, LOG_WAIT, OUTCOME_WAIT, forget_outboxes, outbox_for
 
 __all__ = [
+    "Regroup",
     "Reporter",
     "SegmentDone",
     "TrialContext",
     "activate",
     "current_trial",
     "forget_experiment",
+    "forget_trial",
+    "mark_regroup",
     "mark_stopped",
 ]
 
@@ -34,9 +37,23 @@ class SegmentDone(TrialPruned):
     """
 
 
+class Regroup(SegmentDone):
+    """An elastic data-parallel job's ranks end together at a checkpoint because workers joined: the kernel starts
+    the job again from that checkpoint with more ranks (runtime/_elastic.py)."""
+
+
 # Stop flags of this worker process, set from the kernel with ``Client.run`` (a few ms) and read by report().
 _stopped_trials: set[tuple[str, int]] = set()
 _stopped_experiments: set[str] = set()
+
+
+# Elastic jobs (experiment id, trial id) asked to regroup at their next checkpoint: set on rank 0's worker, which
+# decides for every rank (TrialContext.checkpointed).
+_regroup_asked: set[tuple[str, int]] = set()
+
+
+def mark_regroup(exp_id: str, trial_id: int) -> None:
+    _regroup_asked.add((exp_id, trial_id))
 
 
 def mark_stopped(exp_id: str, trial_ids: list[int] | None = None) -> None:
@@ -47,10 +64,18 @@ def mark_stopped(exp_id: str, trial_ids: list[int] | None = None) -> None:
         _stopped_trials.update((exp_id, t) for t in trial_ids)
 
 
+def forget_trial(exp_id: str, trial_id: int) -> None:
+    """Drop one trial's flags from this process: an elastic job starting again after a stop sent to its last group
+    of ranks (or a regroup asked of it) must not find them."""
+    _stopped_trials.discard((exp_id, trial_id))
+    _regroup_asked.discard((exp_id, trial_id))
+
+
 def forget_experiment(exp_id: str) -> None:
     """Drop an ended experiment's stop flags and outbox from this process."""
     _stopped_experiments.discard(exp_id)
     _stopped_trials.difference_update({key for key in _stopped_trials if key[0] == exp_id})
+    _regroup_asked.difference_update({key for key in _regroup_asked if key[0] == exp_id})
     forget_outboxes(exp_id)
 
 
@@ -89,6 +114,10 @@ class TrialContext:
         self.checkpoint_dir: str | None = None  # where jupyter_dist.checkpoint() saves; None: it does not
         self.keep_checkpoints: int | None = None
         self.until_step: int | None = None  # a PBT segment's last step (TrialTask.until_step)
+        self.elastic = False  # an elastic data-parallel rank (TrialTask.elastic)
+        # The job's rendezvous store (torch's TCPStore), where an elastic job's ranks agree to regroup.
+        self.rendezvous = None
+        self._checkpoints_made = 0
         # emit is worker.log_event, bound once: get_worker() per report would cost more.
         self._outbox = outbox_for(exp_id, topic, emit)
         self.max_wait = max_wait  # how long a report may wait for others to travel with (FRESH or RELAXED)
@@ -139,6 +168,20 @@ class TrialContext:
         if not resumed and self.until_step is not None and step >= self.until_step:
             # Every rank gets here after the same checkpoint's last barrier: they end the segment together.
             raise SegmentDone(f"trial {self.trial_id} checkpointed step {step}, its segment's last")
+        if not resumed and self.elastic and self.rendezvous is not None and self._regroup_agreed():
+            raise Regroup(f"trial {self.trial_id} regroups after its checkpoint of step {step}")
+
+    def _regroup_agreed(self) -> bool:
+        """Whether the job ends at this checkpoint to regroup. Rank 0 decides and tells the others through the
+        rendezvous store (a key per checkpoint, which they wait for): a flag read by each rank on its own could
+        reach them at different checkpoints, and a rank leaving alone would stall its peers' next collective."""
+        key = f"jupyter_dist/regroup/{self._checkpoints_made}"
+        self._checkpoints_made += 1
+        if self.rank == 0:
+            asked = (self.exp_id, self.trial_id) in _regroup_asked
+            _regroup_asked.discard((self.exp_id, self.trial_id))
+            self.rendezvous.set(key, b"1" if asked else b"0")
+        return self.rendezvous.get(key) == b"1"
 
     def send_log(self, stream: str, text: str) -> None:
         """Send captured output, after every report made before it."""

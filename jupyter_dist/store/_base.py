@@ -121,6 +121,10 @@ class TrialRecord:
     distributions: dict[str, Any] | None = None
     # hpo(constraints=): its constraints' values (each <= 0 when it holds), from when it completed; None: none.
     constraints: list[float] | None = None
+    # An elastic data-parallel trial's regroups, oldest first: each {"at", "why", "lost" (ranks), "world_before",
+    # "world_after", "lost_at" (its newest step then), "from_step" (the checkpoint it went on from),
+    # "steps_redone", "message"}.
+    restarts: list[dict[str, Any]] = field(default_factory=list)
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     # The curve metric's learning curve of the current attempt, for live plots.

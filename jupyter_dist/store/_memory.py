@@ -13,6 +13,7 @@ from ..protocol import CheckpointEvent, ExperimentState, LogLine, Outcome, Repor
 from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
 
 if TYPE_CHECKING:
+    from ..protocol import Regrouped
     from ._journal import Journal
 
 
@@ -159,6 +160,37 @@ class InMemoryRecord(ExperimentRecord):
             )
         if self._journal:
             self._journal.output(rec.trial_id, "stderr", text)
+
+    def trial_regrouped(self, event: Regrouped) -> None:
+        """An elastic data-parallel trial started again at another size (runtime/_elastic.py): kept with the trial,
+        said in its output, and the reason its next attempt runs."""
+        rec = self._trials.get(event.trial_id)
+        if rec is None:
+            return
+        with self._lock:
+            lost_at = rec.steps - 1 if rec.steps else None
+            redone = max(0, lost_at - event.from_step) if lost_at is not None else 0
+            where = f" at step {lost_at}" if lost_at is not None and event.lost else ""
+            message = (
+                f"{event.why}{where}: continuing on {event.world_after} rank{'s' * (event.world_after != 1)} "
+                f"from step {event.from_step}"
+            )
+            rec.restarts.append(
+                {
+                    "at": event.at,
+                    "why": event.why,
+                    "lost": list(event.lost),
+                    "world_before": event.world_before,
+                    "world_after": event.world_after,
+                    "lost_at": lost_at,
+                    "from_step": event.from_step,
+                    "steps_redone": redone,
+                    "message": message,
+                }
+            )
+            self._rerun_because[rec.trial_id] = message
+        if self._journal:
+            self._journal.trial_changed(rec)
 
     def trial_pruned(self, trial_id: int) -> None:
         self._trials[trial_id].prune_decided_at = time.time()
