@@ -38,6 +38,9 @@ def hpo(
     timeout: float | None = None,
     progress: Any = "auto",
     workers_per_trial: int = 1,
+    min_workers_per_trial: int | None = None,
+    max_workers_per_trial: int | None = None,
+    elastic_timeout: float | None = None,
     store: Any = None,
     resume: bool = False,
     gpus_per_trial: int | None = None,
@@ -111,6 +114,10 @@ def hpo(
     workers_per_trial
         k > 1 makes every trial a k-rank data-parallel job, as ``data_parallel(fn, workers=k)`` runs it
         (``prepare()`` inside the function); ``parallel`` then defaults to the workers // k.
+    min_workers_per_trial, max_workers_per_trial, elastic_timeout
+        Make those jobs elastic, as ``data_parallel(min_workers=, max_workers=, elastic_timeout=)`` does: a trial
+        that loses a rank's worker goes on from its newest checkpoint with the ranks left, and grows onto free
+        workers at its next checkpoint.
     store
         Where the experiment is recorded as it runs: None, the default store (``JUPYTER_DIST_STORE``, dask
         config ``jupyter_dist.store``, or Jupyter's data directory); a file path; False, nowhere (memory only).
@@ -204,6 +211,9 @@ def hpo(
         max_steps=max_steps,
         workers_per_trial=workers_per_trial,
         enqueue=enqueue,
+        min_workers_per_trial=min_workers_per_trial,
+        max_workers_per_trial=max_workers_per_trial,
+        elastic_timeout=elastic_timeout,
     )
 
 

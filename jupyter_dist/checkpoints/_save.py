@@ -12,6 +12,10 @@ state, a metric). A data-parallel model is saved unwrapped, so a checkpoint load
 
 Outside an experiment, or in an experiment run without checkpoints, both do nothing (``restore`` gives None),
 so the same function still runs when called directly.
+
+The DataLoaders prepare() made are saved too, without being named in ``state``: where each stands in its epoch
+(under a key of the checkpoint's own, LOADERS), so that a job restarted with fewer or more ranks goes on with the
+rest of the epoch instead of seeing its start again.
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ddp import rank, unwrap, world_size
+from ..ddp._context import run
 from ..errors import ArgumentError
 from ..runtime import current_trial
 from ._files import explored_params, filesystem, latest, mark_complete, prune, saved_at, step_folder
 
 WHOLE = "state.pt"  # a whole checkpoint's one file
 PLAIN = "plain.pt"  # a sharded checkpoint's values that are not state dicts, written by rank 0
+# Beside the user's values: the positions of the trial's prepared DataLoaders, in the order prepare() made them.
+LOADERS = "__jupyter_dist_loaders__"
 
 
 @dataclass
@@ -51,6 +58,7 @@ def checkpoint(step: int, state: dict[str, Any]) -> str | None:
         return None
     folder = step_folder(ctx.checkpoint_dir, int(step))
     sharded = _is_sharded(state)
+    ours = _loader_positions()
     if rank() == 0:
         fs, path = filesystem(folder)
         if fs.exists(path):  # an earlier attempt's unfinished (or superseded) save of the same step
@@ -58,10 +66,11 @@ def checkpoint(step: int, state: dict[str, Any]) -> str | None:
         fs.makedirs(path, exist_ok=True)
     if sharded:
         _barrier()  # the folder is ready before any rank writes its shards
-        _save_sharded(folder, state)
+        _save_sharded(folder, state, ours)
     else:
         if rank() == 0:
-            _write(f"{folder}/{WHOLE}", {name: _saved_form(value) for name, value in state.items()})
+            saved = {name: _saved_form(value) for name, value in state.items()}
+            _write(f"{folder}/{WHOLE}", {**saved, **ours})
         _barrier()
     if rank() == 0:
         mark_complete(folder, int(step), sharded)
@@ -100,6 +109,9 @@ def restore(state: dict[str, Any] | None = None, *, path: str | None = None) -> 
             )
     found, step, sharded = saved.path, saved.step, saved.sharded
     loaded = _load_sharded(found, state or {}) if sharded else _read(f"{found}/{WHOLE}")
+    positions = loaded.pop(LOADERS, None)  # None: saved without prepared loaders, or before they were saved
+    if path is None and positions is not None:  # a notebook's restore(path=) has no loaders of that trial
+        run.loaders.restore(positions)
     restored = {}
     for name, value in loaded.items():
         target = (state or {}).get(name)
@@ -152,13 +164,13 @@ def _read(path: str) -> dict:
 
 
 # --- sharded checkpoints ----------------------------------------------------------------------------------
-def _save_sharded(folder: str, state: dict[str, Any]) -> None:
+def _save_sharded(folder: str, state: dict[str, Any], ours: dict[str, Any]) -> None:
     import torch.distributed.checkpoint as dcp
 
     stateful, plain = _split(state)
     dcp.save(_sharded_state_dicts(stateful), checkpoint_id=folder, no_dist=not _distributed())
     if rank() == 0:
-        _write(f"{folder}/{PLAIN}", plain)
+        _write(f"{folder}/{PLAIN}", {**plain, **ours})
 
 
 def _load_sharded(folder: str, state: dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +223,15 @@ def _the_model(stateful: dict[str, Any]):
     return models[0]
 
 
+def _loader_positions() -> dict[str, Any]:
+    """The trial's prepared DataLoaders' positions, under LOADERS; nothing when it has none (an HPO trial's
+    checkpoint stays as it was)."""
+    registry = run.loaders
+    if registry is None or not registry.loaders:
+        return {}
+    return {LOADERS: registry.states()}
+
+
 # --- what the state holds ---------------------------------------------------------------------------------
 def _check(step: Any, state: Any) -> None:
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
@@ -219,6 +240,11 @@ def _check(step: Any, state: Any) -> None:
         raise ArgumentError(
             "checkpoint(step, state): state must be a non-empty dict, e.g. {'model': model, 'optimizer': opt}, "
             f"got {type(state).__name__}"
+        )
+    if LOADERS in state:
+        raise ArgumentError(
+            f"checkpoint(step, state): the key {LOADERS!r} is jupyter_dist's own (the prepared DataLoaders' "
+            "positions, saved without being named); give the value another name"
         )
 
 

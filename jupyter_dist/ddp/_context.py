@@ -2,14 +2,48 @@
 
 ``rank()``, ``world_size()`` and ``is_main()`` work everywhere: in a data-parallel trial they come from the trial,
 under another launcher (torchrun) from torch.distributed, and alone they are 0, 1 and True.
+
+The trial's run state is here too: prepare()'s defaults and, per trial attempt, the DataLoaders it prepared
+(``run.loaders``), whose places in their epochs checkpoint() saves.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+import weakref
 
 from ..runtime import current_trial
+
+
+class PreparedLoaders:
+    """The DataLoaders prepare() made in one trial attempt, in the order it made them, and the positions in their
+    epochs that the attempt's restore() brought back: checkpoint() saves every loader's, and a loader made after
+    restore() takes the one saved for the loader made at its place in that order."""
+
+    def __init__(self) -> None:
+        self.loaders: list = []
+        self.restored: list[dict] = []
+
+    def add(self, loader) -> None:
+        index = len(self.loaders)
+        self.loaders.append(loader)
+        if index < len(self.restored):
+            loader.load_state_dict(self.restored[index])
+
+    def states(self) -> list[dict]:
+        return [loader.state_dict() for loader in self.loaders]
+
+    def restore(self, states: list[dict]) -> None:
+        self.restored = list(states)
+        for loader, state in zip(self.loaders, self.restored, strict=False):
+            loader.load_state_dict(state)
+
+
+# Keyed on the trial attempt's context, not held by the thread: a new attempt (a retry, an elastic job regrouped)
+# on the same thread prepares its loaders anew and must not find the old attempt's, and an ended attempt's
+# loaders (with their datasets) go when its context does.
+_loaders_of_attempt: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _Run(threading.local):
@@ -23,6 +57,14 @@ class _Run(threading.local):
     # The ShardedLoader whose last batch is out (set while the loop body runs on it): gather_for_metrics()
     # drops the samples its sampler repeated to even out the ranks.
     final_batch_of = None
+
+    @property
+    def loaders(self) -> PreparedLoaders | None:
+        """The current trial attempt's prepared DataLoaders; None outside a trial (nothing would checkpoint them)."""
+        ctx = current_trial()
+        if ctx is None:
+            return None
+        return _loaders_of_attempt.setdefault(ctx, PreparedLoaders())
 
 
 run = _Run()

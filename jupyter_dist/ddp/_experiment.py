@@ -40,9 +40,21 @@ class DataParallelExperiment(Experiment):
         records = self.trial_records()
         if not records or not records[0].last:
             return None
-        last = records[0].last
-        shown = ", ".join(f"{k}={v:.4g}" for k, v in list(last.items())[:4])
-        return f"{self.workers} ranks · rank 0: {shown} (step {records[0].steps - 1})"
+        rec = records[0]
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in list(rec.last.items())[:4])
+        line = f"{self.world_size} ranks · rank 0: {shown} (step {rec.steps - 1})"
+        if rec.restarts:  # an elastic job that regrouped: its latest restart, as it was said
+            times = "once" if len(rec.restarts) == 1 else f"{len(rec.restarts)}×"
+            line += f" · regrouped {times}, latest: {rec.restarts[-1]['message']}"
+        return line
+
+    @property
+    def world_size(self) -> int:
+        """How many ranks the job runs on now (or ended on): ``workers``, unless an elastic job regrouped."""
+        records = self.trial_records()
+        if records and records[0].restarts:
+            return records[0].restarts[-1]["world_after"]
+        return self.workers
 
     def plot(self):
         """Rank 0's reported metrics over the steps, one panel per metric."""

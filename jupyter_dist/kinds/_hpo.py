@@ -10,6 +10,7 @@ from .._validate import check_metric, check_positive
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ..protocol import ExperimentKind, Objective
+from ..runtime import Elastic
 from ..space import is_space_function, searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
@@ -77,6 +78,9 @@ class HyperparameterSearch(Kind):
         max_steps: int | None,
         workers_per_trial: int,
         enqueue: list[dict[str, Any]] | None = None,
+        min_workers_per_trial: int | None = None,
+        max_workers_per_trial: int | None = None,
+        elastic_timeout: float | None = None,
     ) -> TrialPlan:
         from ..search import OptunaSearch
 
@@ -85,6 +89,13 @@ class HyperparameterSearch(Kind):
         objective = Objective.of(metric, mode, options.scope)
         check_positive("max_steps", max_steps)
         check_positive("workers_per_trial", workers_per_trial, optional=False)
+        elastic = Elastic.of(
+            workers_per_trial,
+            min_workers_per_trial,
+            max_workers_per_trial,
+            elastic_timeout,
+            names=("workers_per_trial", "min_workers_per_trial", "max_workers_per_trial", "elastic_timeout"),
+        )
         check_positive("gpus_per_trial", options.gpus)
         if options.gpus and workers_per_trial > 1:
             raise ArgumentError(
@@ -127,6 +138,7 @@ class HyperparameterSearch(Kind):
                 else repr("pareto" if search.pareto else None),
                 "seed": seed,
                 "workers_per_trial": workers_per_trial,
+                **(elastic.to_details() if elastic else {}),
                 # A define-by-run space: its function's name (each trial keeps its own distributions).
                 **(
                     {SPACE_FUNCTION: getattr(search_space, "__qualname__", repr(search_space))}
@@ -136,12 +148,12 @@ class HyperparameterSearch(Kind):
                 **({"enqueue": search.enqueued} if search.enqueued else {}),
             },
         )
-        if workers_per_trial == 1:
+        if workers_per_trial == 1 and elastic is None:
             return TrialPlan(definition, fn, search)
         from ..ddp import DataParallelTrial
 
         ranks = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
-        return TrialPlan(definition, ranks, search, ranks=workers_per_trial)
+        return TrialPlan(definition, ranks, search, ranks=workers_per_trial, elastic=elastic)
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """Tell the search the stored trials; the trials the last run left unfinished run again first."""

@@ -33,6 +33,7 @@ def trial_summary(rec: TrialRecord) -> TrialSummary:
         "error": rec.error,
         "result": rec.result_repr,
         "constraints": rec.constraints,
+        "restarts": list(rec.restarts),
     }
 
 

@@ -56,6 +56,20 @@ class ExperimentList(TypedDict):
     total: int
 
 
+class Restart(TypedDict):
+    """An elastic data-parallel trial started again at another size (TrialRecord.restarts)."""
+
+    at: float
+    why: str  # the ranks lost and their workers, or "more workers are free"
+    lost: list[int]  # the ranks lost (none when it grew)
+    world_before: int
+    world_after: int
+    lost_at: int | None  # its newest reported step then
+    from_step: int  # the checkpoint it went on from
+    steps_redone: int
+    message: str  # as every view says it
+
+
 class TrialSummary(TypedDict):
     """One trial of an experiment's detail."""
 
@@ -76,6 +90,7 @@ class TrialSummary(TypedDict):
     error: str | None
     result: str | None  # a data-parallel trial's returned value (rank 0's), as its repr
     constraints: NotRequired[list[float] | None]  # hpo(constraints=): each <= 0 when it holds; from 0.5
+    restarts: NotRequired[list[Restart]]  # an elastic data-parallel trial's regroups, oldest first; from 0.5
 
 
 class BestTrial(TypedDict):

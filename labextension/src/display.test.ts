@@ -169,3 +169,58 @@ describe('the trials title', () => {
     );
   });
 });
+
+describe('an elastic data-parallel run', () => {
+  it('lists each restart with what it redid, and the state cell says how many ranks it goes on with', () => {
+    const restart = {
+      at: 1_700_000_000,
+      why: 'rank 2 (worker tcp://10.0.0.3:4000) lost',
+      lost: [2],
+      world_before: 3,
+      world_after: 2,
+      lost_at: 10,
+      from_step: 8,
+      steps_redone: 2,
+      message:
+        'rank 2 (worker tcp://10.0.0.3:4000) lost at step 10: continuing on 2 ranks from step 8'
+    };
+    const grew = {
+      ...restart,
+      why: 'more workers are free',
+      lost: [],
+      world_before: 2,
+      world_after: 3,
+      lost_at: 16,
+      from_step: 16,
+      steps_redone: 0,
+      message: 'more workers are free: continuing on 3 ranks from step 16'
+    };
+    const display = new ExperimentDisplay(null);
+    display.draw(
+      detail(
+        [
+          trial(
+            0,
+            'running',
+            null,
+            {},
+            { steps: 20, restarts: [restart, grew] }
+          )
+        ],
+        { kind: 'ddp', metric: null, mode: null }
+      ),
+      Curves.fromSnapshot({ metric: 'loss', trials: [] })
+    );
+    const items = Array.from(
+      display.node.querySelectorAll('.jd-restarts li')
+    ).map(li => li.textContent ?? '');
+    expect(items).toHaveLength(2);
+    expect(items[0]).toContain(restart.message);
+    expect(items[0]).toMatch(/· 2 steps redone$/);
+    expect(items[1]).toContain(grew.message);
+    expect(items[1]).not.toContain('redone');
+    expect(stateCells(display)[0][1]).toBe(
+      'running · 3 ranks (regrouped 2×, from step 16)'
+    );
+  });
+});

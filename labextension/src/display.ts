@@ -186,8 +186,17 @@ export class ExperimentDisplay {
     this._drawAblation(detail);
     // A data-parallel run returns a value (rank 0's): shown as the kernel's repr of it.
     const returned = detail.kind === 'ddp' ? detail.trials[0]?.result : null;
+    const restarts = restartLines(detail.trials);
     replaceChildren(
       this._result,
+      restarts.length ? h('h3', {}, 'Elastic restarts') : null,
+      restarts.length
+        ? h(
+            'ul',
+            { class: 'jd-restarts' },
+            ...restarts.map(line => h('li', {}, line))
+          )
+        : null,
       returned ? h('h3', {}, 'Returned (rank 0)') : null,
       returned ? h('pre', { class: 'jd-output' }, returned) : null
     );
@@ -485,4 +494,22 @@ export function joinLogs(logs: {
   error: string | null;
 }): string {
   return [logs.stdout, logs.stderr, logs.error ?? ''].filter(p => p).join('\n');
+}
+
+/**
+ * Each time an elastic data-parallel trial started again at another size, oldest first, as the kernel said it
+ * ("rank 2 (worker tcp://…) lost at step 10: continuing on 2 ranks from step 8"), with the time and the steps it
+ * redid; a trial of several (HPO with workers per trial) is named.
+ */
+export function restartLines(trials: ITrialSummary[]): string[] {
+  const several = trials.filter(t => t.restarts?.length).length > 1;
+  return trials.flatMap(t =>
+    (t.restarts ?? []).map(r => {
+      const when = new Date(r.at * 1000).toLocaleTimeString();
+      const redone = r.steps_redone
+        ? ` · ${r.steps_redone} step${r.steps_redone === 1 ? '' : 's'} redone`
+        : '';
+      return `${several ? `trial ${t.trial_id}: ` : ''}${when} · ${r.message}${redone}`;
+    })
+  );
 }

@@ -195,9 +195,7 @@ export class TrialsTable {
     const texts = [
       String(t.trial_id),
       ...this._labels.map(l => formatParam(t.labels[l])),
-      resumeIsNews(t)
-        ? `${state} · resumed from step ${t.resumed_from}`
-        : state,
+      stateNote(t, state),
       formatValue(trialValue(t, data.metric)),
       ...(data.others ?? []).map(m => formatValue(t.last[m] ?? null)),
       ...this._params.map(p => (p in t.params ? formatParam(t.params[p]) : '')),
@@ -244,6 +242,21 @@ export class TrialsTable {
  * Whether the table says a trial resumed from a checkpoint: after a lost worker, a failure or a resumed run; not a
  * PBT segment's planned start from the checkpoint its labels name (Experiment.resume_is_news in the kernel).
  */
+/**
+ * The state cell: an elastic data-parallel trial that regrouped says on how many ranks it goes on (its latest
+ * restart); a trial that resumed from a checkpoint says from which step.
+ */
+export function stateNote(t: ITrialSummary, state: string): string {
+  const restart = t.restarts?.[t.restarts.length - 1];
+  if (restart) {
+    const times = t.restarts?.length === 1 ? 'once' : `${t.restarts?.length}×`;
+    return `${state} · ${restart.world_after} ranks (regrouped ${times}, from step ${restart.from_step})`;
+  }
+  return resumeIsNews(t)
+    ? `${state} · resumed from step ${t.resumed_from}`
+    : state;
+}
+
 export function resumeIsNews(t: ITrialSummary): boolean {
   if (t.resumed_from === null || t.resumed_from === undefined) {
     return false;

@@ -27,6 +27,19 @@ export interface IExperimentList {
   total: number;
 }
 
+/** An elastic data-parallel trial started again at another size (TrialRecord.restarts). */
+export interface IRestart {
+  at: number;
+  why: string; // the ranks lost and their workers, or "more workers are free"
+  lost: number[]; // the ranks lost (none when it grew)
+  world_before: number;
+  world_after: number;
+  lost_at: number | null; // its newest reported step then
+  from_step: number; // the checkpoint it went on from
+  steps_redone: number;
+  message: string; // as every view says it
+}
+
 /** One trial of an experiment's detail. */
 export interface ITrialSummary {
   trial_id: number;
@@ -46,6 +59,7 @@ export interface ITrialSummary {
   error: string | null;
   result: string | null; // a data-parallel trial's returned value (rank 0's), as its repr
   constraints?: number[] | null; // hpo(constraints=): each <= 0 when it holds; from 0.5
+  restarts?: IRestart[]; // an elastic data-parallel trial's regroups, oldest first; from 0.5
 }
 
 /** The best completed trial (an experiment with an objective only). */

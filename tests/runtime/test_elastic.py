@@ -23,9 +23,10 @@ pytestmark = pytest.mark.timeout(240)
 EVERY = 4  # steps between checkpoints
 
 
-def regression(epochs=3, kill_at=None, preempt_after=None, step_time=0.05, strategy_check=None):
+def regression(epochs=3, kill_at=None, kill_world=3, kill_once=None, preempt_after=None, step_time=0.05):
     """Deterministic training on a fixed dataset: the same ranks, data order and checkpoint give the same weights.
-    ``kill_at``: rank 2 of a 3-rank group SIGKILLs its own worker at that step. ``preempt_after``: every rank
+    ``kill_at``: the last rank of a ``kill_world``-rank group SIGKILLs its own worker at that step (``kill_once``: a
+    file that says it has, for workers that come back). ``preempt_after``: every rank
     raises once it has checkpointed that step (the job stopped there by hand, to be resumed at another size)."""
     import os
     import signal
@@ -52,10 +53,13 @@ def regression(epochs=3, kill_at=None, preempt_after=None, step_time=0.05, strat
             torch.nn.functional.mse_loss(model(xb), yb).backward()
             optimiser.step()
             jd.report(step=step, loss=torch.nn.functional.mse_loss(model(x), y).item(), world=jd.world_size())
-            if step == kill_at and jd.world_size() == 3 and jd.rank() == 2:
-                os.kill(
-                    os.getpid(), signal.SIGKILL
-                )  # the worker process dies at once, as under the OOM killer
+            if step == kill_at and jd.world_size() == kill_world and jd.rank() == kill_world - 1:
+                if kill_once is None or not os.path.exists(kill_once):
+                    if kill_once is not None:
+                        open(kill_once, "w").close()
+                    os.kill(
+                        os.getpid(), signal.SIGKILL
+                    )  # the worker process dies at once, as under the OOM killer
             if step % EVERY == 0:
                 jd.checkpoint(step, {**state, "epoch": epoch})
                 if step == preempt_after:
@@ -68,7 +72,12 @@ def regression(epochs=3, kill_at=None, preempt_after=None, step_time=0.05, strat
     weights = {
         k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().clone() for k, v in full.items()
     }
-    return {"weights": weights, "world": jd.world_size(), "steps": step}
+    return {
+        "weights": weights,
+        "world": jd.world_size(),
+        "steps": step,
+        "loss": torch.nn.functional.mse_loss(model(x), y).item(),
+    }
 
 
 def changed_size_by_hand(cluster, tmp_path, before, after, at, **options):
@@ -183,3 +192,96 @@ def test_a_job_grows_onto_a_worker_that_joins_at_its_next_checkpoint(tmp_path):
         finally:
             for process in started:
                 stop(process)
+
+
+def test_a_job_below_its_minimum_for_longer_than_the_timeout_ends_naming_its_checkpoint(tmp_path):
+    with dask_cluster([["--no-nanny", "--nthreads", "1"]] * 3) as address:
+        started = time.monotonic()
+        with pytest.raises(jd.ExperimentFailed) as failed:
+            jd.data_parallel(
+                regression,
+                workers=3,
+                min_workers=3,
+                elastic_timeout=3,
+                cluster=address,
+                progress=False,
+                store=False,
+                checkpoint_dir=tmp_path,
+                kill_at=10,
+            )
+        took = time.monotonic() - started
+    error = failed.value.experiment.error
+    assert (
+        "rank 2 (worker tcp://" in error and "fewer than min_workers=3 free workers for 3 s (2 free)" in error
+    )
+    assert "Its newest checkpoint is step 8: run it again with resume=True" in error
+    assert took < 60
+
+
+def lockstep(steps=400, die_on_rank=1):
+    import os
+    import time
+
+    import torch
+
+    import jupyter_dist as jd
+
+    model = jd.prepare(torch.nn.Linear(2, 1))
+    for step in range(steps):
+        model(torch.ones(1, 2)).sum().backward()
+        jd.report(step=step, x=float(step))
+        if step == 5 and jd.rank() == die_on_rank and jd.world_size() == 2:
+            os._exit(1)
+        time.sleep(0.01)
+
+
+def test_an_elastic_job_that_never_checkpoints_fails_saying_how_to_go_on(client):
+    with pytest.raises(jd.ExperimentFailed) as failed:
+        jd.data_parallel(lockstep, workers=2, min_workers=1, cluster=client, progress=False, store=False)
+    error = failed.value.experiment.error
+    assert "left the cluster" in error and "jupyter_dist.checkpoint(step, state) every few steps" in error
+    assert "min_workers=N" not in error  # it is elastic: what it lacks is a checkpoint
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_a_job_that_is_not_elastic_fails_saying_how_it_could_go_on(client, tmp_path):
+    with pytest.raises(jd.ExperimentFailed) as failed:
+        jd.data_parallel(lockstep, workers=2, cluster=client, progress=False, store=False)
+    assert "data_parallel(..., min_workers=N)" in failed.value.experiment.error
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_hpo_trials_of_several_ranks_are_elastic_too(client, tmp_path):
+    exp = jd.hpo(
+        regression,
+        # constants: each trial's arguments (the worker comes back through its nanny: it is killed once)
+        {"epochs": 2, "kill_at": 6, "kill_world": 2, "kill_once": str(tmp_path / "killed")},
+        trials=1,
+        metric="loss",
+        mode="min",
+        workers_per_trial=2,
+        min_workers_per_trial=1,
+        cluster=client,
+        progress=False,
+        store=False,
+        checkpoint_dir=tmp_path,
+    )
+    assert exp.trials.state[0] == "completed", exp.error
+    restart = exp.restarts.to_dict("records")[0]  # then it may grow back onto the worker that came back
+    assert (restart["world_before"], restart["from_step"], restart["lost"]) == (2, 4, [1])
+    client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"workers": 2, "min_workers": 3}, "min_workers=3, workers=2, max_workers=2: an elastic job needs"),
+        ({"workers": 4, "max_workers": 3}, "min_workers=4, workers=4, max_workers=3"),
+        ({"workers": 2, "min_workers": 0}, "min_workers=0: give a whole number of workers >= 1"),
+        ({"workers": 2, "elastic_timeout": 5}, "elastic_timeout=5 is for elastic jobs"),
+        ({"workers": 2, "min_workers": 1, "elastic_timeout": 0}, "elastic_timeout=0: give the seconds"),
+    ],
+)
+def test_bad_elastic_bounds_are_refused_before_anything_runs(arguments, message):
+    with pytest.raises(jd.ArgumentError, match=message):
+        jd.data_parallel(regression, cluster="tcp://127.0.0.1:9", progress=False, store=False, **arguments)
