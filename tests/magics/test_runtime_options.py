@@ -76,3 +76,26 @@ def test_a_cell_that_binds_its_data_to_its_function_runs_the_bound_one(ip):
     exp = ip.user_ns["bound_exp"]
     assert exp.state == "completed" and exp.name.startswith("train")
     assert all(abs(t.value - 6.0 - t.params_x) < 1e-9 for t in exp.trials.itertuples())
+
+
+ELASTIC_BODY = """
+import torch
+import jupyter_dist as jd
+
+def steps(n=3):
+    model = jd.prepare(torch.nn.Linear(2, 1))
+    for step in range(n):
+        model(torch.ones(1, 2)).sum().backward()
+        jd.report(step=step, world=jd.world_size())
+"""
+
+
+def test_the_elastic_range_reaches_the_run_and_its_stored_definition(ip):
+    line = "ddp --workers 2 --min-workers 1 --max-workers 2 --elastic-timeout 30 --out elastic_exp"
+    ip.run_cell_magic("distribute", line, ELASTIC_BODY)
+    exp = ip.user_ns["elastic_exp"]
+    assert exp.state == "completed" and exp.restarts.empty
+    details = jd.load(exp.record.definition.id).record.definition.details
+    assert (details["min_workers"], details["max_workers"], details["elastic_timeout"]) == (1, 2, 30.0)
+    with pytest.raises(jd.ArgumentError, match="min_workers=3, workers=2, max_workers=2"):
+        ip.run_cell_magic("distribute", "ddp --workers 2 --min-workers 3", ELASTIC_BODY)

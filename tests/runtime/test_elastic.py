@@ -14,6 +14,7 @@ from dask_processes import DASK, QUIET, dask_cluster
 from process_tools import stop
 
 import jupyter_dist as jd
+from jupyter_dist.store import experiment_detail
 
 # The training functions travel by value: `dask worker` processes cannot import this test module.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -134,6 +135,9 @@ def test_a_job_whose_worker_is_killed_goes_on_with_the_ranks_left(tmp_path, stra
     # the stored run says the same (the lab panel and REST read it from there)
     stored = jd.load(exp.name, store=str(tmp_path / "elastic.db"))
     assert stored.restarts.to_dict("records") == exp.restarts.to_dict("records")
+    (trial,) = experiment_detail(stored.record)["trials"]  # what the REST API serves
+    assert [r["message"] for r in trial["restarts"]] == [restart["message"]]
+    assert "regrouped once" in stored.status_line() and "continuing on 2 ranks" in stored.status_line()
 
 
 def start_a_worker_at(step, address, started):
