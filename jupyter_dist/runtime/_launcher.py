@@ -496,7 +496,14 @@ class DaskLauncher:
             # The stop sent to the last group's ranks (and a regroup asked of it) must not stop the next one.
             clear_trial_on_workers(self.client, self.exp_id, trial.trial_id)
             attempt = self._submit_ranks(spec, free[:size], self._notify)
-        except Exception:  # a worker gone in between (rendezvous asks rank 0's): try again at the next poll
+        except (
+            Exception
+        ) as exc:  # a worker gone in between (rendezvous asks rank 0's): try again at the next poll
+            if now - waiting.since > elastic.timeout:
+                trial.waiting = None
+                ended = waiting.ended
+                ended.error = f"{waiting.why}; the job could not start again ({type(exc).__name__}: {exc})"
+                return ended
             return None
         trial.regroup(free[:size], attempt)
         trial.regrouped_from = waiting.from_step
@@ -523,8 +530,10 @@ class DaskLauncher:
             or now - self._wanted_at < 2 * WORKER_CHECK
         ):
             return
-        present = self.present_workers()
-        if not self._free_workers(eligible(present, self.resources)):
+        if not self._free_workers(eligible(self.present_workers(), self.resources)):
+            return
+        # The listing may be a second old (a worker just lost still in it): asked afresh before a regroup.
+        if not self._free_workers(eligible_workers(self.client, self.resources)):
             return
         trial.grow_asked = True
         ask_to_regroup(self.client, trial.workers[0], self.exp_id, trial.trial_id)
