@@ -239,3 +239,69 @@ def test_a_rank_that_cannot_reach_rank_0_fails_naming_the_address(hosts):
     # (rank 0's worker's, host and port) and reachability are named.
     either = "|".join(re.escape(hosts.address(worker)) for worker in ("w1", "w2"))
     assert re.search(rf"cannot reach (rank 0 at )?({either}):\d+", ended), ended
+
+
+ELASTIC_PARTITION = r"""
+import json, os, sys, tempfile, time
+import torch
+import jupyter_dist as jd
+
+CLUSTER = os.environ["JUPYTER_DIST_SCHEDULER"]
+jd.get_client(CLUSTER).wait_for_workers(2, timeout=60)
+
+
+def training(steps=150):
+    import time
+    import torch
+    import jupyter_dist as jd
+
+    torch.manual_seed(0)
+    model = jd.prepare(torch.nn.Linear(64, 64))
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    state = {"model": model, "optimiser": optimiser}
+    restored = jd.restore(state)
+    for step in range(0 if restored is None else restored.step + 1, steps):
+        optimiser.zero_grad()
+        model(torch.randn(32, 64)).sum().backward()  # an all-reduce every step
+        optimiser.step()
+        jd.report(step=step, world=jd.world_size())
+        if step % 5 == 0:
+            jd.checkpoint(step, state)  # to a folder every host reaches (one filesystem here)
+        time.sleep(0.05)
+    return jd.world_size()
+
+
+def cut_once_training(exp):  # a view that has the test cut w2's link once the ranks are training
+    class View:
+        cut = False
+        def start(self): pass
+        def finish(self): pass
+        def idle(self):
+            if not self.cut and any(r.steps >= 12 for r in exp.trial_records()):
+                print("CUT", flush=True)
+                sys.stdin.readline()
+                self.cut = True
+    return View()
+
+
+started = time.monotonic()
+exp = jd.data_parallel(training, workers=2, min_workers=1, cluster=CLUSTER, progress=cut_once_training,
+                       store=False, checkpoint_dir=tempfile.mkdtemp())
+restarts = exp.restarts.to_dict("records")
+print(json.dumps({"state": exp.state.value, "error": exp.error, "took": time.monotonic() - started,
+                  "result": exp.result if exp.state.value == "completed" else None,
+                  "restarts": [{k: r[k] for k in ("lost", "world_before", "world_after", "from_step", "message")}
+                               for r in restarts]}))
+"""
+
+
+def test_an_elastic_job_drops_a_host_whose_link_is_cut_and_goes_on(hosts):
+    out, _ = hosts.run_client_cutting(ELASTIC_PARTITION, "w2")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["state"] == "completed", result["error"]
+    assert result["result"] == 1  # the job ended on the rank left, on w1
+    (restart,) = result["restarts"]
+    assert (restart["world_before"], restart["world_after"]) == (2, 1)
+    assert restart["from_step"] >= 10 and restart["from_step"] % 5 == 0
+    assert hosts.address("w2") in restart["message"], restart  # the host cut off is the one named
+    assert result["took"] < 150, result
