@@ -206,6 +206,69 @@ def test_an_adaptive_gateway_cluster_grows_into_the_run_and_a_retired_worker_los
     assert "adapting between 1 and 3 workers" in result["shown"]
 
 
+ELASTIC = """
+import json, tempfile, threading, time
+import torch
+import jupyter_dist
+
+client = jupyter_dist.get_client()  # the adaptive gateway cluster of the cell above
+retired = []
+
+def retire_a_rank_mid_job():  # once the job has trained a while: the worker of a rank other than 0
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not retired:
+        busy = sorted(w for w, keys in client.processing().items() if any("rank-1-" in k for k in keys))
+        records = exp_holder and exp_holder[0].trial_records()
+        if busy and records and records[0].steps >= 12:
+            retired.append(busy[0])
+            client.retire_workers([busy[0]])
+        time.sleep(0.2)
+
+def training(steps=120):
+    import time
+    import torch
+    import jupyter_dist as jd
+    torch.manual_seed(0)
+    model = jd.prepare(torch.nn.Linear(16, 1))
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    state = {"model": model, "optimiser": optimiser}
+    restored = jd.restore(state)
+    for step in range(0 if restored is None else restored.step + 1, steps):
+        optimiser.zero_grad()
+        model(torch.randn(8, 16)).sum().backward()
+        optimiser.step()
+        jd.report(step=step, world=jd.world_size())
+        if step % 5 == 0:
+            jd.checkpoint(step, state)
+        time.sleep(0.05)
+    return jd.world_size()
+
+exp_holder = []
+def keep(exp):  # progress=: a silent view that hands the retiring thread the running experiment
+    exp_holder.append(exp)
+    class View:
+        def start(self): pass
+        def idle(self): pass
+        def finish(self): pass
+    return View()
+
+threading.Thread(target=retire_a_rank_mid_job, daemon=True).start()
+run = jupyter_dist.data_parallel(training, workers=2, min_workers=1, max_workers=2, progress=keep,
+                                 store=False, checkpoint_dir=tempfile.mkdtemp())
+print(json.dumps({"state": run.state.value, "error": run.error, "retired": retired,
+                  "restarts": run.restarts[["lost", "world_before", "world_after", "message"]].to_dict("records")}))
+"""
+
+
+def test_a_worker_an_adaptive_gateway_cluster_retires_mid_job_does_not_fail_an_elastic_job(hub, alice_run):
+    outputs = execute(alice_run["server"], alice_run["token"], alice_run["kernel"], ELASTIC, timeout=400)
+    result = json.loads(text(outputs).strip().splitlines()[-1])
+    assert result["state"] == "completed", result
+    assert result["retired"], result  # rank 1's worker was retired while it trained
+    lost = [r for r in result["restarts"] if r["lost"]]
+    assert lost and lost[0]["world_before"] == 2 and result["retired"][0] in lost[0]["message"], result
+
+
 def test_the_gateway_cluster_goes_with_the_kernel(hub, alice_run):
     server, token = alice_run["server"], alice_run["token"]
     status, _ = request(f"{server}/api/kernels/{alice_run['kernel']}", token, method="DELETE")
