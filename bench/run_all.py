@@ -83,6 +83,13 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
         }
         | {"restart_s_per_segment": r["overhead"]["restart_s_per_segment_median"]}
     ),
+    "elastic": lambda r: {
+        k: {
+            way: r["every"][k][way]["lost_s_median"]
+            for way in ("elastic", "by_hand_checkpoint", "by_hand_zero")
+        }
+        for k in r["every"]
+    },
     "ddp": _keys("median_samples_per_s", "scaling_2_over_1", "one_rank_over_plain_loop"),
     "data_by_reference": _keys("by_way", "ratios"),
 }

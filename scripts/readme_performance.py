@@ -88,6 +88,18 @@ HEADLINES: list[tuple[str, str, Callable[[dict], str], Callable[[dict], str]]] =
         ),
     ),
     (
+        "A data-parallel job losing a worker, checkpoints every 5 steps",
+        "elastic",
+        lambda r: (
+            f"goes on by itself, {get(r, ('every', '5', 'elastic', 'lost_s_median')):.1f} s lost, "
+            f"{get(r, ('every', '5', 'elastic', 'steps_redone_median')):g} steps redone"
+        ),
+        lambda r: (
+            f"re-run at once by hand: {get(r, ('every', '5', 'by_hand_checkpoint', 'lost_s_median')):.1f} s "
+            f"from the checkpoint, {get(r, ('every', '5', 'by_hand_zero', 'lost_s_median')):.1f} s from zero"
+        ),
+    ),
+    (
         "Data-parallel on CPU, 2 ranks",
         "ddp",
         lambda r: f"{_x(get(r, ('scaling_2_over_1',)))} one rank's samples/s",

@@ -425,7 +425,10 @@ class DaskLauncher:
             return None if outcome is not None and self._ran_again(trial, outcome) else outcome
         if trial.waiting is not None:
             return self._go_on(trial, now)
-        lost = trial.left_cluster(self.present_workers())
+        # Once a rank has left the job (its peers' collectives fail at once when its process dies), whether its
+        # worker is gone is asked afresh at every poll: the cached listing would add up to WORKER_CHECK to the
+        # time a job takes to fail or, elastic, to go on.
+        lost = trial.left_cluster(self.present_workers(fresh=trial.ending_since is not None))
         if lost:
             self._cancel(trial.trial_id, lost)
             self.stop([trial.trial_id])
@@ -496,9 +499,8 @@ class DaskLauncher:
             # The stop sent to the last group's ranks (and a regroup asked of it) must not stop the next one.
             clear_trial_on_workers(self.client, self.exp_id, trial.trial_id)
             attempt = self._submit_ranks(spec, free[:size], self._notify)
-        except (
-            Exception
-        ) as exc:  # a worker gone in between (rendezvous asks rank 0's): try again at the next poll
+        except Exception as exc:
+            # A worker gone in between (rendezvous asks rank 0's): tried again at the next poll, for a while.
             if now - waiting.since > elastic.timeout:
                 trial.waiting = None
                 ended = waiting.ended
@@ -678,12 +680,12 @@ class DaskLauncher:
             self._tasks[trial_id] = [task]
             stranded.cancel()  # its end is ignored (poll() looks at the trial's task only)
 
-    def present_workers(self) -> dict[str, dict]:
+    def present_workers(self, fresh: bool = False) -> dict[str, dict]:
         """The cluster's workers (address -> what the scheduler says of it), listed at most every WORKER_CHECK
-        seconds."""
+        seconds (``fresh``: now)."""
         listed_at, present = self._present
         now = time.monotonic()
-        if now - listed_at >= WORKER_CHECK:
+        if fresh or now - listed_at >= WORKER_CHECK:
             # A client cut off from its scheduler answers {} (the launcher's lost() says what happened).
             present = self.client.scheduler_info(n_workers=-1).get("workers", {})
             self._present = (now, present)

@@ -85,6 +85,35 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             },
         ),
     },
+    "elastic": {
+        "lost": lambda r: grid(
+            r,
+            {
+                f"k={k}, {label}": ("every", k, way)
+                for k in r["every"]
+                for way, label in (
+                    ("elastic", "elastic (min_workers=2)"),
+                    ("by_hand_checkpoint", "by hand, from the checkpoint"),
+                    ("by_hand_zero", "by hand, from zero"),
+                )
+            },
+            {
+                "time lost (median)": "lost_s_median:s",
+                "worst": "lost_s_max:s",
+                "steps redone": "steps_redone_median",
+                "wall of the calls (median)": "wall_s_median:s",
+            },
+        ),
+        "summary": lambda r: grid(
+            r,
+            {f"checkpoint every {k} steps": ("every", k) for k in r["every"]},
+            {
+                "baseline wall, no kill (3 ranks)": "baseline.wall_s_median:s",
+                "by hand from the checkpoint ÷ elastic, time lost": "lost_ratio_by_hand_checkpoint_over_elastic:x",
+                "from zero ÷ elastic": "lost_ratio_by_hand_zero_over_elastic:x",
+            },
+        ),
+    },
     "pbt": {
         "quality": lambda r: grid(
             r,

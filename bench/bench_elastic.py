@@ -1,0 +1,258 @@
+"""What a lost worker costs an elastic data-parallel job, against restarting the job by hand.
+
+A 3-rank job (an MLP on synthetic data through a prepared DataLoader, ~STEPS steps of a few tens of ms) checkpoints
+every k steps; at step KILL_AT the last rank SIGKILLs its own worker process, which stays gone (`dask worker
+--no-nanny`, started here). Four ways to get to the end, each timed from the first call to the result:
+
+1. baseline: the same job with no kill (3 ranks throughout);
+2. elastic: ``min_workers=2``: the job goes on by itself from its newest checkpoint on the 2 ranks left;
+3. by hand, from the checkpoint: not elastic, so the job fails; it is run again at once with ``resume=True`` on the
+   2 workers left (a lower bound: a user takes longer to notice);
+4. by hand, from zero: the job fails, and is run again from its start on the 2 workers left.
+
+Per way: the time lost, from the last report before the kill until the job reports the step it had reached again
+(noticing, restarting, the function's start, its restore, and the steps redone), the steps redone (elastic: from
+its record; by hand: the step reached, less the checkpoint's for 3), and the wall time of the calls. The wall times
+are not compared with the baseline's: 3 ranks on this 2-core machine step slower than 2, so a job that lost one
+finishes sooner. After each kill a new worker process replaces the lost one, so every job starts on 3.
+
+Run: ``.venv/bin/python bench/bench_elastic.py`` (writes bench/results/elastic.json); ``--quick``: k=5, one repeat,
+to bench/results unless BENCH_RESULTS says elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import CpuMonitor, contention_note, free_port, header, median, write_result
+
+STEPS = 120
+KILL_AT = 57  # mid-interval for both k: k=5 redoes 2 steps (checkpoint 55), k=20 redoes 17 (checkpoint 40)
+EVERY = (5, 20)
+REPEATS = 3
+WORKERS = 3
+DASK = str(Path(sys.executable).with_name("dask"))
+QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+
+def train(every=5, kill_once=None, steps=STEPS, kill_at=KILL_AT):
+    """Runs on the ranks (shipped by value: this script is __main__)."""
+    import os
+    import signal
+    import time
+
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import jupyter_dist as jd
+
+    torch.manual_seed(0)
+    data = torch.Generator().manual_seed(1)
+    x, y = torch.randn(4096, 32, generator=data), torch.randn(4096, 1, generator=data)
+    model = jd.prepare(
+        torch.nn.Sequential(torch.nn.Linear(32, 128), torch.nn.ReLU(), torch.nn.Linear(128, 1))
+    )
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = jd.prepare(DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True))
+    state = {"model": model, "optimiser": optimiser}
+    step, epoch = 0, 0
+    if (restored := jd.restore(state)) is not None:
+        step, epoch = restored.step + 1, restored.state["epoch"]
+    while step < steps:
+        for xb, yb in loader:
+            optimiser.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            optimiser.step()
+            time.sleep(0.02)  # the rest of a real step (a bigger model, a data pipeline)
+            jd.report(step=step, world=jd.world_size())
+            last = jd.world_size() == WORKERS and jd.rank() == WORKERS - 1
+            if step == kill_at and last and kill_once and not os.path.exists(kill_once):
+                open(kill_once, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+            if step % every == 0:
+                jd.checkpoint(step, {**state, "epoch": epoch})
+            step += 1
+            if step >= steps:
+                break
+        epoch += 1
+    return step
+
+
+class Cluster:
+    """A `dask scheduler` and one-thread `dask worker --no-nanny` processes on 127.0.0.1, started (and stopped,
+    by PID) here; a worker killed stays gone until ``refill()`` starts another."""
+
+    def __init__(self) -> None:
+        port = free_port()
+        self.address = f"tcp://127.0.0.1:{port}"
+        scheduler = [
+            DASK,
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dashboard-address",
+            ":0",
+        ]
+        self.processes = [subprocess.Popen(scheduler, **QUIET)]
+        self.refill()
+
+    def refill(self) -> None:
+        import jupyter_dist as jd
+
+        alive = [p for p in self.processes[1:] if p.poll() is None]
+        for _ in range(WORKERS - len(alive)):
+            worker = [DASK, "worker", self.address, "--no-nanny", "--nthreads", "1", "--no-dashboard"]
+            self.processes.append(subprocess.Popen(worker, **QUIET))
+        deadline = time.monotonic() + 60
+        while True:  # the scheduler may not listen yet
+            try:
+                jd.get_client(self.address).wait_for_workers(WORKERS, timeout=60)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def close(self) -> None:
+        import jupyter_dist as jd
+
+        jd.runtime.forget_cluster(self.address)
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(30)
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def back_where_it_was(before, after) -> dict:
+    """``before``: the reports up to the kill; ``after``: the reports of what went on. The step reached, and the
+    seconds from its last report before the kill until a report of that step (or a later one) again: noticing,
+    restarting, the function's start, its restore, and the steps redone."""
+    reached = int(before.step.max())
+    last = before.time.max()
+    again = after[after.step >= reached].time.min()
+    return {"reached": reached, "lost_s": (again - last).total_seconds()}
+
+
+def run_once(jd, cluster: Cluster, way: str, every: int, root: Path) -> dict:
+    folder = Path(tempfile.mkdtemp(dir=root))
+    common = dict(cluster=cluster.address, progress=False, every=every, store=str(folder / "store.db"))
+    kill = str(folder / "killed")
+    t0 = time.perf_counter()
+    if way == "baseline":
+        jd.data_parallel(train, workers=WORKERS, checkpoint_dir=folder / "ckpt", **common)
+        out = {"steps_redone": 0}
+    elif way == "elastic":
+        exp = jd.data_parallel(
+            train, workers=WORKERS, min_workers=2, checkpoint_dir=folder / "ckpt", kill_once=kill, **common
+        )
+        (restart,) = exp.restarts.to_dict("records")
+        history = exp.history[exp.history.metric == "world"]
+        out = {"steps_redone": int(restart["steps_redone"])}
+        out |= back_where_it_was(history[history.attempt == 0], history[history.attempt == 1])
+    else:
+        first = dict(workers=WORKERS, name="job", checkpoint_dir=folder / "ckpt", kill_once=kill, **common)
+        try:
+            jd.data_parallel(train, **first)
+            raise RuntimeError("the job was to lose a worker")
+        except jd.ExperimentFailed as failed:
+            before = failed.experiment.history
+        if way == "by_hand_checkpoint":
+            after = jd.data_parallel(train, **{**first, "workers": 2, "resume": True}).history
+            after = after[after.attempt == after.attempt.max()]
+        else:
+            again = dict(first, workers=2, name="again", checkpoint_dir=folder / "fresh")
+            after = jd.data_parallel(train, **again).history
+        out = back_where_it_was(before, after)
+        checkpoint = (out["reached"] // every) * every if way == "by_hand_checkpoint" else -1
+        out["steps_redone"] = out["reached"] - checkpoint
+    out["wall_s"] = time.perf_counter() - t0
+    if way != "baseline":
+        cluster.refill()
+    return out
+
+
+WAYS = ("baseline", "elastic", "by_hand_checkpoint", "by_hand_zero")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="k=5, one repeat")
+    args = parser.parse_args()
+    every = (5,) if args.quick else EVERY
+    repeats = 1 if args.quick else REPEATS
+    import jupyter_dist as jd
+
+    result = header(
+        "elastic",
+        {"steps": STEPS, "kill_at": KILL_AT, "every": list(every), "repeats": repeats, "workers": WORKERS},
+    )
+    monitor = CpuMonitor()
+    cluster = Cluster()
+    run_once(jd, cluster, "baseline", EVERY[0], Path(tempfile.gettempdir()))  # warm-up: imports, first task
+    runs: dict[str, dict[str, list[dict]]] = {str(k): {way: [] for way in WAYS} for k in every}
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            for repeat in range(repeats):
+                for k in every:
+                    for way in WAYS:  # side by side in each repeat: the machine's drift hits all alike
+                        run = run_once(jd, cluster, way, k, Path(root))
+                        runs[str(k)][way].append(run)
+                        print(f"k={k} #{repeat} {way}: {run}", flush=True)
+    finally:
+        cluster.close()
+    contention = monitor.stop()
+
+    by_k = {}
+    for k, ways in runs.items():
+        summary = {}
+        for way, done in ways.items():
+            walls = [r["wall_s"] for r in done]
+            summary[way] = {
+                "wall_s_median": median(walls),
+                "wall_s_min": min(walls),
+                "wall_s_max": max(walls),
+                "steps_redone_median": median([r["steps_redone"] for r in done]),
+                "runs": done,
+            }
+            if way != "baseline":
+                summary[way]["lost_s_median"] = median([r["lost_s"] for r in done])
+                summary[way]["lost_s_max"] = max(r["lost_s"] for r in done)
+        lost = {way: summary[way]["lost_s_median"] for way in WAYS[1:]}
+        summary["lost_ratio_by_hand_checkpoint_over_elastic"] = lost["by_hand_checkpoint"] / lost["elastic"]
+        summary["lost_ratio_by_hand_zero_over_elastic"] = lost["by_hand_zero"] / lost["elastic"]
+        by_k[k] = summary
+    result.update(
+        every=by_k,
+        target="a lost worker costs the elastic job less time than restarting by hand from the same checkpoint",
+        met=all(
+            s["elastic"]["lost_s_median"] < s["by_hand_checkpoint"]["lost_s_median"] for s in by_k.values()
+        ),
+        cpu_contention=contention,
+    )
+    path = write_result("elastic", result)
+    for k, s in by_k.items():
+        print(
+            f"k={k}: lost elastic {s['elastic']['lost_s_median']:.1f}s "
+            f"({s['elastic']['steps_redone_median']:g} redone), "
+            f"by hand from the checkpoint {s['by_hand_checkpoint']['lost_s_median']:.1f}s, "
+            f"from zero {s['by_hand_zero']['lost_s_median']:.1f}s -> {path}"
+        )
+    print(contention_note(contention))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    main()
