@@ -60,13 +60,16 @@ class EventChannel:
 
 
 # Client.run(wait=False) takes only coroutine functions; this runs on each worker's event loop.
-async def _mark_stopped(exp_id: str, trial_ids: list[int] | None) -> None:
-    mark_stopped(exp_id, trial_ids)
+async def _mark_stopped(exp_id: str, trial_ids: list[int] | None, attempt: str | None) -> None:
+    mark_stopped(exp_id, trial_ids, attempt)
 
 
-def stop_on_workers(client, exp_id: str, trial_ids: list[int] | None = None) -> None:
-    """Make the next ``report()`` of these trials (default: all of the experiment's) raise ``TrialPruned``."""
-    client.run(_mark_stopped, exp_id, trial_ids, wait=False)
+def stop_on_workers(
+    client, exp_id: str, trial_ids: list[int] | None = None, attempt: str | None = None
+) -> None:
+    """Make the next ``report()`` of these trials (default: all of the experiment's; with ``attempt``, only that
+    attempt of them) raise ``TrialPruned``."""
+    client.run(_mark_stopped, exp_id, trial_ids, attempt, wait=False)
 
 
 async def _forget_stops(exp_id: str) -> None:

@@ -394,8 +394,16 @@ class DaskLauncher:
         clear_stops_on_workers(self.client, self.exp_id)
 
     def stop(self, trial_ids: list[int] | None) -> None:
-        if self.client.status == "running":  # nothing to tell workers we cannot reach
-            stop_on_workers(self.client, self.exp_id, trial_ids)
+        if self.client.status != "running":  # nothing to tell workers we cannot reach
+            return
+        if trial_ids and self.ranks:
+            # A data-parallel trial's stop is for its group of ranks running now: sent without waiting, it may
+            # reach a worker after an elastic job's next group began there (clearing it first does not order it).
+            for trial_id in trial_ids:
+                group = self._gangs.get(trial_id)
+                stop_on_workers(self.client, self.exp_id, [trial_id], group.attempt if group else None)
+            return
+        stop_on_workers(self.client, self.exp_id, trial_ids)
 
     # --- deciding when a trial has ended -----------------------------------------------------------------
     def settle(self, trial: RunningTrial, event: Outcome | TaskEnded) -> Outcome | None:

@@ -43,7 +43,8 @@ class Regroup(SegmentDone):
 
 
 # Stop flags of this worker process, set from the kernel with ``Client.run`` (a few ms) and read by report().
-_stopped_trials: set[tuple[str, int]] = set()
+# (experiment id, trial id), or with an attempt id: only that attempt (a data-parallel trial's group of ranks).
+_stopped_trials: set[tuple] = set()
 _stopped_experiments: set[str] = set()
 
 
@@ -56,18 +57,19 @@ def mark_regroup(exp_id: str, trial_id: int) -> None:
     _regroup_asked.add((exp_id, trial_id))
 
 
-def mark_stopped(exp_id: str, trial_ids: list[int] | None = None) -> None:
-    """Flag trials (or, with no ids, the whole experiment) as stopped in this process."""
+def mark_stopped(exp_id: str, trial_ids: list[int] | None = None, attempt: str | None = None) -> None:
+    """Flag trials (or, with no ids, the whole experiment) as stopped in this process; with ``attempt``, only that
+    attempt of them: a stop meant for an elastic job's last group of ranks can arrive after its next group began."""
     if trial_ids is None:
         _stopped_experiments.add(exp_id)
     else:
-        _stopped_trials.update((exp_id, t) for t in trial_ids)
+        _stopped_trials.update((exp_id, t) if attempt is None else (exp_id, t, attempt) for t in trial_ids)
 
 
 def forget_trial(exp_id: str, trial_id: int) -> None:
     """Drop one trial's flags from this process: an elastic job starting again after a stop sent to its last group
     of ranks (or a regroup asked of it) must not find them."""
-    _stopped_trials.discard((exp_id, trial_id))
+    _stopped_trials.difference_update({key for key in _stopped_trials if key[:2] == (exp_id, trial_id)})
     _regroup_asked.discard((exp_id, trial_id))
 
 
@@ -130,7 +132,11 @@ class TrialContext:
 
     @property
     def should_stop(self) -> bool:
-        return self.exp_id in _stopped_experiments or (self.exp_id, self.trial_id) in _stopped_trials
+        return (
+            self.exp_id in _stopped_experiments
+            or (self.exp_id, self.trial_id) in _stopped_trials
+            or (self.exp_id, self.trial_id, self.attempt) in _stopped_trials
+        )
 
     def report(self, step: int | None, metrics: dict[str, Any]) -> None:
         if not metrics:

@@ -289,3 +289,20 @@ def test_hpo_trials_of_several_ranks_are_elastic_too(client, tmp_path):
 def test_bad_elastic_bounds_are_refused_before_anything_runs(arguments, message):
     with pytest.raises(jd.ArgumentError, match=message):
         jd.data_parallel(regression, cluster="tcp://127.0.0.1:9", progress=False, store=False, **arguments)
+
+
+def test_a_stop_sent_to_one_group_of_ranks_does_not_stop_the_next():
+    # A stop for the group that lost a rank is sent without waiting: it may reach a worker after the next group of
+    # the same trial began there. It names its group's attempt, so the next group does not see it.
+    from jupyter_dist.runtime._trial_context import TrialContext, forget_experiment, mark_stopped
+
+    def group(attempt):
+        return TrialContext("exp-elastic-stop", 0, attempt, "topic", lambda *_: None)
+
+    try:
+        mark_stopped("exp-elastic-stop", [0], "0-old")
+        assert group("0-old").should_stop and not group("0-new").should_stop
+        mark_stopped("exp-elastic-stop", [0])  # the trial itself (pruned, stopped by a rule): every attempt
+        assert group("0-new").should_stop
+    finally:
+        forget_experiment("exp-elastic-stop")
