@@ -11,10 +11,13 @@ every k steps; at step KILL_AT the last rank SIGKILLs its own worker process, wh
 4. by hand, from zero: the job fails, and is run again from its start on the 2 workers left.
 
 Per way: the time lost, from the last report before the kill until the job reports the step it had reached again
-(noticing, restarting, the function's start, its restore, and the steps redone), the steps redone (elastic: from
-its record; by hand: the step reached, less the checkpoint's for 3), and the wall time of the calls. The wall times
-are not compared with the baseline's: 3 ranks on this 2-core machine step slower than 2, so a job that lost one
-finishes sooner. After each kill a new worker process replaces the lost one, so every job starts on 3.
+(noticing, restarting, the function's start, its restore, and the steps redone); the recovery, from that last report
+until the first report of the new group (the same less the steps redone), and of it the part until going on could
+begin ("noticed": elastic, the kernel's record of its restart; by hand, the failed call's return); the steps redone
+(elastic: from its record; by hand: the step reached, less the checkpoint's for 3); and the wall time of the calls.
+The wall times are not compared with the baseline's: 3 ranks on this 2-core machine step slower than 2, so a job
+that lost one finishes sooner. After each kill a new worker process replaces the lost one and imports torch, so
+every job starts on 3 warm workers.
 
 Run: ``.venv/bin/python bench/bench_elastic.py`` (writes bench/results/elastic.json); ``--quick``: k=5, one repeat,
 to bench/results unless BENCH_RESULTS says elsewhere.
@@ -85,6 +88,17 @@ def train(every=5, kill_once=None, steps=STEPS, kill_at=KILL_AT):
     return step
 
 
+def warm_imports() -> bool:
+    """Import what ``train`` needs, on each worker (a new one too), before any job is timed."""
+    import torch  # noqa: F401
+    import torch.distributed  # noqa: F401
+    import torch.utils.data  # noqa: F401
+
+    import jupyter_dist  # noqa: F401
+
+    return True
+
+
 class Cluster:
     """A `dask scheduler` and one-thread `dask worker --no-nanny` processes on 127.0.0.1, started (and stopped,
     by PID) here; a worker killed stays gone until ``refill()`` starts another."""
@@ -113,14 +127,19 @@ class Cluster:
             worker = [DASK, "worker", self.address, "--no-nanny", "--nthreads", "1", "--no-dashboard"]
             self.processes.append(subprocess.Popen(worker, **QUIET))
         deadline = time.monotonic() + 60
-        while True:  # the scheduler may not listen yet
+        while True:  # the scheduler may not listen yet, nor have dropped the killed worker
             try:
-                jd.get_client(self.address).wait_for_workers(WORKERS, timeout=60)
-                return
+                client = jd.get_client(self.address)
+                client.wait_for_workers(WORKERS, timeout=60)
+                if len(client.scheduler_info(n_workers=-1)["workers"]) == WORKERS:
+                    break
             except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{WORKERS} workers were not up within 60 s")
+            time.sleep(0.5)
+        # A new worker's rank would otherwise import torch inside the next job's wall time.
+        client.run(warm_imports)
 
     def close(self) -> None:
         import jupyter_dist as jd
@@ -137,13 +156,18 @@ class Cluster:
 
 
 def back_where_it_was(before, after) -> dict:
-    """``before``: the reports up to the kill; ``after``: the reports of what went on. The step reached, and the
-    seconds from its last report before the kill until a report of that step (or a later one) again: noticing,
-    restarting, the function's start, its restore, and the steps redone."""
+    """``before``: the reports up to the kill; ``after``: the reports of what went on. The step reached; the
+    seconds from its last report before the kill until the first report of the new group (recovery: noticing,
+    restarting, the function's start, its restore); and until a report of the step reached (or a later one)
+    again (time lost: the recovery and the steps redone)."""
     reached = int(before.step.max())
     last = before.time.max()
     again = after[after.step >= reached].time.min()
-    return {"reached": reached, "lost_s": (again - last).total_seconds()}
+    return {
+        "reached": reached,
+        "recovery_s": (after.time.min() - last).total_seconds(),
+        "lost_s": (again - last).total_seconds(),
+    }
 
 
 def run_once(jd, cluster: Cluster, way: str, every: int, root: Path) -> dict:
@@ -162,12 +186,15 @@ def run_once(jd, cluster: Cluster, way: str, every: int, root: Path) -> dict:
         history = exp.history[exp.history.metric == "world"]
         out = {"steps_redone": int(restart["steps_redone"])}
         out |= back_where_it_was(history[history.attempt == 0], history[history.attempt == 1])
+        # of the recovery, the part until the kernel decided to go on (its record of the restart, UTC)
+        out["noticed_s"] = (restart["at"] - history[history.attempt == 0].time.max()).total_seconds()
     else:
         first = dict(workers=WORKERS, name="job", checkpoint_dir=folder / "ckpt", kill_once=kill, **common)
         try:
             jd.data_parallel(train, **first)
             raise RuntimeError("the job was to lose a worker")
         except jd.ExperimentFailed as failed:
+            failed_at = time.time()  # the moment a user's cell would have stopped
             before = failed.experiment.history
         if way == "by_hand_checkpoint":
             after = jd.data_parallel(train, **{**first, "workers": 2, "resume": True}).history
@@ -176,6 +203,7 @@ def run_once(jd, cluster: Cluster, way: str, every: int, root: Path) -> dict:
             again = dict(first, workers=2, name="again", checkpoint_dir=folder / "fresh")
             after = jd.data_parallel(train, **again).history
         out = back_where_it_was(before, after)
+        out["noticed_s"] = failed_at - before.time.max().timestamp()
         checkpoint = (out["reached"] // every) * every if way == "by_hand_checkpoint" else -1
         out["steps_redone"] = out["reached"] - checkpoint
     out["wall_s"] = time.perf_counter() - t0
@@ -228,11 +256,16 @@ def main() -> None:
                 "runs": done,
             }
             if way != "baseline":
-                summary[way]["lost_s_median"] = median([r["lost_s"] for r in done])
-                summary[way]["lost_s_max"] = max(r["lost_s"] for r in done)
+                for key in ("lost_s", "recovery_s", "noticed_s"):
+                    summary[way][f"{key}_median"] = median([r[key] for r in done])
+                    summary[way][f"{key}_max"] = max(r[key] for r in done)
         lost = {way: summary[way]["lost_s_median"] for way in WAYS[1:]}
         summary["lost_ratio_by_hand_checkpoint_over_elastic"] = lost["by_hand_checkpoint"] / lost["elastic"]
         summary["lost_ratio_by_hand_zero_over_elastic"] = lost["by_hand_zero"] / lost["elastic"]
+        recovery = {way: summary[way]["recovery_s_median"] for way in WAYS[1:]}
+        summary["recovery_ratio_by_hand_checkpoint_over_elastic"] = (
+            recovery["by_hand_checkpoint"] / recovery["elastic"]
+        )
         by_k[k] = summary
     result.update(
         every=by_k,
@@ -246,8 +279,11 @@ def main() -> None:
     for k, s in by_k.items():
         print(
             f"k={k}: lost elastic {s['elastic']['lost_s_median']:.1f}s "
-            f"({s['elastic']['steps_redone_median']:g} redone), "
-            f"by hand from the checkpoint {s['by_hand_checkpoint']['lost_s_median']:.1f}s, "
+            f"({s['elastic']['steps_redone_median']:g} redone; recovery {s['elastic']['recovery_s_median']:.2f}s, "
+            f"noticed after {s['elastic']['noticed_s_median']:.2f}s), "
+            f"by hand from the checkpoint {s['by_hand_checkpoint']['lost_s_median']:.1f}s "
+            f"(recovery {s['by_hand_checkpoint']['recovery_s_median']:.2f}s, "
+            f"noticed after {s['by_hand_checkpoint']['noticed_s_median']:.2f}s), "
             f"from zero {s['by_hand_zero']['lost_s_median']:.1f}s -> {path}"
         )
     print(contention_note(contention))

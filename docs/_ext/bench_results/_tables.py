@@ -100,6 +100,8 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             {
                 "time lost (median)": "lost_s_median:s",
                 "worst": "lost_s_max:s",
+                "of it, recovery": "recovery_s_median:s",
+                "of which noticing": "noticed_s_median:s",
                 "steps redone": "steps_redone_median",
                 "wall of the calls (median)": "wall_s_median:s",
             },
@@ -110,6 +112,7 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             {
                 "baseline wall, no kill (3 ranks)": "baseline.wall_s_median:s",
                 "by hand from the checkpoint ÷ elastic, time lost": "lost_ratio_by_hand_checkpoint_over_elastic:x",
+                "by hand from the checkpoint ÷ elastic, recovery": "recovery_ratio_by_hand_checkpoint_over_elastic:x",
                 "from zero ÷ elastic": "lost_ratio_by_hand_zero_over_elastic:x",
             },
         ),
