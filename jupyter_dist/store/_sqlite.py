@@ -5,7 +5,10 @@ and writes through ``Database``.
 WAL lets readers (``experiments()``, ``load()``, another kernel, the server extension) read while a run writes;
 each connection waits up to BUSY_TIMEOUT_S for another process's write transaction instead of failing with
 "database is locked". Writes come in batches from one writer thread per run (_journal.py), so a transaction per
-batch, not per report.
+batch, not per report. On a network filesystem WAL is unsafe and the file is kept in the rollback journal mode
+(DELETE) instead (_filesystem.py): there a batch's commit waits for the reads in progress and a read for a commit,
+within the same busy timeout. Readers open the file read-write even so: the first connection after a killed
+writer rolls its hot journal back, which a read-only one cannot do.
 
 Reports are kept in chunks (_chunks.py, schema 3), each report numbered in arrival order across the file. Three
 ways read them: ``report_page`` (at most n after a cursor: the REST API's paging, a live view following a run),
@@ -20,6 +23,7 @@ refused with an error naming the file; it is never modified, let alone replaced.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import sqlite3
@@ -31,6 +35,7 @@ from typing import Any
 from ..errors import StoreError
 from . import _chunks
 from ._chunks import Batch
+from ._filesystem import journal_mode, say_once
 
 SCHEMA_VERSION = 3
 APPLICATION_ID = 0x4A445354  # "JDST"
@@ -116,21 +121,45 @@ def owner_alive(host: str, pid: int, started: float) -> bool | None:
 class Database:
     """A connection to the store file, checked and migrated on open. One per thread (sqlite3's rule)."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, journal: str | None = None) -> None:
+        """``journal``: "auto", "wal" or "delete" (None: dask config ``jupyter_dist.store-journal``); after
+        opening, ``self.journal`` is the mode the file is in ("wal" or "delete")."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        wanted, _ = journal_mode(self.path, journal)
         try:
             self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.conn.row_factory = sqlite3.Row
             self._check()
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a killed process
+            self.journal = self._set_journal(wanted)
+            # WAL + NORMAL: durable across a killed process. The rollback journal keeps FULL, its default: with
+            # NORMAL a host (or NFS client) going down mid-commit can leave the file corrupt.
+            self.conn.execute("PRAGMA synchronous=" + ("NORMAL" if self.journal == "wal" else "FULL"))
             self.conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{self.path} is not a jupyter_dist experiment store ({exc}); it was left untouched. Point "
                 "JUPYTER_DIST_STORE at another file, or move this one away."
             ) from None
+
+    def _set_journal(self, wanted: str) -> str:
+        try:
+            return self.conn.execute(f"PRAGMA journal_mode={wanted}").fetchone()[0].lower()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        # Leaving WAL needs the file to itself, and SQLite does not wait for it: another process has the store
+        # open (a run of an older jupyter_dist, or one told "wal"). Go on in the file's mode; a later open
+        # switches it once that process is done.
+        current = self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower()
+        say_once(
+            logging.WARNING,
+            "jupyter_dist: the experiment store %s stays in %s mode for now (%s wanted): another process has it open",
+            self.path,
+            current.upper(),
+            wanted.upper(),
+        )
+        return current
 
     def _pragmas(self) -> tuple[int, int]:
         return (
