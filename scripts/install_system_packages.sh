@@ -4,6 +4,7 @@
 #   scripts/install_system_packages.sh build      # node + npm
 #   scripts/install_system_packages.sh browser    # chromium
 #   scripts/install_system_packages.sh hub        # configurable-http-proxy (npm), JupyterHub's proxy, for tests/hub
+#   scripts/install_system_packages.sh sshfs      # sshfs + sshd: tests/store mounts a FUSE network filesystem
 set -euo pipefail
 
 if [ "${1:-}" = hub ]; then
@@ -15,8 +16,14 @@ fi
 case "${1:-}" in
   build) wanted=(node:nodejs npm:npm) ;;
   browser) wanted=(chromium:chromium) ;;
-  *) echo "usage: $0 build|browser|hub" >&2; exit 2 ;;
+  # sshd lives in /usr/sbin, which a user's PATH may lack.
+  sshfs) wanted=(sshfs:sshfs /usr/sbin/sshd:openssh-server ssh-keygen:openssh-client) ;;
+  *) echo "usage: $0 build|browser|hub|sshfs" >&2; exit 2 ;;
 esac
+# sshd run as root (the test's own, on 127.0.0.1) needs its privilege separation folder, which /run loses at boot.
+if [ "${1:-}" = sshfs ] && [ "$(id -u)" -eq 0 ]; then
+  mkdir -p /run/sshd
+fi
 
 missing=()
 for pair in "${wanted[@]}"; do
