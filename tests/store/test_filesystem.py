@@ -73,7 +73,7 @@ def test_this_machines_temporary_folder_is_local_and_keeps_wal(tmp_path):
     assert mount is not None and mount.point and mount.fstype
     assert not mount.network, f"{tmp_path} is on {mount.fstype} at {mount.point}"
     assert not mount_of("/").network
-    assert journal_mode(tmp_path / "store.sqlite") == ("wal", mount)
+    assert journal_mode(tmp_path / "store.sqlite", "auto") == ("wal", mount)
 
 
 def _network_mountinfo(tmp_path, monkeypatch, fstype="nfs4", options="rw,vers=4.2"):
