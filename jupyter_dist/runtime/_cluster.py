@@ -22,7 +22,9 @@ from .._validate import check_positive
 from ..errors import ArgumentError, ClusterError
 from ._cluster_info import ClusterInfo, describe
 from ._dashboard import dashboard_link
-from ._gateway import check_sizing, close_gateway_cluster, gateway_adapt, gateway_client, gateway_cluster
+from ._gateway import close_gateway_cluster, gateway_adapt, gateway_client, gateway_cluster
+from ._sizing import check_sizing
+from ._slurm import close_slurm_cluster, describe_size, refusal, slurm_adapt, slurm_client, slurm_cluster
 
 __all__ = [
     "ClusterInfo",
@@ -35,6 +37,9 @@ __all__ = [
 
 LOCAL = "local"
 GATEWAY = "gateway"
+SLURM = "slurm"
+# The clusters this kernel makes for the user, on first use: name -> the function that returns their client.
+_MADE_FOR_THE_USER = {GATEWAY: gateway_client, SLURM: slurm_client}
 CONNECT_TIMEOUT = "5s"
 # How long forgetting a client waits for it to close: its scheduler may be gone already.
 CLOSE_TIMEOUT = 5
@@ -54,25 +59,26 @@ def use_cluster(cluster: Any = None, *, workers: int | None = None, adapt: Any =
 
     ``cluster``: "local" (the embedded LocalCluster; ``workers=N`` restarts it with N worker processes),
     "gateway" (a Dask Gateway cluster of the user's own; ``workers=N`` scales it, ``adapt=(min, max)`` makes it
-    adaptive), a scheduler address ("tcp://host:8786", "tls://..."), a ``distributed.Client`` or a Dask
+    adaptive), "slurm" (a dask-jobqueue SLURMCluster of the user's own, one Slurm job per worker; sized as a
+    gateway cluster), a scheduler address ("tcp://host:8786", "tls://..."), a ``distributed.Client`` or a Dask
     cluster object (``adapt=`` calls its ``adapt``). With no argument, nothing changes: the client of the
     cluster experiments would use now. ``%distribute_cluster`` calls this.
     """
     if cluster is None and (workers is not None or adapt is not None):
         cluster = _default_target()
-    if cluster == GATEWAY:
-        client = gateway_client(workers=workers, adapt=adapt)
+    if isinstance(cluster, str) and cluster in _MADE_FOR_THE_USER:
+        client = _MADE_FOR_THE_USER[cluster](workers=workers, adapt=adapt)
     else:
         check_positive("workers", workers)
         if workers is not None and cluster != LOCAL:
             raise ArgumentError(
-                "workers= sizes the embedded cluster or a gateway cluster: use it with cluster='local' or "
-                "'gateway'"
+                "workers= sizes the embedded cluster, a gateway or a Slurm cluster: use it with cluster='local', "
+                "'gateway' or 'slurm'"
             )
         if adapt is not None and not hasattr(cluster, "adapt"):
             raise ArgumentError(
-                "adapt= makes a gateway cluster (or a Dask cluster object) adaptive: use it with "
-                "cluster='gateway'"
+                "adapt= makes a gateway or Slurm cluster (or a Dask cluster object) adaptive: use it with "
+                "cluster='gateway' or 'slurm'"
             )
         if cluster is None:
             return get_client()
@@ -102,11 +108,11 @@ def get_client(
     workers_at_once: int | None = None,
     **local_options: Any,
 ):
-    """A ``distributed.Client`` for ``cluster``: None, "local", "gateway", "tcp://host:port", a Client, or a
-    cluster object.
+    """A ``distributed.Client`` for ``cluster``: None, "local", "gateway", "slurm", "tcp://host:port", a Client,
+    or a cluster object.
 
     ``workers_wanted``: the most workers the experiment can use at once (its parallel=, times its ranks); it
-    sizes a gateway cluster whose size neither the admin nor the user chose (adaptive up to that many).
+    sizes a gateway or Slurm cluster whose size neither the admin nor the user chose (adaptive up to that many).
     ``workers_at_once``: the workers one of its trials needs at the same time (a data-parallel trial's ranks):
     such a cluster keeps that many.
     ``local_options`` (n_workers, threads_per_worker, ...) apply only when the embedded cluster is first made.
@@ -120,13 +126,13 @@ def get_client(
     if isinstance(cluster, str):
         if cluster == LOCAL:
             return local_client(**local_options)
-        if cluster == GATEWAY:
-            return gateway_client(workers_wanted=workers_wanted, workers_at_once=workers_at_once)
+        if cluster in _MADE_FOR_THE_USER:
+            return _MADE_FOR_THE_USER[cluster](workers_wanted=workers_wanted, workers_at_once=workers_at_once)
         return _connect(cluster)
     if isinstance(getattr(cluster, "scheduler_address", None), str):  # LocalCluster, GatewayCluster, ...
         return _from_cluster_object(cluster)
     raise ClusterError(
-        f"cluster= takes 'local', 'gateway', a scheduler address like 'tcp://host:8786', a distributed.Client "
+        f"cluster= takes 'local', 'gateway', 'slurm', a scheduler address like 'tcp://host:8786', a distributed.Client "
         f"or a Dask cluster object; got {type(cluster).__name__} {cluster!r:.60}"
     )
 
@@ -135,8 +141,9 @@ def forget_cluster(cluster: Any) -> bool:
     """Close this kernel's client of ``cluster`` and forget it, so that the next experiment naming it connects
     afresh; True when there was one.
 
-    ``cluster``: a scheduler address or a cluster object, whose cluster runs on; "local" or "gateway", the
-    clusters made for this kernel, which are shut down (a gateway cluster kept past its kernel is left running).
+    ``cluster``: a scheduler address or a cluster object, whose cluster runs on; "local", "gateway" or "slurm",
+    the clusters made for this kernel, which are shut down (a gateway cluster kept past its kernel is left
+    running; a Slurm cluster's worker jobs are cancelled).
     When it is the cluster ``use_cluster()`` chose, experiments naming none go back to the default
     (``JUPYTER_DIST_CLUSTER``, dask config ``jupyter_dist.cluster``, else the embedded cluster).
     """
@@ -149,6 +156,10 @@ def forget_cluster(cluster: Any) -> bool:
     if cluster == GATEWAY:
         held = gateway_cluster() is not None
         close_gateway_cluster()
+        return held
+    if cluster == SLURM:
+        held = slurm_cluster() is not None
+        close_slurm_cluster()
         return held
     with _lock:
         if isinstance(cluster, str):
@@ -175,6 +186,9 @@ def cluster_info(cluster: Any = None) -> ClusterInfo:
         kind, name = "Dask Gateway cluster", gateway_cluster().name
         span = gateway_adapt()
         adaptive = f"adapting between {span[0]} and {span[1]} workers" if span else None
+    elif target == SLURM:
+        kind, name = "Slurm cluster (dask-jobqueue)", address
+        adaptive = describe_size()
     elif isinstance(target, str):
         kind, name = "Dask scheduler", target
     else:
@@ -184,15 +198,27 @@ def cluster_info(cluster: Any = None) -> ClusterInfo:
 
 
 def adaptive_maximum(client) -> int | None:
-    """The most workers ``client``'s cluster may grow to by itself: a gateway cluster made adaptive here, or a
-    Dask cluster object whose ``adapt()`` was called. None when its size is fixed, unbounded or unknown (a bare
+    """The most workers ``client``'s cluster may grow to by itself: a gateway or Slurm cluster made adaptive
+    here, or a Dask cluster object whose ``adapt()`` was called. None when its size is fixed, unbounded or unknown (a bare
     scheduler address does not say)."""
-    span = gateway_adapt(client)
+    span = kept_span(client)
     if span is not None:
         return span[1]
     adaptive = getattr(getattr(client, "cluster", None), "_adaptive", None)  # distributed's Cluster.adapt()
     maximum = getattr(adaptive, "maximum", None)
     return int(maximum) if isinstance(maximum, (int, float)) and math.isfinite(maximum) else None
+
+
+def kept_span(client) -> tuple[int, int] | None:
+    """The (minimum, maximum) workers a cluster this kernel made for the user adapts between (gateway, Slurm);
+    None for any other cluster."""
+    return gateway_adapt(client) or slurm_adapt(client)
+
+
+def workers_refused(client) -> str | None:
+    """Why the cluster this kernel made for the user cannot start the workers it was asked for, in its own words
+    (Slurm refused a worker job); None when nothing says so."""
+    return refusal(client)
 
 
 def _from_cluster_object(cluster):

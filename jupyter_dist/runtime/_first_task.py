@@ -18,9 +18,10 @@ from __future__ import annotations
 import time
 
 from ..errors import TrialFunctionError
-from ._cluster import adaptive_maximum
+from ._cluster import adaptive_maximum, workers_refused
 from ._gateway import gateway_cluster, gateway_size
 from ._runner import probe_function
+from ._slurm import slurm_size, why_no_workers
 
 # The module the trial tasks' functions come from: what a worker must be able to import.
 RUNNER_MODULE = probe_function.__module__
@@ -36,10 +37,13 @@ def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes, key: str, 
     checked = client.submit(_import_check(), fn_blob, pure=False, key=f"{key}-environment")
     loaded = client.submit(probe_function, fn_key, checked, pure=False, key=key)
     try:
-        problem = loaded.result(timeout=timeout)
+        problem = _result_unless_refused(client, loaded, timeout)
     except TimeoutError:
         client.cancel([loaded, checked])
         raise TrialFunctionError(_why_nothing_ran(client, checked, since, timeout)) from None
+    except _Refused as refused:
+        client.cancel([loaded, checked])
+        raise TrialFunctionError(str(refused)) from None
     except ImportError as exc:
         if checked.status != "error":
             raise
@@ -54,6 +58,25 @@ def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes, key: str, 
         ) from None
     if problem:
         raise TrialFunctionError(problem)
+
+
+class _Refused(Exception):
+    """The cluster said it cannot start the workers the task waits for."""
+
+
+def _result_unless_refused(client, future, timeout: float):
+    """``future.result(timeout)``, given up as soon as the cluster says no worker is coming (Slurm refused a
+    worker job): its words then, within a second, rather than after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return future.result(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+        except TimeoutError:
+            refused = workers_refused(client)
+            if refused:
+                raise _Refused(refused) from None
+            if time.monotonic() >= deadline:
+                raise
 
 
 def _import_check():
@@ -102,6 +125,11 @@ def _cannot_import_jupyter_dist(
 
 
 def _where_workers_come_from(client) -> str:
+    if slurm_size(client) is not None:
+        return (
+            " (the Python the Slurm worker jobs run: jupyter_dist.slurm.options' python, or a "
+            "job_script_prologue that activates the environment)"
+        )
     if gateway_size(client) is None:
         return " (the Python that runs `dask worker`, or the cluster's image)"
     return (
@@ -154,6 +182,9 @@ def _why_nothing_ran(client, checked, since: float, timeout: float) -> str:
 
 
 def _no_workers_because(client) -> str:
+    slurm = why_no_workers(client)
+    if slurm:
+        return slurm
     size = gateway_size(client)
     if size is not None:
         name = gateway_cluster().name

@@ -16,9 +16,8 @@ from typing import Any
 import dask
 
 from ..errors import ArgumentError, ClusterError
+from ._sizing import check_sizing, grown_span
 
-# The most workers jupyter_dist's own adaptive size grows to when the experiment does not say how many it wants.
-DEFAULT_WORKERS = 2
 # Who asked for the cluster's size: the messages name the setting to change.
 USER_SIZE = "use_cluster('gateway', workers=/adapt=)"
 ADMIN_SIZE = "jupyter_dist.gateway.workers / jupyter_dist.gateway.adapt"
@@ -44,28 +43,6 @@ def _gateway_module():
 
 def _settings() -> dict[str, Any]:
     return dask.config.get("jupyter_dist.gateway", {}) or {}
-
-
-def check_sizing(workers: Any, adapt: Any) -> tuple[int, int] | None:
-    """``adapt`` as (minimum, maximum), after checking ``workers`` and ``adapt`` name a possible size."""
-    if workers is not None and (not isinstance(workers, int) or workers < 0):
-        raise ArgumentError(f"workers= must be a whole number >= 0; got {workers!r}")
-    if adapt is None:
-        return None
-    pair = adapt
-    if isinstance(adapt, dict):
-        pair = (adapt.get("minimum", 0), adapt.get("maximum"))
-    elif isinstance(adapt, str):
-        pair = adapt.split(",")
-    try:
-        low, high = (int(v) for v in pair)
-    except (TypeError, ValueError):
-        raise ArgumentError(
-            f"adapt= takes (minimum, maximum) workers, like (0, 20) or '0,20'; got {adapt!r}"
-        ) from None
-    if not 0 <= low <= high or high == 0:
-        raise ArgumentError(f"adapt= needs 0 <= minimum <= maximum and maximum > 0; got {low}, {high}")
-    return low, high
 
 
 def _size(cluster, workers: int | None, adapt: tuple[int, int] | None, asked_in: str) -> None:
@@ -159,15 +136,12 @@ def gateway_client(
 
 
 def _size_to_the_experiment(cluster, wanted: int | None, at_once: int | None) -> None:
-    """jupyter_dist's own size: adaptive from 0 (or the workers one trial needs at once) to what the experiment
-    wants, within the gateway's limit once known; only ever raised: a maximum above what a run uses costs
-    nothing, as adaptive scaling follows the tasks."""
-    minimum, maximum = _made.get("size", ("adapt", (0, 0)))[1]
-    limit = _made.get("limit", float("inf"))
-    wanted = min(max(wanted or DEFAULT_WORKERS, at_once or 0), limit)
-    at_once = min(at_once or 0, limit)
-    if maximum < wanted or minimum < at_once:
-        _size(cluster, None, (max(minimum, at_once), max(maximum, wanted)), DEFAULT_SIZE)
+    """jupyter_dist's own size (_sizing.grown_span), within the gateway's limit once known."""
+    span = grown_span(
+        _made.get("size", ("adapt", None))[1], wanted, at_once, _made.get("limit", float("inf"))
+    )
+    if span is not None:
+        _size(cluster, None, span, DEFAULT_SIZE)
 
 
 def _open(dask_gateway, settings: dict[str, Any]) -> tuple[Any, bool]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import cloudpickle
 
-from ..errors import PlacementError
+from ..errors import ClusterError, PlacementError
 from ..protocol import (
     CheckpointEvent,
     CheckpointPlan,
@@ -35,7 +35,7 @@ from ..protocol import (
 )
 from ._by_reference import Shipment, scatter_threshold
 from ._channel import EventChannel, clear_stops_on_workers, clear_trial_on_workers, stop_on_workers
-from ._cluster import adaptive_maximum
+from ._cluster import adaptive_maximum, kept_span, workers_refused
 from ._cpus import CPU, declares_cpus, trials_by_threads
 from ._elastic import (
     FRUITLESS_REGROUPS,
@@ -48,7 +48,6 @@ from ._elastic import (
 )
 from ._first_task import load_on_a_worker
 from ._gang import GangTrial, check_placement, eligible, eligible_workers, rendezvous, trials_that_fit
-from ._gateway import gateway_adapt
 from ._loop import RunningTrial, TaskEnded, TrialSpec
 from ._outbox import FRESH, RELAXED
 from ._runner import run_trial
@@ -174,15 +173,22 @@ class DaskLauncher:
         return trials_by_threads(workers, self.cpus)
 
     def _wait_for_coming_workers(self) -> None:
-        """A gateway cluster that keeps a trial's ranks as its minimum (runtime/_gateway.py) may still be
-        starting them: wait for them (up to WORKERS_COMING_S), rather than refuse a run they are coming for."""
-        span = gateway_adapt(self.client)
+        """A gateway or Slurm cluster that keeps a trial's ranks as its minimum (runtime/_sizing.py) may still be
+        starting them: wait for them (up to WORKERS_COMING_S), rather than refuse a run they are coming for; a
+        ClusterError as soon as the cluster says it cannot start them (Slurm refused a worker job)."""
+        span = kept_span(self.client)
         if span is None or span[0] < self.ranks:
             return
-        try:
-            self.client.wait_for_workers(self.ranks, timeout=WORKERS_COMING_S)
-        except TimeoutError:
-            pass  # check_placement says how many came
+        deadline = time.monotonic() + WORKERS_COMING_S
+        while time.monotonic() < deadline:
+            refused = workers_refused(self.client)
+            if refused:
+                raise ClusterError(refused)
+            try:
+                self.client.wait_for_workers(self.ranks, timeout=1)
+                return
+            except TimeoutError:
+                pass  # check_placement says how many came
 
     def capacity_to_fill(self) -> int:
         """How many single-task trials to keep in flight when the user fixed no number: the cluster's threads

@@ -1,0 +1,164 @@
+"""cluster='slurm' on a real one-node Slurm (conftest.py): HPO trials and a data-parallel job on worker jobs that
+sbatch submitted, a worker job cancelled mid-trial (scancel) handled as a lost worker, and Slurm's refusals in
+its own words, within seconds."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cloudpickle
+import dask
+import pytest
+import torch
+
+import jupyter_dist as jd
+from jupyter_dist.errors import ClusterError, TrialFunctionError
+from jupyter_dist.runtime import _slurm
+from jupyter_dist.space import choice
+
+# The worker jobs start in the submitting directory, where this module is not importable.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+STEPS = 24
+
+
+def training(lr=0.1, marker="", pause=0.15):
+    """A small regression that checkpoints every step; at step 8 the first attempt writes its Slurm job id to
+    ``marker`` (the test then cancels that job) and goes on slowly until it is gone."""
+    torch.manual_seed(0)
+    x, y = torch.randn(32, 3, generator=torch.Generator().manual_seed(1)), torch.randn(32, 1)
+    model = torch.nn.Linear(3, 1)
+    optimiser = torch.optim.SGD(model.parameters(), lr=lr)
+    state = {"model": model, "optimiser": optimiser}
+    start = 0
+    if (restored := jd.restore(state)) is not None:
+        start = restored.step + 1
+    for step in range(start, STEPS):
+        optimiser.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimiser.step()
+        jd.report(step=step, loss=loss.item(), job=float(os.environ.get("SLURM_JOB_ID", "0")))
+        jd.checkpoint(step, state)
+        time.sleep(pause)
+        if marker and step == 8 and not os.path.exists(marker):
+            Path(marker).write_text(os.environ["SLURM_JOB_ID"])
+            time.sleep(60)  # the job is cancelled meanwhile
+    return loss.item()
+
+
+def _cancel_when_marked(slurm, marker: Path, cancelled: list[str]) -> threading.Thread:
+    def cancel() -> None:
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if marker.exists():
+            job = marker.read_text().strip()
+            slurm.run("scancel", job)
+            cancelled.append(job)
+
+    thread = threading.Thread(target=cancel, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_hpo_trials_run_on_slurm_jobs_and_a_cancelled_job_s_trial_resumes_from_its_checkpoint(
+    slurm, slurm_cluster, tmp_path
+):
+    marker, cancelled = tmp_path / "job-to-cancel", []
+    thread = _cancel_when_marked(slurm, marker, cancelled)
+    exp = jd.hpo(
+        training,
+        {"lr": choice([0.05, 0.1]), "marker": str(marker)},
+        trials=2,
+        parallel=2,
+        metric="loss",
+        mode="min",
+        sampler="grid",
+        cluster="slurm",
+        checkpoint_dir=tmp_path / "checkpoints",
+        progress=False,
+    )
+    thread.join(5)
+    assert exp.state == "completed", exp.error
+    assert len(cancelled) == 1
+    records = exp.trial_records()
+    assert all(r.state == "completed" for r in records)
+    hit = [r for r in records if r.attempts == 2]
+    assert len(hit) == 1, [(r.trial_id, r.attempts) for r in records]
+    # The second attempt went on from the newest checkpoint the cancelled job saved, on another Slurm job.
+    rec = hit[0]
+    assert rec.resumed_from is not None and rec.resumed_from >= 8
+    history = exp.history
+    mine = history[(history.trial_id == rec.trial_id) & (history.metric == "job")]
+    jobs = mine.groupby("attempt").value.first()
+    assert str(int(jobs.loc[0])) == cancelled[0] and jobs.loc[1] not in (0, jobs.loc[0])
+    assert mine[mine.attempt == 1].step.min() == rec.resumed_from + 1
+    # The dashboard is served by the scheduler in this process, linked as the views show it.
+    assert exp.dashboard_link and "/status" in exp.dashboard_link
+
+
+def regression(folder=""):
+    """Two ranks of gloo DDP, each on its own Slurm job; every rank writes the job it runs in to ``folder``."""
+    torch.manual_seed(0)
+    x, y = torch.randn(64, 4, generator=torch.Generator().manual_seed(1)), torch.randn(64, 1)
+    model = jd.prepare(torch.nn.Linear(4, 1))
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.05)
+    loader = jd.prepare(torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8))
+    state = {"model": model, "optimiser": optimiser}
+    start = 0
+    if (restored := jd.restore(state)) is not None:
+        start = restored.step + 1
+    for epoch in range(start, 4):
+        for xb, yb in loader:
+            optimiser.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            optimiser.step()
+        jd.report(step=epoch, loss=torch.nn.functional.mse_loss(model(x), y).item())
+        jd.checkpoint(epoch, state)
+    (Path(folder) / f"rank-{jd.rank()}").write_text(os.environ["SLURM_JOB_ID"])
+    return {"world": jd.world_size()}
+
+
+def test_a_data_parallel_job_runs_its_ranks_on_separate_slurm_jobs(slurm, slurm_cluster, tmp_path):
+    exp = jd.data_parallel(
+        regression,
+        workers=2,
+        folder=str(tmp_path),
+        cluster="slurm",
+        checkpoint_dir=tmp_path / "checkpoints",
+        progress=False,
+    )
+    assert exp.state == "completed", exp.error
+    assert exp.result["world"] == 2
+    # Each rank ran in its own worker job (one Dask worker per Slurm job).
+    jobs = {(tmp_path / f"rank-{rank}").read_text() for rank in (0, 1)}
+    assert len(jobs) == 2
+    assert len(exp.history[exp.history.metric == "loss"]) == 4
+
+
+def test_an_unknown_partition_is_refused_in_slurm_s_words_within_seconds(slurm, slurm_cluster):
+    started = time.monotonic()
+    with dask.config.set({"jupyter_dist.slurm.queue": "no-such-partition"}):
+        with pytest.raises(ClusterError, match="invalid partition") as refused:
+            jd.hpo(training, {"lr": choice([0.1])}, trials=1, metric="loss", cluster="slurm", progress=False)
+    assert time.monotonic() - started < 10
+    assert "jupyter_dist.slurm" in str(refused.value) and "#SBATCH -p no-such-partition" in str(refused.value)
+    assert _slurm.slurm_cluster() is None  # nothing was left behind
+
+
+def test_a_job_slurm_refuses_once_the_cluster_runs_fails_the_run_within_seconds(slurm, slurm_cluster):
+    jd.use_cluster("slurm", adapt=(0, 2))  # made while the partition takes jobs: no job submitted yet
+    slurm.run("scontrol", "update", "PartitionName=debug", "State=INACTIVE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(TrialFunctionError, match="Slurm refused a Dask worker job") as refused:
+            jd.hpo(training, {"lr": choice([0.1])}, trials=1, metric="loss", cluster="slurm", progress=False)
+        assert time.monotonic() - started < 10
+        assert "partition not available (inactive or drain)" in str(refused.value)  # sbatch's own words
+    finally:
+        slurm.run("scontrol", "update", "PartitionName=debug", "State=UP")
