@@ -250,6 +250,24 @@ class Experiment:
         except KeyError:
             raise ArgumentError(f"experiment {self.name!r} has no trial {trial_id!r}") from None
 
+    def to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None) -> str:
+        """Send the experiment to MLflow now, as ``jupyter_dist.integrations.MLflow`` does while a run goes: a
+        parent run, a nested run per trial with its params, metrics at their steps, state, times, output and the
+        best trial's tag. ``tracking_uri``: None, MLflow's default (``MLFLOW_TRACKING_URI``); ``experiment``:
+        None, one named as this experiment. Each call makes new runs. Returns the parent run's id; needs
+        ``pip install 'jupyter_dist[mlflow]'``."""
+        from ..integrations.mlflow import to_mlflow
+
+        return to_mlflow(self, tracking_uri, experiment)
+
+    def to_tensorboard(self, log_dir: str = "runs") -> str:
+        """Write the experiment as TensorBoard event files now, as ``jupyter_dist.integrations.TensorBoard`` does
+        while a run goes: ``log_dir/<name>/trial-<id>``, each trial's scalars, output and hparams. Returns the
+        experiment's folder; needs ``pip install 'jupyter_dist[tensorboard]'``."""
+        from ..integrations.tensorboard import to_tensorboard
+
+        return to_tensorboard(self, log_dir)
+
     def trial_records(self) -> list[TrialRecord]:
         """The record's trials, as the ``Callback`` hooks see them (``trials`` is their table)."""
         return self.record.trial_records()

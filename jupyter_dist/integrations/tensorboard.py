@@ -1,0 +1,193 @@
+"""Experiments to TensorBoard event files: a run folder per trial, with its scalars and the hparams plugin's
+summaries (``pip install 'jupyter_dist[tensorboard]'``).
+
+Written with torch's ``torch.utils.tensorboard.SummaryWriter`` (torch is a dependency already; it needs only the
+``tensorboard`` package, no TensorFlow) rather than tensorboardX, a second writer of the same format kept by one
+person; the hparams summaries are torch's ``hparams()`` with the session's real status.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._tracking import (
+    Destination,
+    Event,
+    ExperimentEnded,
+    ExperimentInfo,
+    ExperimentStarted,
+    Reported,
+    TrackingCallback,
+    TrialEnded,
+    TrialInfo,
+    TrialStarted,
+    events_of,
+    export,
+    finite,
+    require,
+)
+
+if TYPE_CHECKING:
+    from ..experiment import Experiment
+
+__all__ = ["TensorBoard", "to_tensorboard"]
+
+EXTRA = "jupyter_dist[tensorboard]"
+# The scalar that holds a trial's value (its objective as judged: the last report, or the best one with
+# objective_scope="max"/"min"), the hparams table's first metric column.
+VALUE_TAG = "jupyter_dist/value"
+# The hparams plugin's session status, by the trial's state.
+STATUS = {"completed": "STATUS_SUCCESS", "failed": "STATUS_FAILURE", "running": "STATUS_RUNNING"}
+_NOT_IN_A_FOLDER_NAME = re.compile(r"[^\w\-.]")
+
+
+class TensorBoard(TrackingCallback):
+    """Write each experiment, as it runs, as TensorBoard event files: ``hpo(..., callbacks=[TensorBoard(...)])``
+    (also ``ablation()``, ``data_parallel()``, ``pbt()``), or for every run with dask config
+    ``jupyter_dist.tracking.tensorboard``; then ``tensorboard --logdir LOG_DIR``.
+
+    Each trial is a run, ``LOG_DIR/<experiment name>/trial-<id>``: every reported metric as a scalar at its step,
+    its value as the scalar ``jupyter_dist/value``, its output as text (``output``), and the hparams plugin's
+    summaries, so the HPARAMS tab tables the trials: their parameters (and labels, such as an ablation's
+    ``ablated``), their state, the last value of each metric, and the session's status (completed: success,
+    failed: failure, pruned / stopped / interrupted: unknown).
+
+    The hooks only queue: a background thread in the kernel writes the files in batches, and a failure to write
+    is reported once (a ``RuntimeWarning``) while the experiment runs on, complete in jupyter_dist's store.
+
+    Parameters
+    ----------
+    log_dir
+        The folder TensorBoard is pointed at (``tensorboard --logdir``); made if missing.
+    timeout
+        How long the experiment's end waits for the last writes, in seconds.
+    """
+
+    def __init__(self, log_dir: str | os.PathLike = "runs", timeout: float = 10.0):
+        require("tensorboard", EXTRA, "jupyter_dist.integrations.TensorBoard")
+        super().__init__(timeout)
+        self.log_dir = os.fspath(log_dir)
+
+    @property
+    def where(self) -> str:
+        return f"TensorBoard log folder {self.log_dir}"
+
+    def destination(self, experiment: ExperimentInfo) -> Destination:
+        return TensorBoardDestination(self.log_dir)
+
+    def __repr__(self) -> str:
+        return f"TensorBoard(log_dir={self.log_dir!r})"
+
+
+def to_tensorboard(exp: Experiment, log_dir: str | os.PathLike = "runs") -> str:
+    """``exp.to_tensorboard()``: the experiment's event files written now; the experiment's folder."""
+    require("tensorboard", EXTRA, "Experiment.to_tensorboard")
+    destination = TensorBoardDestination(os.fspath(log_dir))
+    export(destination, events_of(exp))
+    return destination.folder
+
+
+class TensorBoardDestination(Destination):
+    """One experiment's folder of runs, a SummaryWriter per trial."""
+
+    def __init__(self, log_dir: str) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self._SummaryWriter = SummaryWriter
+        self.log_dir = log_dir
+        self.folder = log_dir
+        self.info: ExperimentInfo | None = None
+        self.writers: dict[int, Any] = {}
+        self.trials: dict[int, TrialInfo] = {}
+
+    def write(self, events: Sequence[Event]) -> None:
+        for event in events:
+            if isinstance(event, Reported):
+                writer = self.writers.get(event.trial_id)
+                if writer is not None:
+                    for name, value in event.metrics.items():
+                        writer.add_scalar(name, float(value), int(event.step), walltime=event.at)
+            elif isinstance(event, TrialStarted):
+                trial = event.trial
+                if trial.trial_id not in self.writers:
+                    run = os.path.join(self.folder, f"trial-{trial.trial_id}")
+                    self.writers[trial.trial_id] = self._SummaryWriter(log_dir=run)
+            elif isinstance(event, TrialEnded):
+                self._trial_ended(event.trial)
+            elif isinstance(event, ExperimentStarted):
+                self.info = event.experiment
+                self.folder = os.path.join(self.log_dir, _folder_name(event.experiment.name))
+            elif isinstance(event, ExperimentEnded):
+                for writer in self.writers.values():
+                    writer.flush()
+        for writer in self.writers.values():
+            writer.flush()  # each batch on disk, so a TensorBoard reading the folder sees it
+
+    def _trial_ended(self, trial: TrialInfo) -> None:
+        writer = self.writers.get(trial.trial_id)
+        if writer is None:
+            return
+        value = finite(trial.value)
+        if value is not None:
+            writer.add_scalar(VALUE_TAG, value, trial.steps, walltime=trial.ended)
+        if trial.logs:
+            writer.add_text("output", _as_markdown_code(trial.logs), trial.steps, walltime=trial.ended)
+        for summary in _hparams(trial, self.info):
+            writer.file_writer.add_summary(summary, None, walltime=trial.ended)
+        writer.flush()
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+
+
+def _hparams(trial: TrialInfo, info: ExperimentInfo | None) -> list:
+    """The hparams plugin's three summaries for a trial's run: the experiment (which columns), the session's
+    start (its hyperparameters) and end (its status)."""
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboard.plugins.hparams.api_pb2 import Status
+    from tensorboard.plugins.hparams.metadata import PLUGIN_DATA_VERSION, PLUGIN_NAME, SESSION_END_INFO_TAG
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData, SessionEndInfo
+    from torch.utils.tensorboard.summary import hparams
+
+    columns = {**trial.params, **trial.labels, "state": trial.state}
+    hparam_dict = {str(k): _hparam(v) for k, v in columns.items()}
+    metrics = [VALUE_TAG] if finite(trial.value) is not None else []
+    metrics += [name for name in (info.metrics if info else ()) if name in trial.last]
+    metrics += [name for name in trial.last if name not in metrics]
+    experiment, start, _ = hparams(hparam_dict, dict.fromkeys(metrics, 0.0))
+    # torch's hparams() says every session succeeded; the trial's state says how it ended.
+    status = Status.Value(STATUS.get(trial.state, "STATUS_UNKNOWN"))
+    content = HParamsPluginData(
+        session_end_info=SessionEndInfo(status=status, end_time_secs=trial.ended), version=PLUGIN_DATA_VERSION
+    )
+    metadata = SummaryMetadata(
+        plugin_data=SummaryMetadata.PluginData(plugin_name=PLUGIN_NAME, content=content.SerializeToString())
+    )
+    end = Summary(value=[Summary.Value(tag=SESSION_END_INFO_TAG, metadata=metadata)])
+    return [experiment, start, end]
+
+
+def _hparam(value: Any) -> int | float | str | bool:
+    """A parameter as the hparams plugin takes one: a number, a string or a bool; anything else as its text."""
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, numbers.Integral):  # numpy's too
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return str(value)
+
+
+def _folder_name(name: str) -> str:
+    return _NOT_IN_A_FOLDER_NAME.sub("_", name) or "experiment"
+
+
+def _as_markdown_code(text: str) -> str:
+    # TensorBoard renders text summaries as Markdown: indented, the output keeps its lines and characters.
+    return "\n".join("    " + line for line in text.splitlines())
