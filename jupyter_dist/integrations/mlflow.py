@@ -119,16 +119,19 @@ class MlflowDestination(Destination):
         self.open: set[int] = set()  # trials whose run is not terminated
         # What is gathered for each run until the next request: metrics, params, tags.
         self._pending: dict[str, tuple[list, list, list]] = {}
+        self._early: dict[int, list[Reported]] = {}
 
     def write(self, events: Sequence[Event]) -> None:
         for event in events:
             if isinstance(event, Reported):
                 run = self.runs.get(event.trial_id)
-                if run is not None:
-                    at = _ms(event.at)
-                    metrics = self._batch(run)[0]
-                    for name, value in event.metrics.items():
-                        metrics.append(self._Metric(_key(name), float(value), at, int(event.step)))
+                if run is None:  # heard on Dask's thread before the loop's trial start: kept until then
+                    self._early.setdefault(event.trial_id, []).append(event)
+                    continue
+                metrics, Metric = self._batch(run)[0], self._Metric
+                for step, values, at in event.rows:
+                    ms, step = _ms(at), int(step)
+                    metrics.extend(Metric(_key(k), float(v), ms, step) for k, v in values.items())
             elif isinstance(event, TrialStarted):
                 self._trial_started(event.trial)
             elif isinstance(event, TrialEnded):
@@ -179,6 +182,7 @@ class MlflowDestination(Destination):
         self.open.add(trial.trial_id)
         params = self._batch(run_id)[1]
         params.extend(self._Param(_key(k), _text(v, MAX_PARAM_CHARS)) for k, v in trial.params.items())
+        self.write(self._early.pop(trial.trial_id, ()))
 
     def _trial_ended(self, trial: TrialInfo) -> None:
         run_id = self.runs.get(trial.trial_id)

@@ -102,20 +102,24 @@ class TensorBoardDestination(Destination):
         self.folder = log_dir
         self.info: ExperimentInfo | None = None
         self.writers: dict[int, Any] = {}
-        self.trials: dict[int, TrialInfo] = {}
+        self._early: dict[int, list[Reported]] = {}
 
     def write(self, events: Sequence[Event]) -> None:
         for event in events:
             if isinstance(event, Reported):
                 writer = self.writers.get(event.trial_id)
-                if writer is not None:
-                    for name, value in event.metrics.items():
-                        writer.add_scalar(name, float(value), int(event.step), walltime=event.at)
+                if writer is None:  # heard on Dask's thread before the loop's trial start: kept until then
+                    self._early.setdefault(event.trial_id, []).append(event)
+                    continue
+                for step, values, at in event.rows:
+                    for name, value in values.items():
+                        writer.add_scalar(name, float(value), int(step), walltime=at)
             elif isinstance(event, TrialStarted):
                 trial = event.trial
                 if trial.trial_id not in self.writers:
                     run = os.path.join(self.folder, f"trial-{trial.trial_id}")
                     self.writers[trial.trial_id] = self._SummaryWriter(log_dir=run)
+                    self.write(self._early.pop(trial.trial_id, ()))
             elif isinstance(event, TrialEnded):
                 self._trial_ended(event.trial)
             elif isinstance(event, ExperimentStarted):
@@ -138,7 +142,9 @@ class TensorBoardDestination(Destination):
             writer.add_text("output", _as_markdown_code(trial.logs), trial.steps, walltime=trial.ended)
         for summary in _hparams(trial, self.info):
             writer.file_writer.add_summary(summary, None, walltime=trial.ended)
-        writer.flush()
+        # Each SummaryWriter holds a file and a thread of its own: a thousand trials must not keep a thousand.
+        writer.close()
+        del self.writers[trial.trial_id]
 
     def close(self) -> None:
         for writer in self.writers.values():
