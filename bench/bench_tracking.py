@@ -1,0 +1,226 @@
+"""What sending every run to a tracker costs: bench_store's workloads with no tracker, with MLflow, with TensorBoard.
+
+Same LocalCluster (2 worker processes x 1 thread), same runs, interleaved per round (none, mlflow, tensorboard,
+the order turned each round), the store on as by default:
+  * dispatch: bench_dispatch's 1000 no-op trials through ``hpo()`` (random sampler), once per side per round;
+  * streaming: bench_streaming's 2 trials calling ``report()`` in a tight loop for STREAM_S seconds, the live
+    view's listener measuring delivery, once per side per round.
+The trackers are set in dask config (``jupyter_dist.tracking.mlflow`` / ``.tensorboard``), as an admin sets them
+for every run: MLflow to a real ``mlflow server`` this script starts on 127.0.0.1 (SQLite backend, served
+artifacts), TensorBoard to a temporary folder. Each run's wall includes the end's wait for the last writes
+(``timeout``, 10 s at most); after each run what reached the tracker is counted (MLflow runs and metric points,
+TensorBoard run folders).
+
+Target (issue 30): a tracker costs <= 5% of either run (medians of the runs' walls and of streaming's delivered
+reports per second).
+
+Run: ``.venv/bin/python bench/bench_tracking.py [--rounds 3]`` (writes bench/results/tracking.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import warnings
+
+import bench_dispatch
+import bench_streaming
+import dask.config
+from _common import CpuMonitor, contention_note, free_port, header, median, write_result
+
+N = bench_dispatch.N
+STREAM_S = 10.0
+TIGHT = 0.0  # bench_streaming's rate for "as fast as report() lets it"
+TARGET_COST = 0.05
+SIDES = ("none", "mlflow", "tensorboard")
+
+
+class Server:
+    """``mlflow server`` in its own session (it runs uvicorn and a job runner as children), stopped as a group."""
+
+    def __init__(self, folder: str) -> None:
+        self.uri = f"http://127.0.0.1:{free_port()}"
+        port = self.uri.rsplit(":", 1)[1]
+        mlflow = os.path.join(os.path.dirname(sys.executable), "mlflow")
+        args = [mlflow, "server", "--host", "127.0.0.1", "--port", port, "--workers", "1"]
+        args += [
+            "--backend-store-uri",
+            f"sqlite:///{folder}/mlflow.db",
+            "--artifacts-destination",
+            f"{folder}/a",
+        ]
+        self.log = open(os.path.join(folder, "server.log"), "w")  # closed in stop()
+        self.process = subprocess.Popen(
+            args, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.uri}/health", timeout=2):
+                    return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("mlflow server did not start") from None
+                time.sleep(0.25)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+def _setting(side: str, server: Server, folder: str, name: str) -> dict:
+    if side == "mlflow":
+        return {"jupyter_dist.tracking.mlflow": {"tracking-uri": server.uri, "experiment": name}}
+    if side == "tensorboard":
+        return {"jupyter_dist.tracking.tensorboard": {"log-dir": os.path.join(folder, name)}}
+    return {}
+
+
+def _sent(side: str, server: Server, folder: str, name: str) -> dict:
+    """What reached the tracker: MLflow's runs (parent included) and metric points; TensorBoard's run folders."""
+    if side == "mlflow":
+        from mlflow import MlflowClient
+
+        client = MlflowClient(server.uri)
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            return {"runs": 0, "points": 0}
+        runs = client.search_runs([found.experiment_id], max_results=5000)
+        # reading every point back (get_metric_history) would take minutes: the runs and their final state
+        return {"runs": len(runs), "finished": sum(r.info.status == "FINISHED" for r in runs)}
+    if side == "tensorboard":
+        root = os.path.join(folder, name)
+        return {"run_folders": sum(len(os.listdir(os.path.join(root, d))) for d in os.listdir(root))}
+    return {}
+
+
+def run_side(client, side: str, server: Server, folder: str, round_no: int) -> dict:
+    out: dict = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        name = f"dispatch-{side}-{round_no}"
+        with dask.config.set(_setting(side, server, folder, name)):
+            out["dispatch_s"] = bench_dispatch.run_ours(client, N)[0]
+        out["dispatch_trials_per_s"] = N / out["dispatch_s"]
+        out["dispatch_sent"] = _sent(side, server, folder, name)
+        name = f"streaming-{side}-{round_no}"
+        with dask.config.set(_setting(side, server, folder, name)):
+            streaming = bench_streaming.run_ours(client, STREAM_S, TIGHT)
+        out.update(
+            streaming_wall_s=streaming["hpo_wall_s"],
+            streaming_delivered_per_s=streaming["delivered_per_s"],
+            streaming_sent=streaming["sent"],
+            streaming_p50_s=streaming["latency_s"]["p50"],
+        )
+        out["streaming_sent_to_tracker"] = _sent(side, server, folder, name)
+    out["warnings"] = [str(w.message) for w in caught if "jupyter_dist:" in str(w.message)]
+    return out
+
+
+def main(rounds: int) -> dict:
+    import jupyter_dist
+
+    wall0 = time.perf_counter()
+    cpu = CpuMonitor()
+    runs: dict[str, list[dict]] = {side: [] for side in SIDES}
+    with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-tracking-") as folder:
+        server = Server(folder)
+        client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
+        client.wait_for_workers(2)
+        try:
+            bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
+            for r in range(rounds):
+                order = SIDES if r % 2 == 0 else SIDES[::-1]
+                for side in order:
+                    runs[side].append(run_side(client, side, server, folder, r))
+                    last = runs[side][-1]
+                    print(
+                        f"  round {r} {side:>11}: dispatch {last['dispatch_s']:.2f} s "
+                        f"({last['dispatch_sent']}), streaming {last['streaming_delivered_per_s']:.0f} reports/s "
+                        f"in {last['streaming_wall_s']:.1f} s ({last['streaming_sent_to_tracker']}), "
+                        f"{len(last['warnings'])} warnings",
+                        flush=True,
+                    )
+        finally:
+            jupyter_dist.close_local_cluster()
+            server.stop()
+
+    def med(side: str, key: str) -> float:
+        return median([run[key] for run in runs[side]])
+
+    cost = {
+        side: {
+            "dispatch": med(side, "dispatch_s") / med("none", "dispatch_s") - 1,
+            "streaming_wall": med(side, "streaming_wall_s") / med("none", "streaming_wall_s") - 1,
+            "streaming_delivered": 1
+            - med(side, "streaming_delivered_per_s") / med("none", "streaming_delivered_per_s"),
+        }
+        for side in SIDES[1:]
+    }
+    met = {f"{side}_{what}": value <= TARGET_COST for side in cost for what, value in cost[side].items()}
+    result = header(
+        "tracking",
+        {
+            "rounds": rounds,
+            "dispatch": f"{N} no-op trials, random sampler, once per side per round",
+            "streaming": f"{bench_streaming.TRIALS} trials x {STREAM_S:.0f} s of report() in a tight loop, live "
+            "view listener",
+            "mlflow": "dask config jupyter_dist.tracking.mlflow: a local `mlflow server` (SQLite, 1 worker)",
+            "tensorboard": "dask config jupyter_dist.tracking.tensorboard: a temporary folder",
+            "none": "no tracker",
+        },
+    )
+    result.update(
+        runs=runs,
+        median={
+            key: {side: med(side, key) for side in SIDES}
+            for key in ("dispatch_s", "streaming_wall_s", "streaming_delivered_per_s", "streaming_p50_s")
+        },
+        cost_of_the_tracker=cost,
+        target={"cost_at_most": TARGET_COST},
+        met=met,
+        cpu_contention=cpu.stop(),
+        wall_s=time.perf_counter() - wall0,
+    )
+    return result
+
+
+def summary(result: dict) -> str:
+    m, c = result["median"], result["cost_of_the_tracker"]
+    lines = [f"trackers vs none, {result['parameters']['rounds']} rounds interleaved (medians):"]
+    for side in SIDES:
+        lines.append(
+            f"  {side:>11}: dispatch {m['dispatch_s'][side]:.2f} s, streaming {m['streaming_delivered_per_s'][side]:.0f}"
+            f" reports/s in {m['streaming_wall_s'][side]:.1f} s"
+            + (
+                ""
+                if side == "none"
+                else f" -> costs {c[side]['dispatch']:.1%} (dispatch), {c[side]['streaming_wall']:.1%} "
+                f"(streaming wall), {c[side]['streaming_delivered']:.1%} (streaming reports/s)"
+            )
+        )
+    lines += [f"  met: {result['met']}", contention_note(result["cpu_contention"])]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    res = main(args.rounds)
+    path = write_result("tracking", res)
+    print(summary(res))
+    print(f"  -> {path}")
