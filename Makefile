@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 QUICKSTART_STAMP := $(VENV)/.installed-quickstart
 
-.PHONY: setup quickstart test lint docs lab labextension browser hub bench dist clean
+.PHONY: setup quickstart test lint docs lab labextension browser hub slurm sshfs bench dist clean
 
 # Installing the project builds its JupyterLab extension (labextension/, with npm) into jupyter_dist/labextension.
 # After `make labextension`, the installed extension is a link to jupyter_dist/labextension, so a reinstall writes
@@ -48,9 +48,17 @@ hub: setup
 quickstart: $(QUICKSTART_STAMP)
 	$(BIN)/python scripts/run_notebook.py notebooks/01_quickstart_hpo.ipynb --out build/quickstart
 
+## A one-node Slurm's packages (munge, slurmctld, slurmd, sbatch...), for tests/slurm.
+slurm:
+	scripts/install_system_packages.sh slurm
+
+## sshfs and sshd, for the store's test on a FUSE network filesystem (tests/store).
+sshfs:
+	scripts/install_system_packages.sh sshfs
+
 ## All the tests (and the linters): the extension's TypeScript unit tests, then pytest (browser tests included;
 ## tests/docs builds the documentation with warnings as errors, executing the tutorials and every code cell).
-test: setup browser hub lint
+test: setup browser hub slurm sshfs lint
 	cd labextension && npm test
 	$(BIN)/python -m pytest
 

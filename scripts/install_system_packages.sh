@@ -5,6 +5,7 @@
 #   scripts/install_system_packages.sh browser    # chromium
 #   scripts/install_system_packages.sh hub        # configurable-http-proxy (npm), JupyterHub's proxy, for tests/hub
 #   scripts/install_system_packages.sh sshfs      # sshfs + sshd: tests/store mounts a FUSE network filesystem
+#   scripts/install_system_packages.sh slurm      # munge, slurmctld, slurmd, Slurm's commands: tests/slurm's one-node Slurm
 set -euo pipefail
 
 if [ "${1:-}" = hub ]; then
@@ -18,7 +19,9 @@ case "${1:-}" in
   browser) wanted=(chromium:chromium) ;;
   # sshd lives in /usr/sbin, which a user's PATH may lack.
   sshfs) wanted=(sshfs:sshfs /usr/sbin/sshd:openssh-server ssh-keygen:openssh-client) ;;
-  *) echo "usage: $0 build|browser|hub|sshfs" >&2; exit 2 ;;
+  # Debian's Slurm (22.05 on bookworm); the daemons live in /usr/sbin.
+  slurm) wanted=(/usr/sbin/munged:munge /usr/sbin/slurmctld:slurmctld /usr/sbin/slurmd:slurmd sbatch:slurm-client) ;;
+  *) echo "usage: $0 build|browser|hub|sshfs|slurm" >&2; exit 2 ;;
 esac
 # sshd run as root (the test's own, on 127.0.0.1) needs its privilege separation folder, which /run loses at boot.
 if [ "${1:-}" = sshfs ] && [ "$(id -u)" -eq 0 ]; then

@@ -232,16 +232,19 @@ class DistributeMagics(Magics):
         "target",
         nargs="?",
         default=None,
-        help="'local', 'gateway' or a scheduler address (tcp://, tls://); none: show the cluster",
+        help="'local', 'gateway', 'slurm' or a scheduler address (tcp://, tls://); none: show the cluster",
     )
     @argument(
-        "--workers", type=int, default=None, help="worker processes of the local cluster; gateway workers"
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes of the local cluster; gateway or Slurm workers",
     )
     @argument(
         "--adapt",
         default=None,
         metavar="MIN,MAX",
-        help="a gateway cluster adapts between MIN and MAX workers",
+        help="a gateway or Slurm cluster adapts between MIN and MAX workers",
     )
     @line_magic
     def distribute_cluster(self, line: str):
@@ -250,6 +253,7 @@ class DistributeMagics(Magics):
         ``%distribute_cluster`` shows it (kind, name, workers, threads, memory, GPUs, dashboard);
         ``%distribute_cluster local --workers 4`` (re)starts the embedded cluster;
         ``%distribute_cluster gateway --workers 8`` or ``--adapt 0,20`` uses (and sizes) a Dask Gateway cluster;
+        ``%distribute_cluster slurm --workers 4`` (or ``--adapt 0,20``) a Slurm cluster of worker jobs;
         ``%distribute_cluster tcp://host:8786`` connects to a running Dask scheduler.
         """
         args = parse_argstring(self.distribute_cluster, line)

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import dask
@@ -119,7 +120,11 @@ def cluster_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
         "memory": settings.get("memory") or jobqueue.get("memory") or DEFAULT_MEMORY,
         # One worker process per job: a job's worker is what Slurm gives and takes away as a unit.
         "processes": settings.get("processes") or jobqueue.get("processes") or 1,
-        "log_directory": settings.get("log-directory"),
+        # The worker jobs' output, where the kernel reads why a worker never reached the scheduler: a folder
+        # the compute nodes share with this machine (the home directory's, beside the store, by default).
+        "log_directory": settings.get("log-directory")
+        or jobqueue.get("log-directory")
+        or default_log_directory(),
     }
     directives = list(settings.get("job-extra") or jobqueue.get("job-extra-directives") or [])
     worker_args = list(jobqueue.get("worker-extra-args") or []) + lifetime_args(walltime)
@@ -157,6 +162,12 @@ def cluster_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
         else:
             kwargs[key] = value
     return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def default_log_directory() -> str:
+    from jupyter_core.paths import jupyter_data_dir
+
+    return str(Path(jupyter_data_dir()) / "jupyter_dist" / "slurm-logs")
 
 
 def _run(command: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -251,6 +262,7 @@ def _cluster_class():
         async def start(self):
             try:
                 await super().start()
+                _made.setdefault("jobs", []).append(str(self.job_id))
             except Exception as exc:
                 # dask-jobqueue's RuntimeError quotes the command, its exit code, stdout and stderr: Slurm's
                 # words are the stderr.
@@ -267,16 +279,53 @@ def _cluster_class():
 
 
 def refusal(client=None) -> str | None:
-    """What Slurm said when it last refused one of this kernel's cluster's worker jobs (None: it took them all,
-    or ``client`` is not that cluster's)."""
+    """Why this kernel's Slurm cluster cannot give workers, in Slurm's or the workers' words: Slurm refused a
+    worker job, or a worker job ran and its worker could not reach the scheduler. None: nothing says so (or
+    ``client`` is not that cluster's)."""
     if client is not None and client is not _made.get("client"):
         return None
     said = _made.get("refused")
-    if not said:
+    if said:
+        return (
+            f"Slurm refused a Dask worker job of cluster='slurm': {said[-1]}. Check jupyter_dist.slurm (queue, "
+            "account, walltime, cores, memory, gpus, job-extra)"
+        )
+    return _unreachable()
+
+
+# What a worker's log says when it gave up reaching the scheduler (distributed's words, 2026.8): its nanny tries
+# for distributed.comm.timeouts.connect, then ends with this.
+CANNOT_CONNECT = "Timed out trying to connect to"
+
+
+def _unreachable() -> str | None:
+    """The unreachable-scheduler message when a worker job's log says its worker gave up connecting."""
+    cluster = _made.get("cluster")
+    folder = getattr(cluster, "_job_kwargs", {}).get("log_directory") if cluster is not None else None
+    if not folder:
         return None
+    for job in reversed(_made.get("jobs", [])):
+        log = next(iter(Path(folder).glob(f"*-{job}.err")), None)
+        try:
+            text = log.read_text(errors="replace") if log is not None else ""
+        except OSError:
+            continue
+        if CANNOT_CONNECT in text:
+            line = next(line for line in text.splitlines() if CANNOT_CONNECT in line)
+            return _cannot_reach(f"worker job {job}'s log ({log}) says: {line.strip()}")
+    return None
+
+
+def _cannot_reach(evidence: str) -> str:
+    address = _made["client"].scheduler.address
+    how = _made.get("cluster")._job_kwargs.get("interface") if _made.get("cluster") is not None else None
+    chosen = (
+        f"interface {how!r}, from jupyter_dist.slurm.interface" if how else "the address facing slurmctld"
+    )
     return (
-        f"Slurm refused a Dask worker job of cluster='slurm': {said[-1]}. Check jupyter_dist.slurm (queue, "
-        "account, walltime, cores, memory, gpus, job-extra)"
+        f"the Dask workers that Slurm started cannot reach the scheduler at {address} ({chosen}): {evidence}. "
+        "The compute nodes cannot reach this machine at that address: set jupyter_dist.slurm.interface to a "
+        f"network interface they reach (this machine has: {', '.join(local_interfaces())})"
     )
 
 
@@ -406,24 +455,14 @@ def why_no_workers(client) -> str | None:
         )
     running = [job for job in jobs if job["state"] == "RUNNING"]
     if running:
-        address = _made["client"].scheduler.address
-        return (
-            f"Slurm runs the worker jobs {', '.join(j['id'] for j in running)}, but their Dask workers did not "
-            f"reach the scheduler at {address}: the compute nodes cannot reach this machine at that address. "
-            "Set jupyter_dist.slurm.interface to a network interface they reach (this machine has: "
-            f"{', '.join(local_interfaces())}); the jobs' own output says more{_log_hint()}"
-        )
+        ids = ", ".join(j["id"] for j in running)
+        return _cannot_reach(f"Slurm runs the worker jobs {ids}, and none of their workers came")
     pending = "; ".join(f"job {j['id']} {j['state'].lower()} ({j['reason']})" for j in jobs)
     return (
         f"Slurm has not started the worker jobs yet: {pending}. They start when Slurm gives them a node "
         "(squeue's reason says what they wait for); ask for fewer cores, less memory or a shorter walltime "
         "in jupyter_dist.slurm for a quicker start"
     )
-
-
-def _log_hint() -> str:
-    directory = _settings().get("log-directory")
-    return f" (in {directory})" if directory else " (set jupyter_dist.slurm.log-directory to keep it)"
 
 
 def describe_size(client=None) -> str | None:

@@ -14,6 +14,7 @@ import cloudpickle
 import dask
 import pytest
 import torch
+from IPython.testing import globalipapp
 
 import jupyter_dist as jd
 from jupyter_dist.errors import ClusterError, TrialFunctionError
@@ -162,3 +163,40 @@ def test_a_job_slurm_refuses_once_the_cluster_runs_fails_the_run_within_seconds(
         assert "partition not available (inactive or drain)" in str(refused.value)  # sbatch's own words
     finally:
         slurm.run("scontrol", "update", "PartitionName=debug", "State=UP")
+
+
+def test_distribute_cluster_slurm_sizes_it_and_its_scheduler_listens_where_slurmctld_is_reached(
+    slurm, slurm_cluster
+):
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "jupyter_dist")
+    info = shell.run_line_magic("distribute_cluster", "slurm --workers 2")
+    assert info.kind == "Slurm cluster (dask-jobqueue)"
+    assert info.adaptive == "adapting between 2 and 2 worker jobs"
+    client = jd.use_cluster()
+    client.wait_for_workers(2, timeout=30)
+    assert len(slurm.jobs()) == 2
+    # This machine's default route has another address; the compute nodes reach slurmctld at 127.0.0.1.
+    assert client.scheduler.address.startswith("tcp://127.0.0.1:")
+
+
+def test_workers_that_cannot_reach_the_scheduler_are_told_with_the_interfaces_to_choose_from(
+    slurm, slurm_cluster, tmp_path
+):
+    # Each worker job's worker in a network namespace of its own, with only its own loopback: as a compute node
+    # that cannot reach the address the scheduler listens on. Its nanny gives up after the connect timeout.
+    isolated = f'unshare -n sh -c \'ip link set lo up && exec "$0" "$@"\' {sys.executable}'
+    with dask.config.set(
+        {"jupyter_dist.slurm.options": {"python": isolated}, "distributed.comm.timeouts.connect": "5s"}
+    ):
+        started = time.monotonic()
+        with pytest.raises(
+            TrialFunctionError, match="cannot reach the scheduler at tcp://127.0.0.1:"
+        ) as told:
+            jd.hpo(training, {"lr": choice([0.1])}, trials=1, metric="loss", cluster="slurm", progress=False)
+    message = str(told.value)
+    assert (
+        "Timed out trying to connect to tcp://127.0.0.1:" in message
+    )  # the worker's own words, from its log
+    assert "set jupyter_dist.slurm.interface" in message and "lo 127.0.0.1" in message
+    assert time.monotonic() - started < 45
