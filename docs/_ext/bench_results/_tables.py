@@ -241,6 +241,44 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             },
         ),
     },
+    "tracking": {
+        "main": lambda r: rows(
+            r,
+            ["no tracker", "MLflow", "TensorBoard"],
+            {
+                "dispatch, 1000 no-op trials: wall": (
+                    "median.dispatch_s.none:s",
+                    "median.dispatch_s.mlflow:s",
+                    "median.dispatch_s.tensorboard:s",
+                ),
+                "dispatch: what the tracker adds": (
+                    None,
+                    "cost_of_the_tracker.mlflow.dispatch:+%",
+                    "cost_of_the_tracker.tensorboard.dispatch:+%",
+                ),
+                "streaming, tight loop: wall": (
+                    "median.streaming_wall_s.none:s",
+                    "median.streaming_wall_s.mlflow:s",
+                    "median.streaming_wall_s.tensorboard:s",
+                ),
+                "streaming: what the tracker adds to the wall": (
+                    None,
+                    "cost_of_the_tracker.mlflow.streaming_wall:+%",
+                    "cost_of_the_tracker.tensorboard.streaming_wall:+%",
+                ),
+                "streaming, reports/s delivered": (
+                    "median.streaming_delivered_per_s.none:n",
+                    "median.streaming_delivered_per_s.mlflow:n",
+                    "median.streaming_delivered_per_s.tensorboard:n",
+                ),
+                "streaming: reports/s it costs": (
+                    None,
+                    "cost_of_the_tracker.mlflow.streaming_delivered:%",
+                    "cost_of_the_tracker.tensorboard.streaming_delivered:%",
+                ),
+            },
+        ),
+    },
     "scale": {
         "run": lambda r: grid(
             r,
