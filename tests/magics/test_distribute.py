@@ -154,7 +154,7 @@ def test_distribute_cluster_shows_and_chooses_the_cluster(ip, client, monkeypatc
     monkeypatch.setenv("JUPYTER_DIST_CLUSTER", "tcp://127.0.0.1:9")  # chosen in the notebook beats the env
     assert ip.run_line_magic("distribute_cluster", "local").client is client
     assert jd.get_client() is client
-    with pytest.raises(jd.ArgumentError, match="adapt= makes a gateway cluster"):
+    with pytest.raises(jd.ArgumentError, match="adapt= makes a gateway or Slurm cluster"):
         ip.run_line_magic("distribute_cluster", "tcp://127.0.0.1:9 --adapt 0,4")
 
 
