@@ -263,6 +263,7 @@ def _cluster_class():
             try:
                 await super().start()
                 _made.setdefault("jobs", []).append(str(self.job_id))
+                _made.pop("refused", None)  # Slurm takes jobs again: an earlier refusal no longer holds
             except Exception as exc:
                 # dask-jobqueue's RuntimeError quotes the command, its exit code, stdout and stderr: Slurm's
                 # words are the stderr.
@@ -290,6 +291,9 @@ def refusal(client=None) -> str | None:
             f"Slurm refused a Dask worker job of cluster='slurm': {said[-1]}. Check jupyter_dist.slurm (queue, "
             "account, walltime, cores, memory, gpus, job-extra)"
         )
+    cluster = _made.get("cluster")
+    if cluster is not None and cluster.scheduler_info.get("workers"):
+        return None  # workers reached it: an old job's log that says otherwise is history
     return _unreachable()
 
 
