@@ -200,3 +200,42 @@ def test_workers_that_cannot_reach_the_scheduler_are_told_with_the_interfaces_to
     )  # the worker's own words, from its log
     assert "set jupyter_dist.slurm.interface" in message and "lo 127.0.0.1" in message
     assert time.monotonic() - started < 45
+
+
+def quick(pause=0.5, steps=20):
+    """A trial of ``steps`` reports ``pause`` s apart, checkpointing each, reporting the Slurm job it runs in."""
+    state = {"done": torch.zeros(1)}
+    start = 0
+    if (restored := jd.restore(state)) is not None:
+        state, start = restored.state, restored.step + 1  # a plain tensor comes back in restored.state
+    for step in range(start, steps):
+        time.sleep(pause)
+        state["done"] += 1
+        jd.report(step=step, score=float(state["done"]), job=float(os.environ["SLURM_JOB_ID"]))
+        jd.checkpoint(step, state)
+    return float(state["done"])
+
+
+def test_an_experiment_outlasts_the_walltime_of_its_worker_jobs(slurm, slurm_cluster):
+    # One-minute jobs (Slurm's shortest): their workers retire 30 s ± 15 s in, before Slurm would end them, and
+    # adaptive scaling submits replacements. The run takes over a minute on 2 workers, so it needs more jobs.
+    with dask.config.set({"jupyter_dist.slurm.walltime": "1"}):
+        exp = jd.hpo(
+            quick,
+            {"pause": choice([0.5])},
+            trials=12,
+            parallel=2,
+            metric="score",
+            sampler="random",
+            pruner=None,
+            cluster="slurm",
+            progress=False,
+        )
+    assert exp.state == "completed", exp.error
+    assert all(r.state == "completed" for r in exp.trial_records())
+    assert exp.trials.value.tolist() == [20.0] * 12  # every trial did each of its steps once, resumed or not
+    jobs = set(exp.history[exp.history.metric == "job"].value)
+    assert len(jobs) > 2  # more jobs than workers at once: retired workers were replaced
+    # No job reached its walltime: each worker retired first (Slurm would have said TIMEOUT).
+    log = slurm.log("slurmctld.log")
+    assert "TIMEOUT" not in log and "time limit" not in log.lower()
