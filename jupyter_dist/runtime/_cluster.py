@@ -24,7 +24,7 @@ from ._cluster_info import ClusterInfo, describe
 from ._dashboard import dashboard_link
 from ._gateway import close_gateway_cluster, gateway_adapt, gateway_client, gateway_cluster
 from ._sizing import check_sizing
-from ._slurm import close_slurm_cluster, describe_size, refusal, slurm_adapt, slurm_client, slurm_cluster
+from ._slurm import close_slurm_cluster, describe_size, refusal, slurm_adapt, slurm_client, slurm_size
 
 __all__ = [
     "ClusterInfo",
@@ -158,7 +158,7 @@ def forget_cluster(cluster: Any) -> bool:
         close_gateway_cluster()
         return held
     if cluster == SLURM:
-        held = slurm_cluster() is not None
+        held = slurm_size() is not None
         close_slurm_cluster()
         return held
     with _lock:

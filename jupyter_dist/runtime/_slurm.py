@@ -9,7 +9,8 @@ gateway cluster, the cell does not change between a laptop and the HPC centre.
 What Slurm does to jobs is what happens to workers: a job that Slurm preempts, cancels or ends at its walltime is
 a lost worker, and trials on it run again (from their checkpoint). Workers retire before their walltime
 (distributed's ``--lifetime``, staggered so they do not all go at once) and adaptive scaling submits their
-replacements, so an experiment outlasts any one job.
+replacements, so an experiment outlasts any one job. A cluster kept past its kernel (``shutdown-on-close:
+false``) lives in a keeper process instead (_slurm_keeper.py).
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def cluster_kwargs(settings: dict[str, Any]) -> dict[str, Any]:
     cannot be."""
     known = {
         "queue", "account", "walltime", "cores", "memory", "processes", "job-extra", "gpus", "interface",
-        "log-directory", "workers", "adapt", "shutdown-on-close", "options",
+        "log-directory", "workers", "adapt", "shutdown-on-close", "idle-timeout", "options",
     }  # fmt: skip
     unknown = sorted(set(settings) - known)
     if unknown:
@@ -285,6 +286,12 @@ def refusal(client=None) -> str | None:
     ``client`` is not that cluster's)."""
     if client is not None and client is not _made.get("client"):
         return None
+    if _made.get("kept"):
+        return _made["client"].run_on_scheduler(_refusal_here)
+    return _refusal_here()
+
+
+def _refusal_here() -> str | None:
     said = _made.get("refused")
     if said:
         return (
@@ -321,8 +328,8 @@ def _unreachable() -> str | None:
 
 
 def _cannot_reach(evidence: str) -> str:
-    address = _made["client"].scheduler.address
-    how = _made.get("cluster")._job_kwargs.get("interface") if _made.get("cluster") is not None else None
+    address = _made["cluster"].scheduler_address
+    how = _made["cluster"]._job_kwargs.get("interface")
     chosen = (
         f"interface {how!r}, from jupyter_dist.slurm.interface" if how else "the address facing slurmctld"
     )
@@ -345,38 +352,48 @@ def slurm_client(
     data-parallel trial's ranks) up to what the experiment wants."""
     adapt = check_sizing(workers, adapt)
     settings = _settings()
-    if settings.get("shutdown-on-close", True) is False:
-        raise ArgumentError(
-            "jupyter_dist.slurm.shutdown-on-close: false cannot be honoured: a Slurm cluster's Dask scheduler "
-            "runs in the kernel's process (dask-jobqueue), so its workers cannot outlive the kernel. To keep "
-            "workers across kernels, start a scheduler and workers as Slurm jobs of your own and give "
-            "cluster='tcp://host:8786'"
-        )
     with _lock:
-        cluster, client = _made.get("cluster"), _made.get("client")
-        new = cluster is None or client is None or client.status != "running"
+        client = _made.get("client")
+        new = client is None or client.status != "running"
         if new:
             _made.clear()
-            cluster = _open(settings)
-            try:
-                from distributed import Client
+            if settings.get("shutdown-on-close", True) is False:
+                client, new = _kept(settings)  # new: its keeper was started now
+            else:
+                cluster = _open(settings)
+                try:
+                    from distributed import Client
 
-                client = Client(cluster, set_as_default=False)
-            except Exception:
-                cluster.close()
-                raise
-            _made.update(cluster=cluster, client=client)
+                    client = Client(cluster, set_as_default=False)
+                except Exception:
+                    cluster.close()
+                    raise
+                _made.update(cluster=cluster, client=client)
+                new = True
+            _made["client"] = client
             atexit.register(close_slurm_cluster)
         if workers is not None or adapt is not None:
-            _size(cluster, workers, adapt, USER_SIZE)
+            _size(workers, adapt, USER_SIZE)
         elif new and (settings.get("workers") is not None or settings.get("adapt") is not None):
             admin = check_sizing(settings.get("workers"), settings.get("adapt"))
-            _size(cluster, settings.get("workers"), admin, ADMIN_SIZE)
+            _size(settings.get("workers"), admin, ADMIN_SIZE)
         elif _made.get("asked_in") in (None, DEFAULT_SIZE):
             span = grown_span(slurm_adapt(), workers_wanted, workers_at_once)
             if span is not None:
-                _size(cluster, None, span, DEFAULT_SIZE)
+                _size(None, span, DEFAULT_SIZE)
         return client
+
+
+def _kept(settings: dict[str, Any]):
+    """The client of the user's kept cluster (runtime/_slurm_keeper.py), and whether its keeper was started
+    now; a cluster a previous kernel sized keeps that size."""
+    from ._slurm_keeper import kept_client
+
+    client, started = kept_client(settings)
+    _made.update(kept=True, client=client)
+    if not started:
+        _made["size"], _made["asked_in"] = client.run_on_scheduler(_size_here)
+    return client, started
 
 
 def _open(settings: dict[str, Any]):
@@ -394,15 +411,31 @@ def _open(settings: dict[str, Any]):
     return cluster
 
 
-def _size(cluster, workers: int | None, adapt: tuple[int, int] | None, asked_in: str) -> None:
-    # Adaptive even for a fixed size: a worker retired at its lifetime (or whose job Slurm ended) is replaced.
-    low, high = adapt if adapt is not None else (workers, workers)
-    if high == 0:
-        cluster.scale(0)
+def _size(workers: int | None, adapt: tuple[int, int] | None, asked_in: str) -> None:
+    """Size this kernel's cluster, in this process or, for a kept one, in its keeper's."""
+    if _made.get("kept"):
+        _made["size"], _made["asked_in"] = _made["client"].run_on_scheduler(
+            _size_here, workers, list(adapt) if adapt else None, asked_in
+        )
     else:
-        cluster.adapt(minimum=low, maximum=high)
-    _made["size"] = ("adapt", (low, high)) if adapt is not None else ("workers", workers)
-    _made["asked_in"] = asked_in
+        _size_here(workers, adapt, asked_in)
+
+
+def _size_here(
+    workers: int | None = None, adapt: Any = None, asked_in: str | None = None
+) -> tuple[tuple[str, Any] | None, str | None]:
+    """Size the cluster this process holds (given nothing, just say its size): adaptive even for a fixed size,
+    so a worker retired at its lifetime (or whose job Slurm ended) is replaced."""
+    if asked_in is not None:
+        cluster = _made["cluster"]
+        low, high = tuple(adapt) if adapt is not None else (workers, workers)
+        if high == 0:
+            cluster.scale(0)
+        else:
+            cluster.adapt(minimum=low, maximum=high)
+        _made["size"] = ("adapt", (low, high)) if adapt is not None else ("workers", workers)
+        _made["asked_in"] = asked_in
+    return _made.get("size"), _made.get("asked_in")
 
 
 def slurm_cluster():
@@ -426,10 +459,10 @@ def slurm_adapt(client=None) -> tuple[int, int] | None:
     return size[1] if size[0] == "adapt" else (size[1], size[1])
 
 
-def jobs_now(client=None) -> list[dict[str, str]]:
-    """The cluster's worker jobs as ``squeue`` shows them: id, state, reason, time (empty when it made none)."""
+def jobs_now() -> list[dict[str, str]]:
+    """The worker jobs of the cluster this process holds as ``squeue`` shows them: id, state, reason, time."""
     cluster = _made.get("cluster")
-    if cluster is None or (client is not None and client is not _made.get("client")):
+    if cluster is None:
         return []
     ids = [str(job.job_id) for job in list(cluster.workers.values()) if getattr(job, "job_id", None)]
     if not ids:
@@ -446,12 +479,18 @@ def jobs_now(client=None) -> list[dict[str, str]]:
 def why_no_workers(client) -> str | None:
     """Why this kernel's Slurm cluster has no worker yet, in Slurm's words: refused jobs, pending jobs (and
     squeue's reason), or running jobs whose workers never reached the scheduler (the network interface)."""
-    said = refusal(client)
-    if said:
-        return said
     if slurm_size(client) is None:
         return None
-    jobs = jobs_now(client)
+    if _made.get("kept"):
+        return _made["client"].run_on_scheduler(_why_here)
+    return _why_here()
+
+
+def _why_here() -> str:
+    said = _refusal_here()
+    if said:
+        return said
+    jobs = jobs_now()
     if not jobs:
         return (
             "the Slurm cluster submitted no worker job yet (adaptive scaling submits them as trials queue): run "
@@ -477,7 +516,8 @@ def describe_size(client=None) -> str | None:
 
 
 def close_slurm_cluster() -> None:
-    """Close this kernel's Slurm cluster: its worker jobs are cancelled (scancel)."""
+    """Close this kernel's Slurm cluster: its worker jobs are cancelled (scancel); a kept one is left to its
+    keeper (this kernel's client alone is closed)."""
     with _lock:
         client, cluster = _made.pop("client", None), _made.pop("cluster", None)
         _made.clear()

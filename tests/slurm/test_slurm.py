@@ -4,7 +4,9 @@ its own words, within seconds."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -239,3 +241,73 @@ def test_an_experiment_outlasts_the_walltime_of_its_worker_jobs(slurm, slurm_clu
     # No job reached its walltime: each worker retired first (Slurm would have said TIMEOUT).
     log = slurm.log("slurmctld.log")
     assert "TIMEOUT" not in log and "time limit" not in log.lower()
+
+
+# A kernel, as a process of its own: it uses cluster='slurm' (sized when told to), runs a small HPO there and
+# says which scheduler and workers it found.
+KERNEL = """
+import json, sys, time
+import jupyter_dist as jd
+
+def train(lr=0.1):
+    for step in range(3):
+        jd.report(step=step, score=lr * step)
+
+client = jd.use_cluster("slurm", workers=1) if sys.argv[1] == "size" else jd.use_cluster("slurm")
+client.wait_for_workers(1, timeout=60)
+exp = jd.hpo(train, {"lr": jd.space.choice([0.1, 0.2])}, trials=2, metric="score", cluster="slurm", progress=False)
+workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+print(json.dumps({"address": client.scheduler.address, "workers": workers, "state": str(exp.state.value)}))
+"""
+
+
+def test_a_kept_slurm_cluster_outlives_its_kernel_and_the_next_kernel_uses_it(slurm, tmp_path):
+    config = tmp_path / "dask"
+    config.mkdir()
+    (config / "jupyter_dist.yaml").write_text(
+        "jupyter_dist:\n  slurm:\n    cores: 1\n    memory: 1GiB\n    walltime: '00:30:00'\n"
+        f"    log-directory: {tmp_path / 'workers'}\n    shutdown-on-close: false\n"
+    )
+    env = {
+        **os.environ,
+        "SLURM_CONF": str(slurm.conf),
+        "DASK_CONFIG": str(config),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+    }
+
+    def kernel(*args: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-c", KERNEL, *args], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = kernel("size")
+    assert first["state"] == "completed" and len(first["workers"]) == 1
+    jobs = slurm.jobs()
+    assert list(jobs.values()) == ["RUNNING"]  # its kernel has ended; the worker job has not
+    state = json.loads((tmp_path / "data" / "jupyter_dist" / "slurm-cluster.json").read_text())
+    keeper = state["pid"]
+    os.kill(keeper, 0)  # the keeper lives on
+
+    second = kernel("reuse")
+    assert second == first  # the same scheduler, the same worker: nothing waited in Slurm's queue again
+    assert slurm.jobs() == jobs
+
+    from distributed import Client
+
+    with Client(first["address"], set_as_default=False) as client:
+        client.shutdown()  # how a user ends a kept cluster: its keeper cancels the jobs and ends
+    deadline = time.monotonic() + 30
+    while (slurm.jobs() or _alive(keeper)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not slurm.jobs() and not _alive(keeper)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie (ended, not yet reaped by its parent) is not alive
+        return stat.read().split()[2] != "Z"
