@@ -144,6 +144,19 @@ def test_a_data_parallel_job_runs_its_ranks_on_separate_slurm_jobs(slurm, slurm_
     assert len(exp.history[exp.history.metric == "loss"]) == 4
 
 
+def scored(features=("a", "b", "c")):
+    """The score an ablation ranks: each feature is worth its place in the alphabet."""
+    return {"score": float(sum(ord(f) - ord("a") + 1 for f in features))}
+
+
+def test_an_ablation_runs_its_variants_on_slurm_jobs(slurm, slurm_cluster):
+    exp = jd.ablation(scored, features=["a", "b", "c"], metric="score", cluster="slurm", progress=False)
+    assert exp.state == "completed", exp.error
+    impact = exp.summary().set_index("component").impact
+    assert list(impact.loc[["a", "b", "c"]]) == [1.0, 2.0, 3.0]
+    assert len(slurm.jobs()) >= 1  # its workers were Slurm jobs
+
+
 def test_an_unknown_partition_is_refused_in_slurm_s_words_within_seconds(slurm, slurm_cluster):
     started = time.monotonic()
     with dask.config.set({"jupyter_dist.slurm.queue": "no-such-partition"}):
