@@ -1,24 +1,16 @@
-"""What the experiment trackers (MLflow, TensorBoard) share: a run told as a sequence of events, a background
-thread that writes them in batches, and the same events made from a finished or stored experiment.
-
-The callbacks' hooks run on the trial loop's thread, where a slow tracking server would delay the next trial and
-the pruner. So a hook only copies what it needs of the trial (the loop goes on changing the record) and appends
-it to a deque; the exporter's thread takes whatever has gathered every ``INTERVAL`` seconds and writes it as one
-batch. The first write that fails stops the export of that run (jupyter_dist's store has everything; the
-experiment goes on) and is reported once, as a warning from the next hook or from the experiment's end, which
-waits a bounded time for the last writes.
+"""What the experiment trackers (MLflow, TensorBoard) share: a run told as a sequence of events, those events as
+plain lists for the pipe to the export process (``_export_process``), the same events made from a finished or
+stored experiment, and the callbacks' common part.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
-import threading
+import numbers
 import time
-import warnings
 from abc import ABC, abstractmethod
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,14 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Destination", "TrackingCallback", "events_of", "require"]
 
-# How often the exporter's thread writes what has gathered: a batch per second keeps a tracking server's UI close
-# to live while a run reporting thousands of times a second makes a handful of requests, not thousands.
-INTERVAL = 1.0
-
 
 def require(module: str, extra: str, what: str) -> None:
     """An ImportError naming the pip extra when ``module`` is not installed; checked without importing it (an
-    import of mlflow takes seconds, and the exporter's thread does it)."""
+    import of mlflow takes seconds, and the export process does it)."""
     try:
         found = importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -76,11 +64,11 @@ class TrialInfo:
     @classmethod
     def of(cls, rec: TrialRecord, ended: bool = False) -> TrialInfo:
         if not ended:
-            return cls(rec.trial_id, dict(rec.params), dict(rec.labels), rec.started)
+            return cls(rec.trial_id, _plain_dict(rec.params), _plain_dict(rec.labels), rec.started)
         return cls(
             rec.trial_id,
-            dict(rec.params),
-            dict(rec.labels),
+            _plain_dict(rec.params),
+            _plain_dict(rec.labels),
             rec.started,
             state=rec.state.value,
             value=rec.value,
@@ -128,6 +116,62 @@ class ExperimentEnded:
 
 
 Event = ExperimentStarted | TrialStarted | Reported | TrialEnded | ExperimentEnded
+
+
+# --- the events as plain lists (msgpack), from the kernel to the export process ----------------------------------
+def encode(event: Event) -> list:
+    """An event as a list of plain values; a report batch's rows go as they came (already plain: they crossed
+    the wire from the worker as msgpack)."""
+    if type(event) is Reported:
+        return ["R", event.trial_id, event.rows]
+    if type(event) is TrialStarted or type(event) is TrialEnded:
+        t = event.trial
+        fields = [
+            t.trial_id,
+            t.params,
+            t.labels,
+            t.started,
+            t.state,
+            t.value,
+            t.duration,
+            t.steps,
+            t.attempts,
+        ]
+        return ["T" if type(event) is TrialStarted else "E", *fields, t.last, t.logs]
+    if type(event) is ExperimentStarted:
+        e = event.experiment
+        return ["S", e.id, e.name, e.kind, list(e.metrics), list(e.modes), e.started]
+    return ["X", event.state, event.ended, event.best and list(event.best), list(event.pareto)]
+
+
+def decode(item: list) -> Event:
+    code = item[0]
+    if code == "R":
+        return Reported(item[1], item[2])
+    if code in ("T", "E"):
+        trial = TrialInfo(*item[1:10], last=item[10], logs=item[11])
+        return TrialStarted(trial) if code == "T" else TrialEnded(trial)
+    if code == "S":
+        _, id_, name, kind, metrics, modes, started = item
+        return ExperimentStarted(ExperimentInfo(id_, name, kind, tuple(metrics), tuple(modes), started))
+    _, state, ended, best, pareto = item
+    return ExperimentEnded(state, ended, best and (best[0], best[1]), tuple(pareto))
+
+
+def _plain(value: Any) -> Any:
+    """A parameter's value as msgpack carries it and the trackers show it: numbers (numpy's too) and strings as
+    they are, anything else as its text (what MLflow's params and the hparams table show of it anyway)."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) < 2**63:
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return str(value)
+
+
+def _plain_dict(values: dict[str, Any]) -> dict[str, Any]:
+    return {str(k): _plain(v) for k, v in values.items()}
 
 
 def experiment_info(exp: Experiment) -> ExperimentInfo:
@@ -200,100 +244,46 @@ def export(destination: Destination, events: Iterator[Event], batch: int = 10_00
         destination.close()
 
 
-class Exporter:
-    """One live experiment's export: hooks ``put`` events (a deque append), a thread writes them in batches."""
-
-    def __init__(self, make: Callable[[], Destination], where: str, experiment: str) -> None:
-        self.where = where  # e.g. "MLflow tracking server http://host:5000": what a warning names
-        self.experiment = experiment
-        self._make = make
-        self._events: deque[Event] = deque()
-        self._done = threading.Event()
-        self._failure: BaseException | None = None
-        self._warned = False
-        self._thread = threading.Thread(target=self._run, name=f"jupyter_dist {where}", daemon=True)
-        self._thread.start()
-
-    def put(self, event: Event) -> None:
-        if self._failure is None:
-            self._events.append(event)
-        elif not self._warned:
-            self._warn(f"failed ({type(self._failure).__name__}: {self._failure})")
-
-    def finish(self, event: Event, timeout: float) -> None:
-        """Put the last event and wait, at most ``timeout`` seconds, for everything to be written."""
-        self.put(event)
-        self._done.set()
-        self._thread.join(timeout)
-        if self._warned:
-            return
-        if self._failure is not None:
-            self._warn(f"failed ({type(self._failure).__name__}: {self._failure})")
-        elif self._thread.is_alive():
-            self._warn(f"did not take the last writes within {timeout:g} s (timeout=)")
-
-    def _warn(self, what: str) -> None:
-        self._warned = True
-        warnings.warn(
-            f"jupyter_dist: {self.where} {what}; experiment {self.experiment!r} is not fully sent there. It ran "
-            "on and is complete in jupyter_dist's store: load() it and send it again with to_mlflow() / "
-            "to_tensorboard()",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-
-    def _run(self) -> None:
-        destination = None
-        try:
-            destination = self._make()
-            while True:
-                done = self._done.wait(INTERVAL)
-                batch = self._take()
-                if batch:
-                    destination.write(batch)
-                if done and not self._events:
-                    break
-        except Exception as exc:  # the run goes on without this tracker; finish() or the next hook says so
-            self._failure = exc
-            self._events.clear()
-        finally:
-            if destination is not None:
-                try:
-                    destination.close()
-                except Exception as exc:
-                    self._failure = self._failure or exc
-
-    def _take(self) -> list[Event]:
-        batch = []
-        while self._events:  # popleft is atomic: a hook may append meanwhile
-            batch.append(self._events.popleft())
-        return batch
-
-
 # --- the callbacks' common part -------------------------------------------------------------------------------
 class TrackingCallback(Callback):
-    """A Callback that sends each experiment it hears of to a tracker, from the kernel, without slowing it.
+    """A Callback that sends each experiment it hears of to a tracker, from a process of its own, without slowing
+    the kernel.
 
-    One instance may serve several experiments, one after the other or at once: each has its exporter."""
+    One instance may serve several experiments, one after the other or at once: each has its export process."""
 
     def __init__(self, timeout: float) -> None:
         if not (isinstance(timeout, int | float) and not isinstance(timeout, bool) and timeout >= 0):
-            raise ValueError(f"timeout={timeout!r}: give the seconds to wait for the last writes (>= 0)")
+            raise ValueError(
+                f"timeout={timeout!r}: give the seconds the export may take at the kernel's exit (>= 0)"
+            )
         self.timeout = float(timeout)
-        self._exporters: dict[str, Exporter] = {}
+        self._exporters: dict[str, Any] = {}
 
     @abstractmethod
-    def destination(self, experiment: ExperimentInfo) -> Destination:
-        """A new writer for this experiment (called on the exporter's thread)."""
+    def destination(self, experiment: ExperimentInfo) -> tuple[str, dict[str, Any]]:
+        """How the export process makes this experiment's writer: ``"module:Class"`` and its keyword arguments
+        (plain values; made on the kernel's side, so paths are absolute and defaults read here)."""
 
     @property
     @abstractmethod
     def where(self) -> str:
         """What a warning calls the tracker."""
 
+    @classmethod
+    def wait(cls, exp: Any = None, timeout: float | None = None) -> bool:
+        """Wait until the experiments this kind of tracker is exporting (every one of this kernel, or ``exp``'s)
+        are written there, at most ``timeout`` seconds (None: as long as it takes). True: all of it is there;
+        False: not yet, or it failed (a ``RuntimeWarning`` says which, once)."""
+        from ._export_process import wait_for
+
+        return wait_for(cls, exp, timeout)
+
     def on_experiment_start(self, exp: Experiment) -> None:
+        from ._export_process import Exporter
+
         info = experiment_info(exp)
-        exporter = Exporter(lambda: self.destination(info), self.where, exp.name)
+        exporter = Exporter(self.destination(info), self.where, exp.name, type(self), self.timeout)
+        exporter.experiment_id = exp.id
         self._exporters[exp.id] = exporter
         exporter.put(ExperimentStarted(info))
         # Reports are heard as the record takes them, a batch at a time with the time each was sent, rather than
@@ -308,9 +298,10 @@ class TrackingCallback(Callback):
         self._exporters[exp.id].put(TrialEnded(TrialInfo.of(trial, ended=True)))
 
     def on_experiment_end(self, exp: Experiment) -> None:
+        # The run does not wait for the export: the process writes the rest on its own time (wait() waits).
         exporter = self._exporters.pop(exp.id, None)
         if exporter is not None:
-            exporter.finish(experiment_ended(exp), self.timeout)
+            exporter.finish(experiment_ended(exp))
 
 
 def finite(value: Any) -> float | None:

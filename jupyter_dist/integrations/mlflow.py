@@ -1,12 +1,13 @@
 """Experiments to MLflow: a parent run per experiment, a nested run per trial (``pip install 'jupyter_dist[mlflow]'``).
 
-Written from the kernel through ``MlflowClient`` with explicit run ids (mlflow's active-run state is global to the
-process and not meant for two experiments at once), so the workers need no access to the tracking server.
+Written by an export process the kernel starts (``_export_process``), through ``MlflowClient`` with explicit run
+ids, so the workers need no access to the tracking server and the kernel never imports mlflow for a live run.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -58,10 +59,14 @@ class MLflow(TrackingCallback):
     stderr, traceback) as the artifact ``output.txt``. The best trial is tagged ``jupyter_dist.best=true`` (with
     several objectives, the Pareto front's trials ``jupyter_dist.pareto=true``).
 
-    Everything is written from the kernel by a background thread in batches: the hooks only queue, so a slow
-    server never slows the experiment. A server that fails or cannot be reached is reported once (a
-    ``RuntimeWarning`` naming it and the error), the rest of that experiment is not sent, and the experiment runs
-    on, complete in jupyter_dist's store (``exp.to_mlflow()`` sends it later).
+    The hooks only queue; a process of its own, started by the kernel for each experiment at the lowest CPU
+    priority, writes to the server in batches (``log_batch``) about once a second, so neither a slow server nor
+    the export's own work slows the experiment. The run's end does not wait for the export either: the process
+    sends the rest on its own time, and ``MLflow.wait(exp, timeout)`` (or ``MLflow.wait()``, every MLflow export
+    of the kernel) waits until it is all there. A server that fails or cannot be reached is reported once (a
+    ``RuntimeWarning`` naming it and the error, from a hook, the run's end or ``wait()``), the rest of that
+    experiment is not sent, and the experiment runs on, complete in jupyter_dist's store (``exp.to_mlflow()``
+    sends it later).
 
     Parameters
     ----------
@@ -72,9 +77,10 @@ class MLflow(TrackingCallback):
         The MLflow experiment the runs go to (made if it does not exist); None: one named as the jupyter_dist
         experiment.
     timeout
-        How long the experiment's end waits for the last writes, in seconds (then it warns and returns; the
-        writes go on in the background). How long one request retries is MLflow's to say
-        (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_TIMEOUT``).
+        How long an export still going when the kernel exits (or dies) may take to write the rest, in seconds;
+        then its process ends and stderr says so. How long one request retries is MLflow's to say
+        (``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, ``MLFLOW_HTTP_REQUEST_TIMEOUT``, read in the kernel's environment as
+        the experiment starts).
     """
 
     def __init__(self, tracking_uri: str | None = None, experiment: str | None = None, timeout: float = 10.0):
@@ -87,8 +93,14 @@ class MLflow(TrackingCallback):
     def where(self) -> str:
         return f"MLflow tracking server {self.tracking_uri or '(MLflow default)'}"
 
-    def destination(self, experiment: ExperimentInfo) -> Destination:
-        return MlflowDestination(self.tracking_uri, self.experiment or experiment.name)
+    def destination(self, experiment: ExperimentInfo) -> tuple[str, dict[str, Any]]:
+        uri = self.tracking_uri
+        if (
+            uri is None and "mlflow" in sys.modules
+        ):  # mlflow.set_tracking_uri() in the notebook: the process's too
+            uri = sys.modules["mlflow"].get_tracking_uri()
+        kwargs = {"tracking_uri": uri, "experiment": self.experiment or experiment.name}
+        return f"{__name__}:MlflowDestination", kwargs
 
     def __repr__(self) -> str:
         return f"MLflow(tracking_uri={self.tracking_uri!r}, experiment={self.experiment!r})"

@@ -56,15 +56,19 @@ class TensorBoard(TrackingCallback):
     ``ablated``), their state, the last value of each metric, and the session's status (completed: success,
     failed: failure, pruned / stopped / interrupted: unknown).
 
-    The hooks only queue: a background thread in the kernel writes the files in batches, and a failure to write
-    is reported once (a ``RuntimeWarning``) while the experiment runs on, complete in jupyter_dist's store.
+    The hooks only queue: a process of its own, started by the kernel for each experiment at the lowest CPU
+    priority, writes the files in batches about once a second. The run's end does not wait for it:
+    ``TensorBoard.wait(exp, timeout)`` (or ``TensorBoard.wait()``, every TensorBoard export of the kernel) waits
+    until everything is on disk. A failure to write is reported once (a ``RuntimeWarning``) while the experiment
+    runs on, complete in jupyter_dist's store.
 
     Parameters
     ----------
     log_dir
-        The folder TensorBoard is pointed at (``tensorboard --logdir``); made if missing.
+        The folder TensorBoard is pointed at (``tensorboard --logdir``); made if missing. A relative one is taken
+        from the kernel's working folder as the experiment starts.
     timeout
-        How long the experiment's end waits for the last writes, in seconds.
+        How long an export still going when the kernel exits (or dies) may take to write the rest, in seconds.
     """
 
     def __init__(self, log_dir: str | os.PathLike = "runs", timeout: float = 10.0):
@@ -76,8 +80,8 @@ class TensorBoard(TrackingCallback):
     def where(self) -> str:
         return f"TensorBoard log folder {self.log_dir}"
 
-    def destination(self, experiment: ExperimentInfo) -> Destination:
-        return TensorBoardDestination(self.log_dir)
+    def destination(self, experiment: ExperimentInfo) -> tuple[str, dict[str, Any]]:
+        return f"{__name__}:TensorBoardDestination", {"log_dir": os.path.abspath(self.log_dir)}
 
     def __repr__(self) -> str:
         return f"TensorBoard(log_dir={self.log_dir!r})"

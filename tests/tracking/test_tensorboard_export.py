@@ -59,6 +59,7 @@ def check_written(exp, folder: str) -> None:
 
 def test_a_run_is_written_live_a_run_folder_per_trial(run_small, tmp_path):
     exp = run_small(callbacks=[TensorBoard(log_dir=tmp_path)], name="tb-live")
+    assert TensorBoard.wait(exp, timeout=120)  # the run's end does not wait for the export's process
     check_written(exp, str(tmp_path / "tb-live"))
 
 
@@ -71,6 +72,7 @@ def test_a_loaded_experiment_is_written_after_the_fact(run_small, tmp_path):
 def test_dask_config_writes_every_run(run_small, tmp_path):
     with dask.config.set({"jupyter_dist.tracking.tensorboard": {"log-dir": str(tmp_path)}}):
         exp = run_small(name="tb-configured")
+    assert TensorBoard.wait(exp, timeout=120)
     assert exp.record.definition.details["control"]["callbacks"] == ["TensorBoard"]
     check_written(exp, str(tmp_path / "tb-configured"))
 

@@ -1,0 +1,123 @@
+"""The export process: ``python -m jupyter_dist.integrations._export_worker``, started by the kernel for one
+experiment (``_export_process``), writes its events to the tracker.
+
+Stdin: msgpack messages from the kernel, first ``{"destination": "module:Class", "kwargs": ..., "timeout": s}``,
+then ``["events", [event, ...]]`` about once a second, last ``["finish"]``. Stdout: msgpack replies, the first
+failure (``{"failed": "Error: why"}``) and ``{"done": true}``; what libraries print goes to stderr instead.
+
+A thread reads stdin as it comes (the kernel's writes never wait for a slow server) while the main thread writes
+whatever has gathered, so a server that falls behind gets fewer, bigger batches. After a failure nothing more is
+written; the messages are read and dropped until the end. It ends by itself: after ``finish``; or when the kernel
+is gone (stdin closed without ``finish``, or a new parent), after writing what it has for at most ``timeout``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+
+import msgpack
+
+from ._tracking import Destination, decode
+
+_EOF = object()
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a notebook's interrupt is the run's, not the export's
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 19)  # a busy run first: the export catches up when the CPU is free
+    except OSError:
+        pass
+    replies = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)  # MLflow prints; its prints must not mix with the replies
+    parent = os.getppid()
+
+    inbox: queue.Queue = queue.Queue()
+    unpacker = msgpack.Unpacker(sys.stdin.buffer, raw=False, strict_map_key=False, max_buffer_size=2**31 - 1)
+
+    def read() -> None:
+        try:
+            for message in unpacker:
+                inbox.put(message)
+        finally:
+            inbox.put(_EOF)
+
+    threading.Thread(target=read, daemon=True).start()
+    spec = inbox.get()
+    if spec is _EOF:
+        return 0
+    timeout = float(spec.get("timeout", 10.0))
+
+    def orphaned() -> None:
+        """The kernel gone without a word: what is left gets ``timeout`` seconds, then the process ends."""
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        time.sleep(timeout)
+        os._exit(3)
+
+    threading.Thread(target=orphaned, daemon=True).start()
+
+    destination: Destination | None = None
+    failed = False
+    finished = False
+    try:
+        module, _, name = spec["destination"].partition(":")
+        destination = getattr(importlib.import_module(module), name)(**spec["kwargs"])
+    except Exception as exc:
+        failed = _fail(replies, exc)
+    while not finished:
+        messages = [inbox.get()]
+        while not inbox.empty():
+            messages.append(inbox.get_nowait())
+        events = []
+        for message in messages:
+            if message is _EOF:
+                if finished:  # the kernel closes the pipe after "finish"
+                    continue
+                # The kernel died: what came is written, for at most timeout seconds.
+                finished = True
+                threading.Thread(target=_exit_after, args=(timeout,), daemon=True).start()
+            elif message[0] == "finish":
+                finished = True
+            elif not failed:
+                events.extend(decode(item) for item in message[1])
+        if events and not failed:
+            try:
+                destination.write(events)
+            except Exception as exc:
+                failed = _fail(replies, exc)
+    if destination is not None:
+        try:
+            destination.close()
+        except Exception as exc:
+            if not failed:
+                failed = _fail(replies, exc)
+    _reply(replies, {"done": not failed})
+    return 0
+
+
+def _fail(replies, exc: BaseException) -> bool:
+    _reply(replies, {"failed": f"{type(exc).__name__}: {exc}"})
+    return True
+
+
+def _reply(replies, message: dict) -> None:
+    try:
+        replies.write(msgpack.packb(message))
+    except OSError:  # the kernel is gone: nobody to tell
+        pass
+
+
+def _exit_after(seconds: float) -> None:
+    time.sleep(seconds)
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
