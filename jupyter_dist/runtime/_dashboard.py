@@ -34,4 +34,13 @@ def dashboard_link(client) -> str | None:
         link = client.dashboard_link
     except Exception:  # a scheduler without a dashboard (no bokeh) has no link to show
         return None
+    from ._slurm import slurm_size
+
+    if link and slurm_size(client) is not None:
+        # A Slurm cluster's scheduler runs on this machine (in the kernel, or its keeper) and serves its
+        # dashboard on every interface, but its link names the address the compute nodes reach, which the
+        # user's browser may not: the proxy reaches it on this machine's loopback.
+        parts = urlsplit(link)
+        if parts.port is not None:
+            link = parts._replace(netloc=f"127.0.0.1:{parts.port}").geturl()
     return browser_link(link)

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import cloudpickle
 import dask
+import psutil
 import pytest
 import torch
 from IPython.testing import globalipapp
@@ -21,6 +24,7 @@ from IPython.testing import globalipapp
 import jupyter_dist as jd
 from jupyter_dist.errors import ClusterError, TrialFunctionError
 from jupyter_dist.runtime import _slurm
+from jupyter_dist.runtime._dashboard import PROXY_PREFIX_ENV
 from jupyter_dist.space import choice
 
 # The worker jobs start in the submitting directory, where this module is not importable.
@@ -181,8 +185,9 @@ def test_a_job_slurm_refuses_once_the_cluster_runs_fails_the_run_within_seconds(
 
 
 def test_distribute_cluster_slurm_sizes_it_and_its_scheduler_listens_where_slurmctld_is_reached(
-    slurm, slurm_cluster
+    slurm, slurm_cluster, monkeypatch
 ):
+    monkeypatch.setenv(PROXY_PREFIX_ENV, "/user/alice/")  # as the server extension tells its kernels
     shell = globalipapp.get_ipython()
     shell.run_line_magic("load_ext", "jupyter_dist")
     info = shell.run_line_magic("distribute_cluster", "slurm --workers 2")
@@ -193,6 +198,28 @@ def test_distribute_cluster_slurm_sizes_it_and_its_scheduler_listens_where_slurm
     assert len(slurm.jobs()) == 2
     # This machine's default route has another address; the compute nodes reach slurmctld at 127.0.0.1.
     assert client.scheduler.address.startswith("tcp://127.0.0.1:")
+    # The dashboard, through the user's Jupyter server.
+    assert info.dashboard.startswith("/user/alice/proxy/") and info.dashboard.endswith("/status")
+
+
+def test_a_scheduler_on_a_named_interface_is_linked_through_the_jupyter_server(
+    slurm, slurm_cluster, monkeypatch
+):
+    # The interface of this machine's default route (not loopback), as an admin would name ib0.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.250", 9))
+        own = probe.getsockname()[0]
+    name = next(n for n, addrs in psutil.net_if_addrs().items() if any(a.address == own for a in addrs))
+    monkeypatch.setenv(PROXY_PREFIX_ENV, "/user/alice/")
+    with dask.config.set({"jupyter_dist.slurm.interface": name}):
+        client = jd.use_cluster("slurm", workers=1)
+        client.wait_for_workers(1, timeout=30)
+        assert client.scheduler.address.startswith(f"tcp://{own}:")
+        port = int(client.dashboard_link.split(":")[2].split("/")[0])
+        assert jd.cluster_info("slurm").dashboard == f"/user/alice/proxy/{port}/status"
+        # where the proxy goes: this machine's loopback, on which the dashboard is served too
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10) as page:
+            assert page.status == 200
 
 
 def test_workers_that_cannot_reach_the_scheduler_are_told_with_the_interfaces_to_choose_from(
