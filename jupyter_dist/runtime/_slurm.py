@@ -21,6 +21,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -373,6 +374,7 @@ def slurm_client(
             _made["client"] = client
             atexit.register(close_slurm_cluster)
         if workers is not None or adapt is not None:
+            workers, adapt = _within_admin_bounds(settings, workers, adapt)
             _size(workers, adapt, USER_SIZE)
         elif new and (settings.get("workers") is not None or settings.get("adapt") is not None):
             admin = check_sizing(settings.get("workers"), settings.get("adapt"))
@@ -382,6 +384,30 @@ def slurm_client(
             if span is not None:
                 _size(None, span, DEFAULT_SIZE)
         return client
+
+
+def _within_admin_bounds(
+    settings: dict[str, Any], workers: int | None, adapt: tuple[int, int] | None
+) -> tuple[int | None, tuple[int, int] | None]:
+    """A size the user asked for, within the admin's: ``jupyter_dist.slurm.adapt``'s maximum bounds every size
+    (what a site allows one user's notebook to hold), with a warning when it clips one."""
+    admin = check_sizing(None, settings.get("adapt"))
+    if admin is None:
+        return workers, adapt
+    limit = admin[1]
+    clipped = (
+        min(workers, limit) if workers is not None else None,
+        (min(adapt[0], limit), min(adapt[1], limit)) if adapt is not None else None,
+    )
+    if clipped != (workers, adapt):
+        asked = (
+            f"{workers} worker jobs" if workers is not None else f"adapt between {adapt[0]} and {adapt[1]}"
+        )
+        warnings.warn(
+            f"jupyter_dist.slurm.adapt allows at most {limit} worker jobs: asked for {asked}, sized to {limit}",
+            stacklevel=4,
+        )
+    return clipped
 
 
 def _kept(settings: dict[str, Any]):

@@ -202,6 +202,13 @@ def test_distribute_cluster_slurm_sizes_it_and_its_scheduler_listens_where_slurm
     assert info.dashboard.startswith("/user/alice/proxy/") and info.dashboard.endswith("/status")
 
 
+def test_a_user_s_size_stays_within_the_admin_s_bounds(slurm, slurm_cluster):
+    with dask.config.set({"jupyter_dist.slurm.adapt": {"minimum": 0, "maximum": 2}}):
+        with pytest.warns(UserWarning, match="allows at most 2 worker jobs: asked for 5 worker jobs"):
+            jd.use_cluster("slurm", workers=5)
+        assert jd.cluster_info("slurm").adaptive == "adapting between 2 and 2 worker jobs"
+
+
 def test_a_scheduler_on_a_named_interface_is_linked_through_the_jupyter_server(
     slurm, slurm_cluster, monkeypatch
 ):

@@ -86,3 +86,14 @@ def test_the_default_size_grows_to_what_an_experiment_wants_and_keeps_a_trial_s_
     assert grown_span((0, 8), 4, None) is None  # never shrunk
     assert grown_span((0, 8), 8, 4) == (4, 8)  # a 4-rank trial's workers kept
     assert grown_span(None, 20, 4, limit=6) == (4, 6)
+
+
+def test_without_dask_jobqueue_the_message_names_the_extra(monkeypatch):
+    import sys
+
+    from jupyter_dist.errors import ClusterError
+    from jupyter_dist.runtime._slurm import slurm_client
+
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # as if it were not installed
+    with pytest.raises(ClusterError, match=r"pip install 'jupyter_dist\[slurm\]'"):
+        slurm_client()
