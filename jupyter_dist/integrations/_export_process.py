@@ -77,6 +77,11 @@ class Exporter:
         elif not self._warned:
             self._warn(f"failed ({self._failure})")
 
+    def report(self, event: Event) -> None:
+        """``put`` for the report listener, on Dask's IO thread: never a warning from there (a hook says it)."""
+        if self._failure is None:
+            self._events.append(event)
+
     def finish(self, event: Event) -> None:
         """Put the last event and return: the thread sends the rest and the child writes it on its own time."""
         self.put(event)
