@@ -7,9 +7,11 @@ the order turned each round), the store on as by default:
     view's listener measuring delivery, once per side per round.
 The trackers are set in dask config (``jupyter_dist.tracking.mlflow`` / ``.tensorboard``), as an admin sets them
 for every run: MLflow to a real ``mlflow server`` this script starts on 127.0.0.1 (SQLite backend, served
-artifacts), TensorBoard to a temporary folder. Each run's wall includes the end's wait for the last writes
-(``timeout``, 10 s at most); after each run what reached the tracker is counted (MLflow runs and metric points,
-TensorBoard run folders).
+artifacts), TensorBoard to a temporary folder. Each run's wall ends when ``hpo()`` returns, which does not wait
+for the export (its process goes on writing); then the script waits for the export to be complete
+(``MLflow.wait()`` / ``TensorBoard.wait()``), records how long after the run's end that was
+(``*_export_done_after_s``), and counts what reached the tracker (MLflow runs, finished runs and each streaming
+trial's last step; TensorBoard run folders) before the next run starts.
 
 Target (issue 30): a tracker costs <= 5% of either run (medians of the runs' walls and of streaming's delivered
 reports per second).
@@ -89,8 +91,22 @@ def _setting(side: str, server: Server, folder: str, name: str) -> dict:
     return {}
 
 
+def _export_done(side: str) -> float | None:
+    """Seconds until the run's export is all written (None: no tracker); it must be, within 10 minutes."""
+    if side == "none":
+        return None
+    from jupyter_dist.integrations import MLflow, TensorBoard
+
+    t0 = time.perf_counter()
+    complete = (MLflow if side == "mlflow" else TensorBoard).wait(timeout=600)
+    took = time.perf_counter() - t0
+    assert complete, f"{side}: the export is not complete 600 s after the run"
+    return took
+
+
 def _sent(side: str, server: Server, folder: str, name: str) -> dict:
-    """What reached the tracker: MLflow's runs (parent included) and metric points; TensorBoard's run folders."""
+    """What reached the tracker: MLflow's runs (parent included), the finished ones, and each trial's last step of
+    ``v`` (the streaming trials'); TensorBoard's run folders."""
     if side == "mlflow":
         from mlflow import MlflowClient
 
@@ -99,8 +115,10 @@ def _sent(side: str, server: Server, folder: str, name: str) -> dict:
         if found is None:
             return {"runs": 0, "points": 0}
         runs = client.search_runs([found.experiment_id], max_results=5000)
-        # reading every point back (get_metric_history) would take minutes: the runs and their final state
-        return {"runs": len(runs), "finished": sum(r.info.status == "FINISHED" for r in runs)}
+        # reading every point back (get_metric_history) would take minutes: the runs, their final state, and the
+        # last value of v (a streaming trial reports v = step, so its last step is there)
+        last = sorted(int(r.data.metrics["v"]) for r in runs if "v" in r.data.metrics)
+        return {"runs": len(runs), "finished": sum(r.info.status == "FINISHED" for r in runs), "last_v": last}
     if side == "tensorboard":
         root = os.path.join(folder, name)
         return {"run_folders": sum(len(os.listdir(os.path.join(root, d))) for d in os.listdir(root))}
@@ -114,11 +132,13 @@ def run_side(client, side: str, server: Server, folder: str, round_no: int) -> d
         name = f"dispatch-{side}-{round_no}"
         with dask.config.set(_setting(side, server, folder, name)):
             out["dispatch_s"] = bench_dispatch.run_ours(client, N)[0]
+        out["dispatch_export_done_after_s"] = _export_done(side)
         out["dispatch_trials_per_s"] = N / out["dispatch_s"]
         out["dispatch_sent"] = _sent(side, server, folder, name)
         name = f"streaming-{side}-{round_no}"
         with dask.config.set(_setting(side, server, folder, name)):
             streaming = bench_streaming.run_ours(client, STREAM_S, TIGHT)
+        out["streaming_export_done_after_s"] = _export_done(side)
         out.update(
             streaming_wall_s=streaming["hpo_wall_s"],
             streaming_delivered_per_s=streaming["delivered_per_s"],
@@ -149,9 +169,10 @@ def main(rounds: int) -> dict:
                     last = runs[side][-1]
                     print(
                         f"  round {r} {side:>11}: dispatch {last['dispatch_s']:.2f} s "
-                        f"({last['dispatch_sent']}), streaming {last['streaming_delivered_per_s']:.0f} reports/s "
-                        f"in {last['streaming_wall_s']:.1f} s ({last['streaming_sent_to_tracker']}), "
-                        f"{len(last['warnings'])} warnings",
+                        f"({last['dispatch_sent']}, export done {last['dispatch_export_done_after_s']} s after), "
+                        f"streaming {last['streaming_delivered_per_s']:.0f} reports/s "
+                        f"in {last['streaming_wall_s']:.1f} s ({last['streaming_sent_to_tracker']}, export done "
+                        f"{last['streaming_export_done_after_s']} s after), {len(last['warnings'])} warnings",
                         flush=True,
                     )
         finally:
@@ -179,6 +200,7 @@ def main(rounds: int) -> dict:
             "streaming": f"{bench_streaming.TRIALS} trials x {STREAM_S:.0f} s of report() in a tight loop, live "
             "view listener",
             "mlflow": "dask config jupyter_dist.tracking.mlflow: a local `mlflow server` (SQLite, 1 worker)",
+            "export": "hpo() returns without waiting for the export; the script then waits for it (not in the wall)",
             "tensorboard": "dask config jupyter_dist.tracking.tensorboard: a temporary folder",
             "none": "no tracker",
         },
@@ -188,6 +210,10 @@ def main(rounds: int) -> dict:
         median={
             key: {side: med(side, key) for side in SIDES}
             for key in ("dispatch_s", "streaming_wall_s", "streaming_delivered_per_s", "streaming_p50_s")
+        },
+        export_done_after_s={
+            key: {side: med(side, key) for side in SIDES[1:]}
+            for key in ("dispatch_export_done_after_s", "streaming_export_done_after_s")
         },
         cost_of_the_tracker=cost,
         target={"cost_at_most": TARGET_COST},
@@ -209,7 +235,9 @@ def summary(result: dict) -> str:
                 ""
                 if side == "none"
                 else f" -> costs {c[side]['dispatch']:.1%} (dispatch), {c[side]['streaming_wall']:.1%} "
-                f"(streaming wall), {c[side]['streaming_delivered']:.1%} (streaming reports/s)"
+                f"(streaming wall), {c[side]['streaming_delivered']:.1%} (streaming reports/s); export done "
+                f"{result['export_done_after_s']['dispatch_export_done_after_s'][side]:.1f} s / "
+                f"{result['export_done_after_s']['streaming_export_done_after_s'][side]:.1f} s after the run"
             )
         )
     lines += [f"  met: {result['met']}", contention_note(result["cpu_contention"])]
