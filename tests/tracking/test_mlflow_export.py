@@ -10,8 +10,8 @@ import warnings
 
 import dask.config
 import pytest
-from conftest import KINDS, STEPS
 from mlflow import MlflowClient
+from small_experiment import KINDS, STEPS
 
 import jupyter_dist as jd
 from jupyter_dist.integrations import MLflow

@@ -8,7 +8,7 @@ import sys
 
 import dask.config
 import pytest
-from conftest import KINDS, STEPS
+from small_experiment import KINDS, STEPS
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams.api_pb2 import Status
 from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
