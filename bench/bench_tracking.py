@@ -92,16 +92,21 @@ def _setting(side: str, server: Server, folder: str, name: str) -> dict:
 
 
 def _export_done(side: str) -> float | None:
-    """Seconds until the run's export is all written (None: no tracker); it must be, within 10 minutes."""
+    """Seconds until the run's export is all written (None: no tracker, or not within 10 minutes: its warning is
+    kept)."""
     if side == "none":
         return None
     from jupyter_dist.integrations import MLflow, TensorBoard
 
     t0 = time.perf_counter()
     complete = (MLflow if side == "mlflow" else TensorBoard).wait(timeout=600)
-    took = time.perf_counter() - t0
-    assert complete, f"{side}: the export is not complete 600 s after the run"
-    return took
+    return time.perf_counter() - t0 if complete else None
+
+
+def _med_done(runs: list[dict], key: str) -> float | None:
+    """The median of how long the exports took after their runs; None if one was not done within 10 minutes."""
+    values = [run[key] for run in runs]
+    return None if None in values else round(median(values), 1)
 
 
 def _sent(side: str, server: Server, folder: str, name: str) -> dict:
@@ -212,7 +217,7 @@ def main(rounds: int) -> dict:
             for key in ("dispatch_s", "streaming_wall_s", "streaming_delivered_per_s", "streaming_p50_s")
         },
         export_done_after_s={
-            key: {side: med(side, key) for side in SIDES[1:]}
+            key: {side: _med_done(runs[side], key) for side in SIDES[1:]}
             for key in ("dispatch_export_done_after_s", "streaming_export_done_after_s")
         },
         cost_of_the_tracker=cost,
@@ -236,8 +241,8 @@ def summary(result: dict) -> str:
                 if side == "none"
                 else f" -> costs {c[side]['dispatch']:.1%} (dispatch), {c[side]['streaming_wall']:.1%} "
                 f"(streaming wall), {c[side]['streaming_delivered']:.1%} (streaming reports/s); export done "
-                f"{result['export_done_after_s']['dispatch_export_done_after_s'][side]:.1f} s / "
-                f"{result['export_done_after_s']['streaming_export_done_after_s'][side]:.1f} s after the run"
+                f"{result['export_done_after_s']['dispatch_export_done_after_s'][side]} s / "
+                f"{result['export_done_after_s']['streaming_export_done_after_s'][side]} s after the run"
             )
         )
     lines += [f"  met: {result['met']}", contention_note(result["cpu_contention"])]
