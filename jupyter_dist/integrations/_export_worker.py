@@ -32,9 +32,10 @@ _EOF = object()
 # server's priority). A run reporting a few times a second is written as it goes; a tight report loop (~90k
 # reports a second) falls behind and is caught up after the run's end. Measured with bench_tracking (1 round),
 # writing flat out during the run cost the tight loop 8% of its reports/s with MLflow (a server on the same 2
-# cores), 18% with TensorBoard (the process kept up with ~80k reports a second: most of a core, nice or not).
+# cores), 18% with TensorBoard (the process kept up with ~80k reports a second: most of a core, nice or not);
+# with a tenth of the time (3 rounds), 5.6% and 7.4%.
 # (JUPYTER_DIST_EXPORT_LIVE_SHARE sets it, for such measurements: 1, no limit.)
-LIVE_SHARE = float(os.environ.get("JUPYTER_DIST_EXPORT_LIVE_SHARE", "0.1"))
+LIVE_SHARE = float(os.environ.get("JUPYTER_DIST_EXPORT_LIVE_SHARE", "0.05"))
 # The events are written in chunks of about this many reports (another event counts as 50: a trial's run made or
 # ended is a request or two, as long as a log_batch of 1000 metrics), so the share above is kept closely.
 CHUNK = 2000
