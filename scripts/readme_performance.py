@@ -100,6 +100,17 @@ HEADLINES: list[tuple[str, str, Callable[[dict], str], Callable[[dict], str]]] =
         ),
     ),
     (
+        "MLflow / TensorBoard export of 2 trials calling `report()` in a tight loop",
+        "tracking",
+        lambda r: (
+            f"{get(r, ('median', 'streaming_delivered_per_s', 'mlflow')):,.0f} / "
+            f"{get(r, ('median', 'streaming_delivered_per_s', 'tensorboard')):,.0f} reports/s, all exported "
+            f"{get(r, ('export_done_after_s', 'streaming_export_done_after_s', 'mlflow')):.0f} s / "
+            f"{get(r, ('export_done_after_s', 'streaming_export_done_after_s', 'tensorboard')):.0f} s after"
+        ),
+        lambda r: f"no tracker: {get(r, ('median', 'streaming_delivered_per_s', 'none')):,.0f} reports/s",
+    ),
+    (
         "Data-parallel on CPU, 2 ranks",
         "ddp",
         lambda r: f"{_x(get(r, ('scaling_2_over_1',)))} one rank's samples/s",

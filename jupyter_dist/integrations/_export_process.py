@@ -3,8 +3,9 @@
 The callbacks' hooks run on the trial loop's thread and the report listener on Dask's IO thread, both of which the
 run needs. So a hook only appends an event to a deque, and the report listener a batch of reports it encodes at
 once (msgpack, ~0.3 us a report). A thread of the exporter takes what has gathered every ``INTERVAL`` seconds
-and writes it as one message to the pipe of a child process, ``python -m jupyter_dist.integrations._export_worker``, which makes the tracker's writer and
-does everything else: MLflow's client and its HTTP requests, torch's SummaryWriters and their files. Measured
+and writes it as one message to the pipe of a child process (``python -m
+jupyter_dist.integrations._export_worker``), which makes the tracker's writer and does everything else: MLflow's
+client and its HTTP requests, TensorBoard's event files. Measured
 (bench_tracking) with that work on a thread of the kernel: it competed with the trial loop for the GIL, and 1000
 no-op trials took 10x longer with MLflow, 4.5x with TensorBoard; a tight report loop lost 25% and 49% of its rate.
 
