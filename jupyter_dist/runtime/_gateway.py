@@ -16,7 +16,7 @@ from typing import Any
 import dask
 
 from ..errors import ArgumentError, ClusterError
-from ._sizing import check_sizing, grown_span
+from ._sizing import check_sizing, close_made, grown_span
 
 # Who asked for the cluster's size: the messages name the setting to change.
 USER_SIZE = "use_cluster('gateway', workers=/adapt=)"
@@ -195,10 +195,4 @@ def gateway_adapt(client=None) -> tuple[int, int] | None:
 
 def close_gateway_cluster() -> None:
     """Close this kernel's client of its gateway cluster; the cluster goes too unless it is kept."""
-    with _lock:
-        client, cluster = _made.pop("client", None), _made.pop("cluster", None)
-        _made.clear()
-    if client is not None:
-        client.close()
-    if cluster is not None:
-        cluster.close()
+    close_made(_made, _lock)

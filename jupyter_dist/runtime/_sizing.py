@@ -3,6 +3,7 @@ of workers, or adaptive between a minimum and a maximum, grown to what an experi
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ..errors import ArgumentError
@@ -50,3 +51,15 @@ def grown_span(
     if maximum >= wanted and minimum >= at_once:
         return None
     return max(minimum, at_once), max(maximum, wanted)
+
+
+def close_made(made: dict[str, Any], lock: threading.Lock) -> None:
+    """Forget the cluster a kernel made for the user (``made``: its "client" and "cluster", if any), then close
+    the client and the cluster object (which shuts down what it owns; a kept cluster has no object here)."""
+    with lock:
+        client, cluster = made.pop("client", None), made.pop("cluster", None)
+        made.clear()
+    if client is not None:
+        client.close()
+    if cluster is not None:
+        cluster.close()

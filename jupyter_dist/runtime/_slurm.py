@@ -28,7 +28,7 @@ from typing import Any
 import dask
 
 from ..errors import ArgumentError, ClusterError
-from ._sizing import check_sizing, grown_span
+from ._sizing import check_sizing, close_made, grown_span
 
 # A worker job's size when neither jupyter_dist.slurm nor jobqueue.slurm sets one.
 DEFAULT_CORES = 1
@@ -372,6 +372,7 @@ def slurm_client(
                 _made.update(cluster=cluster, client=client)
                 new = True
             _made["client"] = client
+            atexit.unregister(close_slurm_cluster)  # once, however many clusters this kernel makes
             atexit.register(close_slurm_cluster)
         if workers is not None or adapt is not None:
             workers, adapt = _within_admin_bounds(settings, workers, adapt)
@@ -544,10 +545,4 @@ def describe_size(client=None) -> str | None:
 def close_slurm_cluster() -> None:
     """Close this kernel's Slurm cluster: its worker jobs are cancelled (scancel); a kept one is left to its
     keeper (this kernel's client alone is closed)."""
-    with _lock:
-        client, cluster = _made.pop("client", None), _made.pop("cluster", None)
-        _made.clear()
-    if client is not None:
-        client.close()
-    if cluster is not None:
-        cluster.close()
+    close_made(_made, _lock)
