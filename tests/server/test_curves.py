@@ -3,17 +3,18 @@ on from; on a real Jupyter server (pytest-jupyter), over stores written by the r
 
 import asyncio
 import json
+import sqlite3
 import threading
 import time
 
 import pytest
 import tornado.httpclient
+from waiting import async_wait_until
 
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.protocol import ExperimentState, Objective, Outcome, ReportBatch, TrialState
 from jupyter_dist.store import (
-    FLUSH_INTERVAL_S,
     CurvesPage,
     ExperimentDefinition,
     InMemoryRecord,
@@ -44,6 +45,12 @@ def report(record: InMemoryRecord, trial_id: int, attempt: str, steps, value=lam
     record.reports_arrived(
         ReportBatch(trial_id, attempt, [[s, {"acc": value(s)}, time.time()] for s in steps])
     )
+
+
+def reports_on_disk(store: str) -> int:
+    """How many reports the store file holds now (its writer flushes every FLUSH_INTERVAL_S)."""
+    with sqlite3.connect(store) as conn:
+        return conn.execute("SELECT coalesce(sum(count), 0) FROM report_chunks").fetchone()[0]
 
 
 def finished(record: InMemoryRecord, trial_id: int, attempt: str = "a", value: float = 1.0) -> None:
@@ -110,13 +117,13 @@ async def test_a_running_experiment_reads_on_from_the_cursor_losing_and_doubling
         for trial_id in range(3):
             record.trial_started(trial_id, {"x": trial_id / 3}, {})
             report(record, trial_id, "a", range(20))
-        await asyncio.sleep(FLUSH_INTERVAL_S * 3)  # on disk
+        await async_wait_until(lambda: reports_on_disk(fresh_store) == 60, 30, "the 60 reports on disk")
         first = await get(jp_fetch, record.definition.id, "curves", trials="0-")
         assert [len(steps) for _, _, steps, _ in first["trials"]] == [20, 20, 20]
         for trial_id in range(3):
             report(record, trial_id, "a", range(20, 25))
         report(record, 2, "b", range(22, 24))  # its worker was lost: resumed from its step-21 checkpoint
-        await asyncio.sleep(FLUSH_INTERVAL_S * 3)
+        await async_wait_until(lambda: reports_on_disk(fresh_store) == 77, 30, "the 17 new reports on disk")
         later = await get(jp_fetch, record.definition.id, "metrics", since=str(first["cursor"]))
         assert sorted((row[0], row[1], row[2]) for row in later["rows"]) == sorted(
             [(t, 0, s) for t in range(3) for s in range(20, 25)] + [(2, 1, 22), (2, 1, 23)]
@@ -156,7 +163,8 @@ async def test_a_bad_selection_or_point_count_is_a_clear_400(jp_fetch, fresh_sto
 async def test_a_long_read_does_not_hold_up_the_servers_other_answers(jp_fetch, fresh_store, monkeypatch):
     """The store is read on the executor: while one read takes long (an experiment's importances: ~2 s at 10,000
     trials), the listing still answers, as every kernel's websocket goes on being served. The long read here
-    waits until the listing has answered (at most 10 s): on the event loop it would hold the listing up that long."""
+    waits until the listing has answered (at most 30 s): on the event loop it would hold the listing up until then,
+    so the listing would only answer once the long read was over."""
     from jupyter_dist import search
 
     record = recorded(fresh_store, "wide", trials=20)
@@ -165,19 +173,20 @@ async def test_a_long_read_does_not_hold_up_the_servers_other_answers(jp_fetch, 
         record.trial_started(trial_id, {"x": x}, {})
         finished(record, trial_id, value=x * (1 - x))
     record.finish(ExperimentState.COMPLETED)
-    listing_answered = threading.Event()
+    listing_answered, began, over = threading.Event(), threading.Event(), threading.Event()
     importances_report = search.importances_report
 
     def long_read(stored):
-        listing_answered.wait(timeout=10)
+        began.set()
+        listing_answered.wait(timeout=30)
+        over.set()
         return importances_report(stored)
 
     monkeypatch.setattr(search, "importances_report", long_read)
-    started = time.monotonic()
     slow = asyncio.ensure_future(jp_fetch(*API, record.definition.id, "importances"))
-    await asyncio.sleep(0.05)  # it has begun
+    await async_wait_until(began.is_set, 30, "the long read to begin")
     await jp_fetch(*API)
-    listing_s = time.monotonic() - started
+    answered_during_the_long_read = not over.is_set()
     listing_answered.set()
     await slow
-    assert listing_s < 5
+    assert answered_during_the_long_read

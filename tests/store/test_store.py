@@ -8,12 +8,12 @@ import threading
 import time
 
 import pytest
+from waiting import wait_until
 
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.protocol import ExperimentState, Objective, TrialState
 from jupyter_dist.store import (
-    FLUSH_INTERVAL_S,
     ExperimentDefinition,
     InMemoryRecord,
     Journal,
@@ -226,8 +226,17 @@ def test_a_store_that_stops_taking_writes_loses_nothing_and_says_so(run_hpo, sto
     monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT_S", 0.3)
     release = threading.Event()
 
+    def reports_on_disk() -> int:
+        if not os.path.exists(store):
+            return 0
+        with sqlite3.connect(store) as conn:
+            try:
+                return conn.execute("SELECT coalesce(sum(count), 0) FROM report_chunks").fetchone()[0]
+            except sqlite3.OperationalError:  # the writer has not made the tables yet, or holds the lock
+                return 0
+
     def hold_the_lock():
-        time.sleep(1.0)
+        wait_until(reports_on_disk, 60, "the run's first reports on disk")  # so some did reach the file
         conn = sqlite3.connect(store, isolation_level=None)
         conn.execute("BEGIN IMMEDIATE")
         release.wait(30)
@@ -258,8 +267,14 @@ def _queued_then_killed(path: str) -> None:
     journal = Journal(path, _definition("died-queued"), {}, name_given=True)
     journal.trial_changed(TrialRecord(0, {"i": 0}))
     journal.trial_changed(TrialRecord(1, {"i": 1}, queued=True))
-    time.sleep(3 * FLUSH_INTERVAL_S)
+    wait_until(lambda: len(_stored_trials(path, "died-queued")) == 2, 60, "both trials written")
     os._exit(0)
+
+
+def _stored_trials(path: str, name: str) -> list[tuple[str, bool]]:
+    """(state, queued) of each trial of experiment ``name`` as the store file holds it now."""
+    stored, _ = read_record(path, name)
+    return [(t.state, t.queued) for t in stored.trial_records()]
 
 
 def test_a_queued_trial_reads_queued_while_its_run_lives_and_interrupted_once_it_is_gone(store):
@@ -270,13 +285,13 @@ def test_a_queued_trial_reads_queued_while_its_run_lives_and_interrupted_once_it
     )
     record.trial_started(0, {"i": 0}, {})
     record.trial_started(1, {"i": 1}, {}, queued=True)
-    time.sleep(3 * FLUSH_INTERVAL_S)
+    wait_until(lambda: len(_stored_trials(store, "alive-queued")) == 2, 30, "both trials written")
     stored, _ = read_record(store, "alive-queued")
     assert [(t.state, t.queued) for t in stored.trial_records()] == [("running", False), ("running", True)]
     summary = trial_summary(stored.trial(1))
     assert summary["queued"] is True and summary["began"] is None
     record.trial_began(1)
-    time.sleep(3 * FLUSH_INTERVAL_S)
+    wait_until(lambda: _stored_trials(store, "alive-queued")[1] != ("running", True), 30, "trial 1 began")
     stored, _ = read_record(store, "alive-queued")
     began = trial_summary(stored.trial(1))
     assert began["queued"] is False and began["began"] == pytest.approx(time.time(), abs=5)
