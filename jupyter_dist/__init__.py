@@ -9,11 +9,12 @@ from __future__ import annotations
 from . import _config, space  # noqa: F401 - _config: dask config defaults, loaded first
 from ._callbacks import Callback
 from ._report import Reporter, report
+from ._version import __version__ as __version__
 from .ablation import AblationExperiment, ablate
 from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, pbt, use_cluster
 from .checkpoints import Checkpoint, checkpoint, restore
+from .cluster import close_local_cluster, get_client
 from .ddp import (
-    DataParallelExperiment,
     backward,
     devices,
     gather,
@@ -38,11 +39,9 @@ from .errors import (
     TrialFunctionError,
     TrialPruned,
 )
-from .experiment import Best, Experiment, PopulationExperiment
+from .experiment import Best, DataParallelExperiment, Experiment, PopulationExperiment
 from .protocol import Direction, ExperimentState, TrialState
-from .runtime import close_local_cluster, get_client, with_parameters
-
-__version__ = "0.5.0"
+from .trials import with_parameters
 
 __all__ = [
     "AblationError",

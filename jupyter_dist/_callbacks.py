@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .errors import ArgumentError
-from .runtime import HookFailed
+from .trials import HookFailed
 
 if TYPE_CHECKING:
     from .experiment import Experiment
     from .store import TrialRecord
 
-__all__ = ["Callback", "CallbackHooks", "OptunaCallback", "check_callbacks", "configured_trackers"]
+__all__ = ["Callback", "CallbackHooks", "OptunaCallback", "check_callbacks"]
 
 
 class Callback:
@@ -64,7 +64,7 @@ def check_callbacks(callbacks: Any, source: Any = None) -> tuple[Callback, ...]:
     """``callbacks=``: None or a list of Callback instances and Optuna callbacks (functions, for a run whose
     ``source`` searches with Optuna); an ArgumentError naming the one that cannot be."""
     if callbacks is None:
-        return configured_trackers(())
+        return ()
     if isinstance(callbacks, Callback) or not isinstance(callbacks, Iterable) or isinstance(callbacks, str):
         raise ArgumentError(f"callbacks={callbacks!r:.60}: give a list of jupyter_dist.Callback instances")
     checked = tuple(_as_callback(callback) for callback in callbacks)
@@ -75,31 +75,7 @@ def check_callbacks(callbacks: Any, source: Any = None) -> tuple[Callback, ...]:
             "and only an hpo run has an Optuna study; subclass jupyter_dist.Callback and override "
             "on_trial_end(exp, trial) (or another hook)"
         )
-    return configured_trackers(checked)
-
-
-def configured_trackers(given: tuple[Callback, ...]) -> tuple[Callback, ...]:
-    """``given`` and the experiment trackers dask config sets for every run (``jupyter_dist.tracking``), each of
-    them only where ``given`` has none of its kind: one passed in ``callbacks=`` is the one that runs."""
-    import dask.config
-
-    settings = dask.config.get("jupyter_dist.tracking", default=None) or {}
-    mlflow = settings.get("mlflow") or {}
-    tensorboard = settings.get("tensorboard") or {}
-    wanted = []
-    if mlflow.get("tracking-uri") or mlflow.get("experiment"):
-        from .integrations.mlflow import MLflow
-
-        if not any(isinstance(c, MLflow) for c in given):
-            wanted.append(
-                MLflow(tracking_uri=mlflow.get("tracking-uri"), experiment=mlflow.get("experiment"))
-            )
-    if tensorboard.get("log-dir"):
-        from .integrations.tensorboard import TensorBoard
-
-        if not any(isinstance(c, TensorBoard) for c in given):
-            wanted.append(TensorBoard(log_dir=tensorboard["log-dir"]))
-    return (*given, *wanted)
+    return checked
 
 
 def _as_callback(callback: Any) -> Callback:

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._callbacks import Callback, CallbackHooks, check_callbacks, describe
 from .errors import ArgumentError
+from .integrations._configured import configured_trackers
 from .kinds import RunOptions
 from .protocol import Objective
-from .runtime import Constraints, StopRule, check_target
+from .trials import Constraints, StopRule, check_target
 
 if TYPE_CHECKING:
     from .experiment import Experiment
@@ -40,7 +41,7 @@ class RunControl:
     def of(cls, options: RunOptions, objective: Objective, source: Any = None) -> RunControl:
         """The control ``options`` ask for, checked against the kind's ``objective`` and trial ``source``."""
         return cls(
-            callbacks=check_callbacks(options.callbacks, source),
+            callbacks=configured_trackers(check_callbacks(options.callbacks, source)),
             stop_rule=StopRule.of(options.stop, objective),
             target=check_target(options.target, objective),
             scope=options.scope,

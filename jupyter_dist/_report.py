@@ -2,7 +2,7 @@
 (defined with the trial context it wraps).
 
 Inside a trial (on a Dask worker) ``report()`` sends each metric to the kernel and checks the trial's stop flag
-(runtime/_trial_context.py). Outside an experiment it does nothing, so the same function runs unchanged when
+(trials/_trial_context.py). Outside an experiment it does nothing, so the same function runs unchanged when
 called directly.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import TrialPruned
-from .runtime import Reporter, current_trial
+from .trials import Reporter, current_trial
 
 __all__ = ["Reporter", "TrialPruned", "report"]
 

@@ -30,10 +30,3 @@ def check_metric(what: str, metric: Any, purpose: str) -> None:
             f"{what}() needs metric=..., the name of the metric to {purpose}: "
             "one that the training function reports with jupyter_dist.report(...) or returns"
         )
-
-
-def check_progress(progress: Any) -> None:
-    from .widgets import PROGRESS
-
-    if isinstance(progress, str) and progress not in PROGRESS:
-        raise ArgumentError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")

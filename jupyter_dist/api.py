@@ -13,10 +13,10 @@ from typing import Any
 
 from ._orchestrate import run_kind
 from ._stored import experiments, load
+from .cluster import cluster_info, use_cluster
 from .experiment import Experiment
 from .kinds import RunOptions
 from .protocol import ExperimentKind
-from .runtime import cluster_info, use_cluster
 from .search import DEFAULT_PRUNER
 
 __all__ = ["ablation", "cluster_info", "data_parallel", "experiments", "hpo", "load", "pbt", "use_cluster"]

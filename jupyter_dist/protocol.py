@@ -167,7 +167,7 @@ class Outcome:
     rank_results: list | None = None  # every rank's, in rank order, once merged
     constraints: list[float] | None = None  # hpo(constraints=): evaluated in the kernel as it completed
     # An elastic data-parallel rank that ended at a checkpoint because the kernel asked the job to regroup (more
-    # workers came): the job goes on from that checkpoint at its new size (runtime/_elastic.py).
+    # workers came): the job goes on from that checkpoint at its new size (trials/_elastic.py).
     regroup: bool = False
 
     @classmethod
@@ -513,7 +513,7 @@ def decode(msg: dict) -> ReportBatch | LogLine | CheckpointEvent | Outcome:
 
 @dataclass
 class Regrouped:
-    """An elastic data-parallel job (runtime/_elastic.py) started again at another size, as the kernel records it: when, why (the ranks
+    """An elastic data-parallel job (trials/_elastic.py) started again at another size, as the kernel records it: when, why (the ranks
     lost and their workers, or workers free to grow onto), the world size before and after, and the checkpoint it goes on from."""
 
     trial_id: int
@@ -554,7 +554,7 @@ class TrialTask:
 
     function: tuple[str, str]  # how workers keep the function, unpickled: (experiment id, hash of its pickle)
     # The function, pickled once per run: cheap to send with every task; above jupyter_dist.scatter-threshold the
-    # key those bytes were scattered under, which each worker fetches once (runtime/_by_reference.py).
+    # key those bytes were scattered under, which each worker fetches once (trials/_by_reference.py).
     pickled: bytes | str
     exp_id: str
     trial_id: int
@@ -565,11 +565,11 @@ class TrialTask:
     # Where its jupyter_dist.checkpoint() saves (keep_checkpoints of them); None: nowhere.
     checkpoint_dir: str | None
     keep_checkpoints: int | None
-    report_wait: float  # how long a report may wait for others to travel with (runtime/_trial_context.py)
+    report_wait: float  # how long a report may wait for others to travel with (trials/_trial_context.py)
     cpus: int | None = None  # torch's intra-op threads while it runs (cpus_per_trial=); None: the worker's
     # A population-based-training member's segment: it ends (completed) once it has checkpointed this step or a
     # later one, and the population decides where the member goes on from (search/_population.py).
     until_step: int | None = None
     # One rank of an elastic data-parallel job: at each checkpoint its ranks agree whether to end there and regroup
-    # at another size (runtime/_elastic.py).
+    # at another size (trials/_elastic.py).
     elastic: bool = False

@@ -14,8 +14,8 @@ from jupyter_dist.errors import ArgumentError
 from jupyter_dist.experiment import Experiment
 from jupyter_dist.kinds import Kind, MagicSpec, RunOptions, TrialPlan, option
 from jupyter_dist.protocol import Objective
-from jupyter_dist.runtime import TrialSpec
 from jupyter_dist.store import ExperimentDefinition
+from jupyter_dist.trials import TrialSpec
 
 
 class Runs:

@@ -8,8 +8,8 @@ import torch
 import jupyter_dist
 from jupyter_dist import TrialPruned
 from jupyter_dist.protocol import LogLine, ReportBatch, decode, decode_all
-from jupyter_dist.runtime._outbox import BACKPRESSURE_INTERVAL, MAX_BATCH
-from jupyter_dist.runtime._trial_context import (
+from jupyter_dist.trials._outbox import BACKPRESSURE_INTERVAL, MAX_BATCH
+from jupyter_dist.trials._trial_context import (
     Reporter,
     TrialContext,
     activate,

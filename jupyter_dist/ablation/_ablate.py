@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import AblationError, ArgumentError
-from ..runtime import current_trial
+from ..trials import current_trial
 
 __all__ = ["ablate", "AblationTrial"]
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from ..experiment import Experiment
 from ..protocol import ErrorKind, Outcome, ReportRow, TrialState
-from ..runtime import TrialSpec
 from ..store import ExperimentRecord
+from ..trials import TrialSpec
 from ._plan import BASELINE, Plan
 
 SUMMARY_COLUMNS = ["component", "kind", "mean", "std", "delta", "impact", "n"]

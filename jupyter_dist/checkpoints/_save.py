@@ -27,7 +27,7 @@ from typing import Any
 from ..ddp import rank, unwrap, world_size
 from ..ddp._context import run
 from ..errors import ArgumentError
-from ..runtime import current_trial
+from ..trials import current_trial
 from ._files import explored_params, filesystem, latest, mark_complete, prune, saved_at, step_folder
 
 WHOLE = "state.pt"  # a whole checkpoint's one file

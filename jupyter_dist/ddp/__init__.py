@@ -1,8 +1,7 @@
 """Data-parallel PyTorch training on Dask workers: prepare() (with mixed precision, gradient accumulation and
-FSDP), gather(), the rank's trial, and the run's results."""
+FSDP), gather(), and the rank's trial (the run's results: experiment.DataParallelExperiment)."""
 
 from ._context import devices, is_main, rank, world_size
-from ._experiment import DataParallelExperiment
 from ._fsdp import STRATEGIES
 from ._gather import gather, gather_for_metrics
 from ._precision import MIXED_PRECISIONS, backward
@@ -12,7 +11,6 @@ from ._trial import DataParallelTrial
 
 __all__ = [
     "BACKENDS",
-    "DataParallelExperiment",
     "DataParallelTrial",
     "MIXED_PRECISIONS",
     "STRATEGIES",

@@ -13,7 +13,7 @@ import sys
 import threading
 import weakref
 
-from ..runtime import current_trial
+from ..trials import current_trial
 
 
 class PreparedLoaders:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import ArgumentError
 from ..protocol import Outcome, ReportRow
-from ..runtime import TrialSpec
+from ..trials import TrialSpec
 from ._fsdp import check_strategy
 from ._precision import check_mixed_precision
 

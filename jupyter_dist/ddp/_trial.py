@@ -4,7 +4,7 @@
 (Dask does not start a job's ranks together; a rank whose worker is busy never comes), separate from the
 collectives' timeout (a slow step is not a lost rank). A rank that fails leaves the process group at once, so
 that its worker can run the next job; peers blocked in a collective are the launcher's to end (gloo wakes them
-only once this rank's process group is freed and its sockets close: see runtime/_gang.py, GangTrial.stragglers).
+only once this rank's process group is freed and its sockets close: see trials/_gang.py, GangTrial.stragglers).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import PlacementError, RendezvousError, TrialPruned
 from ..protocol import RankInfo
-from ..runtime import current_trial, release_gpu_memory
+from ..trials import current_trial, release_gpu_memory
 from ._context import run
 
 GLOO_SETTLE = 0.2

@@ -256,7 +256,7 @@ class Experiment:
         best trial's tag. ``tracking_uri``: None, MLflow's default (``MLFLOW_TRACKING_URI``); ``experiment``:
         None, one named as this experiment. Each call makes new runs. Returns the parent run's id; needs
         ``pip install 'jupyter_dist[mlflow]'``."""
-        from ..integrations.mlflow import to_mlflow
+        from ..tracking.mlflow import to_mlflow
 
         return to_mlflow(self, tracking_uri, experiment)
 
@@ -264,7 +264,7 @@ class Experiment:
         """Write the experiment as TensorBoard event files now, as ``jupyter_dist.integrations.TensorBoard`` does
         while a run goes: ``log_dir/<name>/trial-<id>``, each trial's scalars, output and hparams. Returns the
         experiment's folder; needs ``pip install 'jupyter_dist[tensorboard]'``."""
-        from ..integrations.tensorboard import to_tensorboard
+        from ..tracking.tensorboard import to_tensorboard
 
         return to_tensorboard(self, log_dir)
 

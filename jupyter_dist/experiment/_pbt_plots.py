@@ -4,7 +4,7 @@ each perturbed hyperparameter's schedule, member by member, over the steps."""
 from __future__ import annotations
 
 from ..store import ExperimentDefinition, TrialRecord
-from ._population import first_step, is_exploit, lineage_origins, member_segments
+from ._lineage import first_step, is_exploit, lineage_origins, member_segments
 
 # Plotly's default qualitative palette, so members keep the colours of a plain Experiment.plot().
 PALETTE = ("#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880", "#FF97FF")

@@ -5,7 +5,7 @@ launch processes nor guess ranks from environment variables (it would take every
 from __future__ import annotations
 
 from ..errors import ArgumentError
-from ..runtime import current_trial
+from ..trials import current_trial
 
 __all__ = ["DataParallelRanks"]
 

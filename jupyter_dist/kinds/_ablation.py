@@ -11,8 +11,8 @@ from .._validate import check_metric, check_positive
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ..protocol import Direction, ExperimentKind, Objective
-from ..runtime import TrialSource
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
+from ..trials import TrialSource
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
 from ._control import CALLBACKS, OBJECTIVE_SCOPE
 from ._options import RunOptions, TrialPlan
@@ -110,11 +110,6 @@ class AblationStudy(Kind):
 
         study = source.plan if source is not None else plan_of(record)
         return AblationExperiment(record, stop, plan=study)
-
-    def entry_point(self) -> Callable[..., Experiment]:
-        from ..api import ablation
-
-        return ablation
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
         arguments = runtime_arguments(given)

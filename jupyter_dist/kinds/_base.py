@@ -16,8 +16,8 @@ from typing import Any
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ..protocol import ExperimentKind, Objective, TrialState
-from ..runtime import TrialSource
 from ..store import ExperimentRecord, InMemoryRecord, TrialRecord
+from ..trials import TrialSource
 from ._options import RunOptions, TrialPlan
 
 __all__ = [
@@ -97,10 +97,6 @@ class Kind(ABC):
         return Experiment(record, stop)
 
     # --- what %%distribute needs -----------------------------------------------------------------------------
-    @abstractmethod
-    def entry_point(self) -> Callable[..., Experiment]:
-        """The public function the magic calls: ``(fn, [space,] progress="auto", **arguments)``."""
-
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
         """The options the line gave (the entry point's own defaults stand for the rest), as the entry point's
         keyword arguments; an ArgumentError naming a malformed one."""

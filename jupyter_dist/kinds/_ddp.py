@@ -11,9 +11,9 @@ from ..ddp import MIXED_PRECISIONS, STRATEGIES
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ..protocol import ExperimentKind, Objective
-from ..runtime import Elastic, TrialSource
 from ..space import validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
+from ..trials import Elastic, TrialSource
 from ._base import Kind, MagicSpec, option
 from ._control import CALLBACKS, STOP
 from ._options import RunOptions, TrialPlan
@@ -140,14 +140,9 @@ class DataParallelRun(Kind):
         stop: Callable[[], None] | None = None,
         source: TrialSource | None = None,
     ) -> Experiment:
-        from ..ddp import DataParallelExperiment
+        from ..experiment import DataParallelExperiment
 
         return DataParallelExperiment(record, stop, workers=record.definition.details.get("workers"))
-
-    def entry_point(self) -> Callable[..., Experiment]:
-        from ..api import data_parallel
-
-        return data_parallel
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
         return runtime_arguments(given)

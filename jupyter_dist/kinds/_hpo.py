@@ -8,11 +8,10 @@ from typing import Any
 
 from .._validate import check_metric, check_positive
 from ..errors import ArgumentError
-from ..experiment import Experiment
 from ..protocol import ExperimentKind, Objective
-from ..runtime import Elastic
 from ..space import is_space_function, searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
+from ..trials import Elastic
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
 from ._control import CALLBACKS, OBJECTIVE_SCOPE, STOP, TARGET
 from ._options import RunOptions, TrialPlan
@@ -183,11 +182,6 @@ class HyperparameterSearch(Kind):
             details=definition.details,
         )
         return dataclasses.replace(plan, definition=continued)
-
-    def entry_point(self) -> Callable[..., Experiment]:
-        from ..api import hpo
-
-        return hpo
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
         arguments = runtime_arguments(given)

@@ -9,11 +9,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._validate import check_positive, check_progress
+from .._validate import check_positive
 from ..errors import ArgumentError
 from ..protocol import check_scope
-from ..runtime import Elastic, TrialSource
 from ..store import ExperimentDefinition
+from ..trials import Elastic, TrialSource
+from ..widgets import check_progress
 
 __all__ = ["RunOptions", "TrialPlan", "check_runtime", "parse_resources"]
 
@@ -43,11 +44,11 @@ class RunOptions:
     stop: Any = None
     target: float | None = None
     objective_scope: str | None = None
-    # hpo(constraints=): a function of a trial's metrics (runtime/_goals.py Constraints)
+    # hpo(constraints=): a function of a trial's metrics (trials/_goals.py Constraints)
     constraints: Any = None
     # How trials use the cluster (issue 25; stored in the definition's details, so a resume runs the same way;
     # None: not given, a resumed run keeps the stored value). max_failures: more attempts of a trial whose function
-    # raised; cpus_per_trial: cores per trial (runtime/_cpus.py); resources: Dask worker resources per task.
+    # raised; cpus_per_trial: cores per trial (trials/_cpus.py); resources: Dask worker resources per task.
     max_failures: int | None = None
     cpus_per_trial: int | None = None
     worker_resources: dict[str, float] | None = None
@@ -123,7 +124,7 @@ class TrialPlan:
     fn: Callable
     source: TrialSource
     ranks: int | None = None
-    # Data-parallel trials that go on at another size when workers leave or come (runtime/_elastic.py); None: a
+    # Data-parallel trials that go on at another size when workers leave or come (trials/_elastic.py); None: a
     # job that loses a rank fails.
     elastic: Elastic | None = None
 

@@ -13,9 +13,9 @@ from .._validate import check_metric, check_positive
 from ..errors import ArgumentError, SearchSpaceError
 from ..experiment import Experiment
 from ..protocol import Direction, ExperimentKind, Objective
-from ..runtime import TrialSource
 from ..space import is_space_function, validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
+from ..trials import TrialSource
 from ._base import Kind, MagicSpec, check_same_objective, option
 from ._control import CALLBACKS, TARGET
 from ._hpo import MAX_STEPS, SPACE
@@ -173,11 +173,6 @@ class PopulationBasedTraining(Kind):
         from ..experiment import PopulationExperiment
 
         return PopulationExperiment(record, stop)
-
-    def entry_point(self) -> Callable[..., Experiment]:
-        from ..api import pbt
-
-        return pbt
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
         return runtime_arguments(given)

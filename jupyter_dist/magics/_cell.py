@@ -96,7 +96,7 @@ def pick_function(
 
 
 def _binds_data(obj) -> bool:
-    from ..runtime import WithParameters
+    from ..trials import WithParameters
 
     return isinstance(obj, WithParameters)
 

@@ -18,9 +18,19 @@ from IPython.utils.process import arg_split
 
 import jupyter_dist
 
+from .. import api
 from ..errors import ArgumentError
 from ..kinds import Kind, registered
+from ..protocol import ExperimentKind
 from ._cell import new_names, pick_function, pick_space, pick_variable
+
+# The public function each kind's cell calls: ``(fn, [space,] progress="auto", **arguments)``, as a user would.
+ENTRY_POINTS = {
+    ExperimentKind.HPO: api.hpo,
+    ExperimentKind.PBT: api.pbt,
+    ExperimentKind.ABLATION: api.ablation,
+    ExperimentKind.DDP: api.data_parallel,
+}
 
 # The options of every kind (or of several); a kind that has no use for one says so (MagicSpec.refuses).
 SHARED_OPTIONS = (
@@ -200,7 +210,7 @@ class DistributeMagics(Magics):
         else:
             picked = (pick_function(args.fn, namespace, new, kind.magic_needs(arguments)),)
         try:
-            exp = kind.entry_point()(*picked, progress="auto", **arguments)
+            exp = ENTRY_POINTS[kind.name](*picked, progress="auto", **arguments)
         except jupyter_dist.ExperimentFailed as exc:
             namespace[args.out] = exc.experiment  # what was recorded stays reachable
             raise

@@ -2,35 +2,34 @@
 may return a dict of further arguments. A trial's arguments are exactly what it suggested plus that dict: a
 parameter its branch did not suggest is absent, not None.
 
-Checked before any work starts by running it on a throwaway study (``dry_run``), and again at every trial, since
+Checked before any work starts by running it on a throwaway study (``_enqueue.dry_run``), and again at every trial, since
 a branch the dry runs did not take may suggest a name the training function does not accept.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ArgumentError, SearchSpaceError
-from ..space import accepted_arguments, check_argument
+from ..errors import SearchSpaceError
+from ..space import check_argument
 
-__all__ = ["DRY_RUNS", "distributions_from_json", "distributions_to_json", "dry_run", "suggest"]
+__all__ = ["DRY_RUNS", "distributions_from_json", "distributions_to_json", "space_name", "suggest"]
 
 # Trials the dry run asks of a random sampler: enough to take most branches of a space function (each branch of
 # a two-way choice is missed by all 8 with probability 1/256), cheap since nothing trains.
 DRY_RUNS = 8
 
 
-def _name(space_fn: Callable) -> str:
+def space_name(space_fn: Callable) -> str:
     return getattr(space_fn, "__name__", type(space_fn).__name__)
 
 
 def suggest(space_fn: Callable, trial: Any, fn: Callable, accepted: set[str] | None) -> dict[str, Any]:
     """The arguments of the trial ``space_fn`` defines on Optuna's ``trial``: the suggested parameters, then the
     dict it returned; a SearchSpaceError that names the space function for anything ``fn`` cannot take."""
-    name = _name(space_fn)
+    name = space_name(space_fn)
     try:
         extra = space_fn(trial)
     except Exception as exc:
@@ -56,44 +55,6 @@ def suggest(space_fn: Callable, trial: Any, fn: Callable, accepted: set[str] | N
     for key in arguments:
         check_argument(fn, key, accepted)
     return arguments
-
-
-def dry_run(space_fn: Callable, fn: Callable, enqueue: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run ``space_fn`` on a throwaway study before any work starts: DRY_RUNS random trials, then each enqueued
-    configuration (which must name parameters its branch suggests, with values inside their ranges). Returns
-    the enqueued configurations, checked."""
-    import optuna
-
-    from ._enqueue import check_value
-    from ._optuna_search import _quiet_optuna
-
-    accepted = accepted_arguments(fn) if fn is not None else None
-    with _quiet_optuna():
-        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
-        for _ in range(DRY_RUNS):
-            trial = study.ask()
-            suggest(space_fn, trial, fn, accepted)
-            study.tell(trial, 0.0)
-        for index, config in enumerate(enqueue):
-            study.enqueue_trial(dict(config))
-            trial = study.ask()
-            with warnings.catch_warnings():
-                # Optuna warns of a fixed value outside its range and uses it anyway: refused below instead.
-                warnings.simplefilter("ignore")
-                try:
-                    suggest(space_fn, trial, fn, accepted)
-                except SearchSpaceError as exc:  # e.g. a choice not among suggest_categorical's options
-                    raise ArgumentError(f"enqueue[{index}]={dict(config)!r}: {exc}") from exc
-            for key, value in config.items():
-                distribution = trial.distributions.get(key)
-                if distribution is None:
-                    raise ArgumentError(
-                        f"enqueue[{index}]: {key}={value!r}, but {_name(space_fn)}(trial) suggests no {key!r} "
-                        f"for this configuration (it suggested: {', '.join(trial.distributions) or 'nothing'})"
-                    )
-                check_value(index, key, value, distribution)
-            study.tell(trial, 0.0)
-    return [dict(config) for config in enqueue]
 
 
 def distributions_to_json(distributions: Mapping[str, Any]) -> dict[str, Any]:

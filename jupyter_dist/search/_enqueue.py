@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from ..errors import ArgumentError
-from ..space import Space, constants, is_space_function, searched
+from ..errors import ArgumentError, SearchSpaceError
+from ..space import Space, accepted_arguments, constants, is_space_function, searched
+from ._define_by_run import DRY_RUNS, space_name, suggest
+from ._quiet import quiet_optuna
 
 __all__ = ["ENQUEUED", "check_enqueue", "check_value"]
 
@@ -40,8 +43,6 @@ def check_enqueue(
     """The enqueued configurations as given (the trials' labels) and as Optuna holds them (what is enqueued),
     or an ArgumentError naming the configuration's index, the argument and the value at fault. A function space
     is run on a throwaway study here (``dry_run``), with or without configurations."""
-    from ._define_by_run import dry_run
-
     configs = _listed(enqueue)
     if configs and sampler == "grid":
         raise ArgumentError(
@@ -71,6 +72,41 @@ def check_enqueue(
             values[name] = _optuna_value(index, name, value, spaces[name])
         as_optuna.append(values)
     return [dict(config) for config in configs], as_optuna
+
+
+def dry_run(space_fn: Callable, fn: Callable, enqueue: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run ``space_fn`` on a throwaway study before any work starts: DRY_RUNS random trials, then each enqueued
+    configuration (which must name parameters its branch suggests, with values inside their ranges). Returns
+    the enqueued configurations, checked."""
+    import optuna
+
+    accepted = accepted_arguments(fn) if fn is not None else None
+    with quiet_optuna():
+        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+        for _ in range(DRY_RUNS):
+            trial = study.ask()
+            suggest(space_fn, trial, fn, accepted)
+            study.tell(trial, 0.0)
+        for index, config in enumerate(enqueue):
+            study.enqueue_trial(dict(config))
+            trial = study.ask()
+            with warnings.catch_warnings():
+                # Optuna warns of a fixed value outside its range and uses it anyway: refused below instead.
+                warnings.simplefilter("ignore")
+                try:
+                    suggest(space_fn, trial, fn, accepted)
+                except SearchSpaceError as exc:  # e.g. a choice not among suggest_categorical's options
+                    raise ArgumentError(f"enqueue[{index}]={dict(config)!r}: {exc}") from exc
+            for key, value in config.items():
+                distribution = trial.distributions.get(key)
+                if distribution is None:
+                    raise ArgumentError(
+                        f"enqueue[{index}]: {key}={value!r}, but {space_name(space_fn)}(trial) suggests no {key!r} "
+                        f"for this configuration (it suggested: {', '.join(trial.distributions) or 'nothing'})"
+                    )
+                check_value(index, key, value, distribution)
+            study.tell(trial, 0.0)
+    return [dict(config) for config in enqueue]
 
 
 def _optuna_value(index: int, name: str, value: Any, space: Space) -> Any:

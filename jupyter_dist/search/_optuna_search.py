@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -14,42 +11,17 @@ from typing import TYPE_CHECKING, Any
 from .._validate import check_positive
 from ..errors import ArgumentError, SearchSpaceError
 from ..protocol import Objective, Outcome, ReportRow, TrialState
-from ..runtime import TrialSpec
 from ..space import accepted_arguments, constants, is_space_function, searched
+from ..trials import TrialSpec
 from ._define_by_run import distributions_from_json, distributions_to_json, suggest
 from ._enqueue import ENQUEUED, check_enqueue
 from ._pareto import ParetoPruner
 from ._pruners import make_pruner
+from ._quiet import quiet_optuna
 
 if TYPE_CHECKING:
     import optuna
 from ._samplers import grid_size, make_sampler
-
-
-class _QuietTell(logging.Filter):
-    """Drops Optuna's INFO lines (study created, each trial told; the live view shows them) while we call it;
-    the user's own Optuna logging is untouched. A filter, because set_verbosity() clears logging's caches."""
-
-    active = threading.local()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or not getattr(self.active, "on", False)
-
-
-_quiet = _QuietTell()
-# Logger filters see only records logged to that very logger, so attach to the modules that log per trial.
-for _name in ("optuna.study.study", "optuna.study._tell", "optuna.storages._in_memory"):
-    logging.getLogger(_name).addFilter(_quiet)
-
-
-@contextlib.contextmanager
-def _quiet_optuna():
-    _quiet.active.on = True
-    try:
-        yield
-    finally:
-        _quiet.active.on = False
-
 
 # See OptunaSearch.report: batches up to this many reports are judged step by step; larger ones are sampled.
 STEP_BY_STEP_BATCH = 10
@@ -106,7 +78,7 @@ class OptunaSearch:
         self.pareto = pareto_pruner(pruner, objective, max_steps)
         pruner = make_pruner(None if objective.several else pruner, max_steps)
         self.prunes = self.pareto is not None or not isinstance(pruner, optuna.pruners.NopPruner)
-        with _quiet_optuna():
+        with quiet_optuna():
             self.study = optuna.create_study(
                 # Hyperband assigns trials to brackets by hashing the study name: seed it too, so that a seeded
                 # search prunes the same trials every time.
@@ -151,7 +123,7 @@ class OptunaSearch:
             TrialState.PRUNED: optuna.trial.TrialState.PRUNED,
             TrialState.FAILED: optuna.trial.TrialState.FAIL,
         }
-        with _quiet_optuna():
+        with quiet_optuna():
             for rec in finished:
                 completed = rec.state is TrialState.COMPLETED
                 params = self._optuna_params(rec)
@@ -212,7 +184,7 @@ class OptunaSearch:
         """Enqueue the known configurations, behind a resumed search's unfinished trials: at the first ask, once
         resume() has said which of them ran already."""
         self._known_enqueued = True
-        with _quiet_optuna():
+        with quiet_optuna():
             for index, params in enumerate(self._known_optuna):
                 self.study.enqueue_trial(params, skip_if_exists=False)
                 self._waiting.append(("known", index))
@@ -222,7 +194,7 @@ class OptunaSearch:
             return None
         if not self._known_enqueued:
             self._enqueue_known()
-        with _quiet_optuna():
+        with quiet_optuna():
             trial = self.study.ask() if self.space_function else self.study.ask(self.distributions)
         self._asked += 1
         # Our trial ids count on from the stored ones; a fresh search's equal Optuna's trial numbers.
@@ -237,7 +209,7 @@ class OptunaSearch:
                 import optuna
 
                 del self._pending[trial_id]
-                with _quiet_optuna():
+                with quiet_optuna():
                     self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 raise
             distributions = distributions_to_json(trial.distributions)
@@ -321,7 +293,7 @@ class OptunaSearch:
         self._steps_seen.pop(outcome.trial_id, None)
         self._last_sampled.pop(outcome.trial_id, None)
         self._vectors.pop(outcome.trial_id, None)
-        with _quiet_optuna():
+        with quiet_optuna():
             state = TrialState(outcome.state)
             if state is TrialState.COMPLETED:
                 for key, value in constraints_of(outcome.constraints).items():

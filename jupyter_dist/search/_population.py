@@ -1,7 +1,7 @@
 """Population-based training as a trial source (Jaderberg et al. 2017; Ray Tune's PopulationBasedTraining).
 
 A population of members trains; each member runs in *segments*, one trial each, of ``perturbation_interval``
-steps: a segment ends, completed, at its first checkpoint of its last step (runtime/_trial_context.py
+steps: a segment ends, completed, at its first checkpoint of its last step (trials/_trial_context.py
 SegmentDone). As each segment ends, the member's next one is decided there and then, without waiting for the
 rest of the population:
 
@@ -26,8 +26,8 @@ from typing import Any
 
 from ..checkpoints import Saved, copy_checkpoint, latest, remove
 from ..protocol import CheckpointPlan, Objective, Outcome, TrialState
-from ..runtime import TrialSpec
 from ..space import Space
+from ..trials import TrialSpec
 from ._explore import Explorer
 
 __all__ = ["COPY_ATTEMPTS", "Member", "PopulationSearch", "segment_end"]

@@ -62,9 +62,10 @@ def study_of(record: ExperimentRecord, intermediate_values: bool = True) -> optu
     curves = objective_curves(record, finished) if intermediate_values else {}
     spaces = searched(definition.space)
     fixed = {name: space.to_optuna(name) for name, space in spaces.items()}
-    from ._optuna_search import _quiet_optuna, constraints_of
+    from ._optuna_search import constraints_of
+    from ._quiet import quiet_optuna
 
-    with _quiet_optuna():
+    with quiet_optuna():
         objective = definition.objective
         study = optuna.create_study(
             study_name=definition.name, directions=[d.optuna for d in objective.directions]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from .._frontend import FRONTEND_ENV, JUPYTERLAB, LAB_EXTENSION, LAB_FRONTENDS
-from ..runtime._dashboard import PROXY_PREFIX_ENV
+from ..cluster._dashboard import PROXY_PREFIX_ENV
 from ..store import StoreReader, store_path
 from ._handlers import handlers
 
@@ -62,7 +62,7 @@ def _lab_extension_disabled(serverapp) -> bool:
 
 def _offer_the_dashboard_proxy(serverapp) -> None:
     """Tell the kernels this server starts (they inherit its environment) where its jupyter-server-proxy is, so
-    the dashboard links they show go through it (runtime/_dashboard.py)."""
+    the dashboard links they show go through it (cluster/_dashboard.py)."""
     if not serverapp.jpserver_extensions.get("jupyter_server_proxy"):
         return
     os.environ[PROXY_PREFIX_ENV] = serverapp.base_url

@@ -103,7 +103,7 @@ class TrialRecord:
     duration: float | None = None
     steps: int = 0
     attempts: int = 0
-    # Sent to a worker, where it waits behind the trial running there (runtime/_loop.py BRIEF_TRIAL); its state
+    # Sent to a worker, where it waits behind the trial running there (trials/_loop.py BRIEF_TRIAL); its state
     # is running, and the views say queued until it begins (``started`` is then reset to when it began).
     queued: bool = False
     # Checkpoints (jupyter_dist.checkpoint): the newest one's folder and step, and the step the current attempt

@@ -162,7 +162,7 @@ class InMemoryRecord(ExperimentRecord):
             self._journal.output(rec.trial_id, "stderr", text)
 
     def trial_regrouped(self, event: Regrouped) -> None:
-        """An elastic data-parallel trial started again at another size (runtime/_elastic.py): kept with the trial,
+        """An elastic data-parallel trial started again at another size (trials/_elastic.py): kept with the trial,
         said in its output, and the reason its next attempt runs."""
         rec = self._trials.get(event.trial_id)
         if rec is None:

@@ -24,6 +24,12 @@ __all__ = [
 PROGRESS = ("auto", "lab", "widget", "text")
 
 
+def check_progress(progress: object) -> None:
+    """``progress=`` names a view (or is False or a callable, which need no check)."""
+    if isinstance(progress, str) and progress not in PROGRESS:
+        raise ArgumentError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
+
+
 def __getattr__(name: str):
     if name == "LiveView":  # imports ipywidgets and plotly: only when asked for
         from ._live import LiveView
@@ -49,8 +55,7 @@ def resolve(progress: str, stored: bool) -> str:
     "widget"; outside a kernel "text". The lab view follows the run through the store: a run that is not
     stored gets the widget.
     """
-    if progress not in PROGRESS:
-        raise ArgumentError(f"progress={progress!r}: use one of {', '.join(PROGRESS)}, False, or a callable")
+    check_progress(progress)
     if progress == "auto":
         progress = os.environ.get("JUPYTER_DIST_PROGRESS") or "auto"
     if progress == "auto":

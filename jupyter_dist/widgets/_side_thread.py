@@ -6,49 +6,74 @@ messages to one. We create one subshell per kernel and route the live view's con
 works mid-run.
 
 That takes ipykernel's private API (``SubshellManager._create_subshell``, ``_shell_channel_io_loop``,
-``Comm._reply_subshell_for``), which may change in any release: it is used only on the ipykernel versions it was
-verified with (VERIFIED_IPYKERNEL). On any other the Stop button is disabled, its tooltip says why, and Kernel >
-Interrupt stops the run as gracefully.
+``Comm._reply_subshell_for``), which may change in any release: rather than trust a version, the kernel is checked
+for each piece as it is used here (``missing_capability``: present, and called with the arguments we pass). Where
+one is missing the Stop button is disabled, its tooltip says which, and Kernel > Interrupt stops the run as
+gracefully.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
-
-# ipykernel major.minor versions whose private subshell API this was verified with, in a real browser.
-VERIFIED_IPYKERNEL = ("7.4",)
+from typing import Any
 
 _subshell: list[str] = []  # one per kernel process, made on first use
 _lock = threading.Lock()
+_STOP_OTHERWISE = "interrupt the kernel to stop"
 
 
-def unverified_reason(version: str) -> str | None:
-    """Why ipykernel ``version`` cannot route the Stop button, or None when it is a verified one."""
-    if ".".join(version.split(".")[:2]) in VERIFIED_IPYKERNEL:
-        return None
-    return (
-        f"ipykernel {version} is not a version this button was verified with "
-        f"({', '.join(VERIFIED_IPYKERNEL)}): interrupt the kernel to stop"
-    )
+def _takes(function: Any, parameters: list[str]) -> bool:
+    """Whether ``function`` is a callable whose parameters (``self`` aside) are named ``parameters``."""
+    if not callable(function):
+        return False
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return False
+    return names[1:] == parameters if names[:1] == ["self"] else names == parameters
+
+
+def comm_hook_missing() -> str | None:
+    """What the installed ipykernel lacks of the per-comm routing hook (None: it has it). ipykernel asks a comm
+    where its messages go only in the versions whose comms define ``_reply_subshell_for(data, default)``."""
+    try:
+        import ipykernel
+        from ipykernel.comm.comm import BaseComm
+    except ImportError:
+        return "not running in an ipykernel"
+    if not _takes(getattr(BaseComm, "_reply_subshell_for", None), ["data", "default"]):
+        return f"ipykernel {ipykernel.__version__} does not route a comm's messages to a subshell"
+    return None
+
+
+def missing_capability(kernel: Any) -> str | None:
+    """What ``kernel`` lacks of the subshell API used here (None: it has all of it)."""
+    if not getattr(kernel, "_supports_kernel_subshells", False):
+        return "this kernel has no subshells"
+    manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
+    if not _takes(getattr(manager, "_create_subshell", None), []):
+        return "this kernel's subshell manager cannot create a subshell for us"
+    if not callable(getattr(getattr(manager, "_shell_channel_io_loop", None), "add_callback", None)):
+        return "this kernel's subshell manager has no shell channel loop to create it on"
+    return comm_hook_missing()
 
 
 def side_thread() -> tuple[str | None, str | None]:
     """(the id of this kernel's subshell for widget controls, None) or (None, why there is none)."""
-    try:
-        import ipykernel
-        from IPython import get_ipython
-    except ImportError:
-        return None, "not running in an ipykernel: interrupt the kernel to stop"
-    reason = unverified_reason(ipykernel.__version__)
+    reason = comm_hook_missing()
     if reason:
-        return None, reason
+        return None, f"{reason}: {_STOP_OTHERWISE}"
+    from IPython import get_ipython
+
     with _lock:
         if _subshell:
             return _subshell[0], None
         try:
             kernel = get_ipython().kernel
-            if not getattr(kernel, "_supports_kernel_subshells", False):
-                return None, "this kernel has no subshells: interrupt the kernel to stop"
+            reason = missing_capability(kernel)
+            if reason:
+                return None, f"{reason}: {_STOP_OTHERWISE}"
             manager = kernel.shell_channel_thread.manager
             created: list[str] = []
             done = threading.Event()

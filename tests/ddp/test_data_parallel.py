@@ -204,7 +204,7 @@ def test_cuda_in_the_kernel_is_refused_only_when_the_embedded_cluster_would_fork
                 run("tcp://127.0.0.1:9")
             assert "forked workers" not in str(elsewhere.value)
     # Spawned workers (Dask's default) do not inherit the kernel's CUDA state: the check lets the run through.
-    from jupyter_dist.runtime import check_kernel_cuda
+    from jupyter_dist.cluster import check_kernel_cuda
 
     check_kernel_cuda("local")
 

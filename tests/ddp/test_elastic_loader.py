@@ -17,7 +17,7 @@ import jupyter_dist as jd
 from jupyter_dist.checkpoints._save import LOADERS, WHOLE, _read
 from jupyter_dist.ddp._loader import ShardedLoader
 from jupyter_dist.ddp._sampler import ElasticSampler
-from jupyter_dist.runtime._trial_context import TrialContext, activate, forget_experiment
+from jupyter_dist.trials._trial_context import TrialContext, activate, forget_experiment
 
 CPU = torch.device("cpu")
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import jupyter_dist as jd
-from jupyter_dist.runtime import _launcher
+from jupyter_dist.trials import _launcher
 
 
 def lockstep(steps=10_000, die_on_rank=None, only_rank_0_reports=False, step_time=0.01):

@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 
 import jupyter_dist
 from jupyter_dist.protocol import ExperimentState, TrialState
-from jupyter_dist.runtime import _outbox
+from jupyter_dist.trials import _outbox
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -15,7 +15,8 @@ from dask_gateway import Gateway, GatewayWarning
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import DaskLauncher, forget_cluster
+from jupyter_dist.cluster import forget_cluster
+from jupyter_dist.trials import DaskLauncher
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -41,8 +41,8 @@ class StopReachesRank0First(L.Callback):
     just before a validation and rank 1's just after it (a race of milliseconds, forced here)."""
 
     def on_validation_end(self, trainer, pl_module):
-        from jupyter_dist.runtime import current_trial
-        from jupyter_dist.runtime._trial_context import mark_stopped
+        from jupyter_dist.trials import current_trial
+        from jupyter_dist.trials._trial_context import mark_stopped
 
         ctx = current_trial()
         if trainer.current_epoch == 1 and not trainer.sanity_checking and ctx.rank == 0:

@@ -1,18 +1,29 @@
 """Images for the documentation (docs/_static/screenshots/), made from what the browser shows, and the checks that
-they show something: written small (an adaptive 256-colour palette), read back to measure them."""
+they show something: written small (an adaptive 256-colour palette), read back to measure them.
+
+The docs' copies are rewritten only when asked (REFRESH_ENV=1); otherwise the shots go to a temporary folder, so a
+test run leaves the checkout as it found it.
+"""
 
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 from PIL import Image, ImageOps, ImageStat
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "_static" / "screenshots"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "_static" / "screenshots"
+REFRESH_ENV = "JUPYTER_DIST_REFRESH_SCREENSHOTS"
 COLOURS = 256
 # How long the animation shows each frame, and its last one (the ended run), in milliseconds.
 FRAME_MS = 450
 LAST_FRAME_MS = 3000
+
+
+def refreshing() -> bool:
+    """Whether this run rewrites the docs' screenshots (REFRESH_ENV set to 1, or any value but 0/false/no/off)."""
+    return os.environ.get(REFRESH_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def image(png: bytes, margin: int = 0) -> Image.Image:

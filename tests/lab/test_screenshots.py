@@ -1,6 +1,12 @@
 """The documentation's screenshots, taken in JupyterLab in a real browser so that they show the extension as it is
 (docs/_static/screenshots/, committed: the docs build needs no browser).
 
+A test run writes them to a temporary folder of pytest's (its path is in the shots test's captured output) and
+leaves the committed ones alone. To refresh the docs' copies, run this module with
+JUPYTER_DIST_REFRESH_SCREENSHOTS=1 and commit the images that changed:
+
+    JUPYTER_DIST_REFRESH_SCREENSHOTS=1 .venv/bin/python -m pytest tests/lab/test_screenshots.py
+
 In each theme, light and dark, a notebook runs a small HPO experiment and the test takes: the view in the cell
 while it runs (live-view-<theme>.png), once it has ended (cell-view-<theme>.png), the saved notebook reopened
 after its kernel was shut down (saved-notebook-<theme>.png), and the Experiments panel with the experiment opened
@@ -11,16 +17,32 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from notebook_runs import CURRENT, cell_view, open_and_run_all, save_and_reopen_without_kernel, write_notebook
 from playwright.sync_api import expect
-from screenshots import SCREENSHOTS, brightness, frames_of, save_animation, save_png, size
+from screenshots import (
+    DOCS_SCREENSHOTS,
+    brightness,
+    frames_of,
+    refreshing,
+    save_animation,
+    save_png,
+    size,
+)
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory) -> Path:
+    """Where this run's shots go: the docs' folder when asked to refresh it, else a temporary one."""
+    return DOCS_SCREENSHOTS if refreshing() else tmp_path_factory.mktemp("screenshots")
+
 
 THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 THEME_SETTING = "@jupyterlab/apputils-extension/themes"
 SHOTS = ("live-view", "cell-view", "saved-notebook", "panel")
-ANIMATION = SCREENSHOTS / "live-view.gif"
+ANIMATION = "live-view.gif"
 TRIALS = 16
 
 # A realistic search in a few seconds: each trial "trains" for 20 epochs of 0.1 s and reports a noisy learning
@@ -114,7 +136,7 @@ def frame(page, view) -> bytes:
     return page.screenshot(clip=clip, animations="disabled")
 
 
-def follow_the_run(page, view, theme: str, animate: bool) -> list[bytes]:
+def follow_the_run(page, view, theme: str, animate: bool, folder: Path) -> list[bytes]:
     """Until the run ends: the live shot of the whole view once LIVE_AT trials have ended, and (``animate``) the
     frames of the animation. A shot is kept only when the view said "running" (and offered Stop) both before and
     after it was taken."""
@@ -134,7 +156,7 @@ def follow_the_run(page, view, theme: str, animate: bool) -> list[bytes]:
                 if taken is not None:
                     frames.append(taken)
                 if whole is not None:
-                    live = save_png(whole, SCREENSHOTS / f"live-view-{theme}.png", MARGIN)
+                    live = save_png(whole, folder / f"live-view-{theme}.png", MARGIN)
         page.wait_for_timeout(FRAME_EVERY_MS)
     assert live is not None, "the live view was never shot while it ran"
     return frames
@@ -146,9 +168,11 @@ def follow_the_run(page, view, theme: str, animate: bool) -> list[bytes]:
     ids=list(THEMES),
     indirect=["lab"],
 )
-def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme, lab, page):
+def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme, lab, page, screenshots):
     started = time.time()  # every image is written again (a failed run leaves the last ones as they were)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    print(f"screenshots in {screenshots}")
+    screenshots.mkdir(parents=True, exist_ok=True)
+    animation = screenshots / ANIMATION
     animate = theme == "light"
     page.set_viewport_size(TALL_WINDOW)
     write_notebook(lab.root / "tune.ipynb", CELL)
@@ -158,7 +182,7 @@ def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme
     view = cell_view(page, 1)
 
     # While it runs, then once it has ended (the kernel's final view: every trial, the importances).
-    frames = follow_the_run(page, view, theme, animate)
+    frames = follow_the_run(page, view, theme, animate, screenshots)
     expect(view.locator(".jd-detail-header .jd-state")).to_have_text("completed", timeout=30_000)
     expect(view.locator(".jd-detail-header .jd-detail-meta").first).to_contain_text(
         f"{TRIALS}/{TRIALS} trials"
@@ -169,10 +193,10 @@ def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme
     expect(view.locator(".jd-parallel svg path")).to_have_count(TRIALS)
     expect(view.locator(".jd-importances h3")).to_contain_text(f"{TRIALS} completed trials")
     page.wait_for_timeout(300)  # the charts' last draw
-    save_png(shot(view), SCREENSHOTS / f"cell-view-{theme}.png", MARGIN)
+    save_png(shot(view), screenshots / f"cell-view-{theme}.png", MARGIN)
     if animate:
         frames.append(frame(page, view))
-        save_animation(frames, ANIMATION, MARGIN)
+        save_animation(frames, animation, MARGIN)
 
     # The saved notebook, opened again once its kernel was shut down: the view drawn from what the notebook
     # saved (JupyterLab starts a new kernel for it, which has run nothing).
@@ -190,7 +214,7 @@ def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme
     page.locator(f"{CURRENT} .jp-Notebook .jp-CodeCell").nth(1).evaluate("cell => cell.scrollIntoView()")
     rest_the_mouse(page)
     page.wait_for_timeout(300)
-    save_png(page.screenshot(animations="disabled"), SCREENSHOTS / f"saved-notebook-{theme}.png")
+    save_png(page.screenshot(animations="disabled"), screenshots / f"saved-notebook-{theme}.png")
 
     # The Experiments panel, the experiment opened from it.
     lab.open_panel(page)
@@ -205,12 +229,12 @@ def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme
     expect(detail.locator(".jd-best")).to_contain_text("best val_acc=")
     rest_the_mouse(page)
     page.wait_for_timeout(300)
-    save_png(page.screenshot(animations="disabled"), SCREENSHOTS / f"panel-{theme}.png")
+    save_png(page.screenshot(animations="disabled"), screenshots / f"panel-{theme}.png")
     assert not page.errors
 
     # Written now, small, of the size they should be, and not blank.
     for name in SHOTS:
-        path = SCREENSHOTS / f"{name}-{theme}.png"
+        path = screenshots / f"{name}-{theme}.png"
         assert path.stat().st_mtime >= started and path.stat().st_size < 400_000, path
         width, height = size(path)
         if name in ("saved-notebook", "panel"):
@@ -224,18 +248,21 @@ def test_screenshots_of_a_run_in_the_cell_the_saved_notebook_and_the_panel(theme
         mean, spread = brightness(path)
         assert spread > 20, (path, mean, spread)
     if animate:
-        assert ANIMATION.stat().st_mtime >= started and ANIMATION.stat().st_size < 1_500_000
-        width, height = size(ANIMATION)
+        assert animation.stat().st_mtime >= started and animation.stat().st_size < 1_500_000
+        width, height = size(animation)
         assert 700 < width < WINDOW["width"] and 400 < height < 1000, (width, height)
-        assert len(set(frames_of(ANIMATION))) >= 12
+        assert len(set(frames_of(animation))) >= 12
 
 
-def test_the_dark_screenshots_are_dark_and_the_animation_moves():
-    """After the shots in both themes (or on those committed): the dark theme's shots are dark and the light
-    theme's light, and the animation shows the run progress (many different frames)."""
+def test_the_dark_screenshots_are_dark_and_the_animation_moves(screenshots):
+    """After the shots in both themes (or, when they were not all taken in this run, on those committed): the dark
+    theme's shots are dark and the light theme's light, and the animation shows the run progress (many different
+    frames)."""
+    names = [f"{name}-{theme}.png" for name in SHOTS for theme in THEMES] + [ANIMATION]
+    folder = screenshots if all((screenshots / name).exists() for name in names) else DOCS_SCREENSHOTS
     for name in SHOTS:
-        light, _ = brightness(SCREENSHOTS / f"{name}-light.png")
-        dark, _ = brightness(SCREENSHOTS / f"{name}-dark.png")
-        assert light > 180 and dark < 90, (name, light, dark)
-    frames = frames_of(ANIMATION)
+        light, _ = brightness(folder / f"{name}-light.png")
+        dark, _ = brightness(folder / f"{name}-dark.png")
+        assert light > 180 and dark < 90, (folder, name, light, dark)
+    frames = frames_of(folder / ANIMATION)
     assert len(set(frames)) >= 12, len(set(frames))

@@ -48,7 +48,7 @@ def resuming(lr=0.05):
         time.sleep(0.1)
 """
 
-# Brief trials (runtime/_loop.py BRIEF_TRIAL): once 4 have completed with a median under 1 s, one more trial per
+# Brief trials (trials/_loop.py BRIEF_TRIAL): once 4 have completed with a median under 1 s, one more trial per
 # worker waits queued behind the running one, except for the last trials.
 BRIEF = """%%distribute hpo --trials 40 --metric v --sampler random --pruner none
 import time

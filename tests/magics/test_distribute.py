@@ -142,7 +142,7 @@ def test_a_failed_experiment_is_still_bound(ip):
 
 
 def test_distribute_cluster_shows_and_chooses_the_cluster(ip, client, monkeypatch):
-    from jupyter_dist.runtime import _cluster
+    from jupyter_dist.cluster import _current as _cluster
 
     monkeypatch.setattr(_cluster, "_chosen", [])
     shown = ip.run_line_magic("distribute_cluster", "")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from process_tools import stop
 
 import jupyter_dist as jd
-from jupyter_dist.runtime import forget_cluster
+from jupyter_dist.cluster import forget_cluster
 
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}

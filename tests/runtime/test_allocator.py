@@ -11,7 +11,7 @@ import pytest
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime._allocator import IDLE_BEFORE_RESTORE_S
+from jupyter_dist.trials._allocator import IDLE_BEFORE_RESTORE_S
 
 
 def _has_mallinfo2() -> bool:

@@ -9,7 +9,7 @@ import pytest
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import DaskLauncher, _by_reference
+from jupyter_dist.trials import DaskLauncher, _by_reference, _worker_cache
 
 
 def train(data, x=0.0, scale=1.0):
@@ -18,7 +18,7 @@ def train(data, x=0.0, scale=1.0):
 
 
 def _fetched_on_workers(client) -> set[str]:
-    return set().union(*client.run(lambda: set(_by_reference._fetched)).values())
+    return set().union(*client.run(lambda: set(_worker_cache._fetched)).values())
 
 
 def _scattered(client, settled_at: int | None = None) -> int:
@@ -115,7 +115,7 @@ def test_data_no_worker_holds_any_more_fails_the_trial_instead_of_waiting_foreve
     while client.run_on_scheduler(lambda dask_scheduler, key=key: key in dask_scheduler.tasks):
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    asked = client.submit(_by_reference.fetch, key, pure=False)
+    asked = client.submit(_worker_cache.fetch, key, pure=False)
     with pytest.raises(jd.TrialFunctionError, match="was lost with the workers holding it"):
         asked.result(timeout=60)
 

@@ -12,7 +12,8 @@ from dask_processes import DASK, dask_cluster, free_port, most_at_once
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import _cluster, forget_cluster
+from jupyter_dist.cluster import _current as _cluster
+from jupyter_dist.cluster import forget_cluster
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 
 import gc
 
-from jupyter_dist.runtime import quiet_collector
-from jupyter_dist.runtime._collector import RUN_THRESHOLD
+from jupyter_dist.trials import quiet_collector
+from jupyter_dist.trials._collector import RUN_THRESHOLD
 
 
 def frozen(objects: list) -> list[bool]:

@@ -1,7 +1,7 @@
 """The dashboard link the views show goes through the Jupyter server's proxy when the scheduler is on the
 server's machine (the server extension tells its kernels where that proxy is); other links are kept."""
 
-from jupyter_dist.runtime._dashboard import PROXY_PREFIX_ENV, browser_link
+from jupyter_dist.cluster._dashboard import PROXY_PREFIX_ENV, browser_link
 
 
 def test_a_link_to_this_machine_goes_through_the_servers_proxy(monkeypatch):

@@ -1,4 +1,4 @@
-"""Elastic data-parallel jobs (runtime/_elastic.py) on real clusters: a job that loses a rank's worker (SIGKILLed)
+"""Elastic data-parallel jobs (trials/_elastic.py) on real clusters: a job that loses a rank's worker (SIGKILLed)
 goes on from its newest checkpoint on the ranks left, and one that finds a new worker grows at its next checkpoint;
 either way its final weights are those of a job that changed size at that checkpoint by hand (stopped there and
 resumed at the new size)."""
@@ -294,7 +294,7 @@ def test_bad_elastic_bounds_are_refused_before_anything_runs(arguments, message)
 def test_a_stop_sent_to_one_group_of_ranks_does_not_stop_the_next():
     # A stop for the group that lost a rank is sent without waiting: it may reach a worker after the next group of
     # the same trial began there. It names its group's attempt, so the next group does not see it.
-    from jupyter_dist.runtime._trial_context import TrialContext, forget_experiment, mark_stopped
+    from jupyter_dist.trials._trial_context import TrialContext, forget_experiment, mark_stopped
 
     def group(attempt):
         return TrialContext("exp-elastic-stop", 0, attempt, "topic", lambda *_: None)

@@ -134,7 +134,7 @@ def kills_its_worker(x=0.0):
 
 def test_a_trial_that_kills_every_worker_it_lands_on_fails_clearly_and_the_rest_go_on(client, run_hpo):
     # Its retries can find both workers restarting at once: Dask then parks it as "no-worker" for good unless
-    # the launcher re-submits it unpinned (runtime/_launcher.py, _unpin_orphans).
+    # the launcher re-submits it unpinned (trials/_launcher.py, _unpin_orphans).
     exp = run_hpo(
         kills_its_worker, {"x": space.choice([0.1, 0.5, 0.9])}, trials=3, metric="v", sampler="grid"
     )

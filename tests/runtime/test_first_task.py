@@ -13,7 +13,7 @@ from dask_processes import dask_cluster
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import DaskLauncher
+from jupyter_dist.trials import DaskLauncher
 
 # Run first by every Python that has this folder on its path: jupyter_dist cannot be imported there.
 HIDE_JUPYTER_DIST = """

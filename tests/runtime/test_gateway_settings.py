@@ -5,7 +5,7 @@ import dask
 import pytest
 
 import jupyter_dist as jd
-from jupyter_dist.runtime._sizing import check_sizing
+from jupyter_dist.cluster._sizing import check_sizing
 
 
 def test_sizes_are_read_from_a_tuple_a_string_pair_or_the_admins_mapping():

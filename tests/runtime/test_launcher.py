@@ -4,8 +4,8 @@ placement is the launcher's own bookkeeping of the workers its trials' outcomes 
 from __future__ import annotations
 
 from jupyter_dist.protocol import Outcome, TrialState
-from jupyter_dist.runtime._launcher import DaskLauncher
-from jupyter_dist.runtime._task_trial import TaskTrial
+from jupyter_dist.trials._launcher import DaskLauncher
+from jupyter_dist.trials._task_trial import TaskTrial
 
 
 class Workers:

@@ -1,5 +1,5 @@
 """The embedded cluster keeps a worker that is being restarted, and restarts it as it started it
-(runtime/_local_cluster.py)."""
+(cluster/_local_cluster.py)."""
 
 import multiprocessing
 import time
@@ -35,7 +35,7 @@ def test_the_embedded_workers_yield_the_cores_to_the_kernel(client):
     # Trials that keep every core busy must not make the kernel (trial loop, scheduler, views) wait for one.
     import os
 
-    from jupyter_dist.runtime._worker_plugins import WORKER_NICENESS
+    from jupyter_dist.cluster._worker_plugins import WORKER_NICENESS
 
     kernel = os.getpriority(os.PRIO_PROCESS, 0)
     assert set(client.gather(client.map(_thread_niceness, range(4), pure=False))) == {
@@ -52,7 +52,7 @@ def test_each_gpu_goes_to_a_worker_of_its_own_that_sees_it_alone_and_declares_it
 
     from distributed import Client
 
-    from jupyter_dist.runtime._local_cluster import EmbeddedLocalCluster
+    from jupyter_dist.cluster._local_cluster import EmbeddedLocalCluster
 
     with (
         EmbeddedLocalCluster(
@@ -76,7 +76,7 @@ def test_without_an_nvidia_driver_the_embedded_cluster_declares_no_gpus():
 
     import pytest
 
-    from jupyter_dist.runtime._cluster import local_gpus
+    from jupyter_dist.cluster._current import local_gpus
 
     if os.path.exists("/dev/nvidiactl"):
         pytest.skip("this machine has an NVIDIA driver (tests/gpu covers the embedded cluster there)")

@@ -14,9 +14,9 @@ import pytest
 
 from jupyter_dist import ClusterLost, MetricError
 from jupyter_dist.protocol import Direction, ErrorKind, Objective, Outcome, ReportBatch, TrialState
-from jupyter_dist.runtime import RunningTrial, StopSignal, TrialLoop, TrialSpec, _loop
-from jupyter_dist.runtime._loop import TaskEnded
 from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
+from jupyter_dist.trials import RunningTrial, StopSignal, TrialLoop, TrialSpec, _loop
+from jupyter_dist.trials._loop import TaskEnded
 
 RUNS_UNTIL_STOPPED = "until stopped"
 IGNORES_STOP = "ignores stop"
@@ -495,7 +495,7 @@ def goal_loop(acc_by_trial, *, metric="acc", mode=Direction.MAX, scope="last", p
 
 
 def test_a_trial_meeting_the_stop_rule_is_stopped_and_ends_completed_with_its_value():
-    from jupyter_dist.runtime import StopRule
+    from jupyter_dist.trials import StopRule
 
     rule = StopRule.of({"acc": 0.9}, Objective("acc"))
     loop, launcher, record, source = goal_loop({0: 0.95, 1: 0.2}, stop_rule=rule, timeout=0.5, stop_grace=1)
@@ -510,7 +510,7 @@ def test_a_trial_meeting_the_stop_rule_is_stopped_and_ends_completed_with_its_va
 
 
 def test_reports_reach_the_loop_only_when_something_needs_them():
-    from jupyter_dist.runtime import StopRule
+    from jupyter_dist.trials import StopRule
 
     def needs(**options):
         loop, *_ = goal_loop({0: 0.5}, **options)
@@ -524,7 +524,7 @@ def test_reports_reach_the_loop_only_when_something_needs_them():
 
 
 def test_the_stop_rule_compares_the_minimised_objective_the_other_way():
-    from jupyter_dist.runtime import StopRule
+    from jupyter_dist.trials import StopRule
 
     rule = StopRule.of({"loss": 0.2, "acc": 0.9}, Objective("loss", Direction.MIN))
     assert rule.met(0, {"loss": 0.1}) and not rule.met(0, {"loss": 0.3})  # the objective, mode min: <=
@@ -546,7 +546,7 @@ def test_the_stop_rule_compares_the_minimised_objective_the_other_way():
     ],
 )
 def test_a_malformed_stop_rule_is_refused_naming_it(stop, message):
-    from jupyter_dist.runtime import StopRule
+    from jupyter_dist.trials import StopRule
 
     with pytest.raises(ValueError, match=re.escape(message)):
         StopRule.of(stop, Objective("acc"))

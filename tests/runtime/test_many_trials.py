@@ -33,7 +33,7 @@ def reports_every_20ms(x=0.0):
 def many_threads():
     from distributed import Client, LocalCluster
 
-    from jupyter_dist.runtime import forget_cluster
+    from jupyter_dist.cluster import forget_cluster
 
     with LocalCluster(
         n_workers=2, threads_per_worker=16, processes=True, host="127.0.0.1", dashboard_address=None

@@ -4,8 +4,8 @@ import threading
 import time
 
 from jupyter_dist.protocol import LogLine, Outcome, ReportBatch, TrialState, decode_all, encode_outcome
-from jupyter_dist.runtime._outbox import BUSY_GAP, FRESH, RELAXED
-from jupyter_dist.runtime._trial_context import TrialContext, forget_experiment
+from jupyter_dist.trials._outbox import BUSY_GAP, FRESH, RELAXED
+from jupyter_dist.trials._trial_context import TrialContext, forget_experiment
 
 
 class Events:

@@ -1,10 +1,10 @@
-"""Brief trials on a real cluster: one trial per worker waits behind the running one (runtime/_loop.py
+"""Brief trials on a real cluster: one trial per worker waits behind the running one (trials/_loop.py
 BRIEF_TRIAL), yet no worker ever runs two at once and every trial is recorded once, whole."""
 
 from __future__ import annotations
 
 from jupyter_dist import space
-from jupyter_dist.runtime._launcher import DaskLauncher
+from jupyter_dist.trials._launcher import DaskLauncher
 
 
 def brief(x):

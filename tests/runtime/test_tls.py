@@ -13,7 +13,7 @@ from dask_processes import dask_cluster
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.runtime import forget_cluster
+from jupyter_dist.cluster import forget_cluster
 
 # The trial functions below travel by value: the `dask worker` processes cannot import this test module.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -18,7 +18,7 @@ import torch
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.errors import ArgumentError, SearchSpaceError
-from jupyter_dist.runtime import current_trial
+from jupyter_dist.trials import current_trial
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 from _workloads import pbt_toy  # noqa: E402  (registered to travel by value)

@@ -196,7 +196,7 @@ def test_the_extension_is_enabled_on_install():
 
 
 async def test_a_queued_trial_is_served_queued_then_running_once_it_began(jp_fetch, fresh_store):
-    """A trial waiting on its worker behind another (runtime/_loop.py BRIEF_TRIAL) is "running" with
+    """A trial waiting on its worker behind another (trials/_loop.py BRIEF_TRIAL) is "running" with
     ``queued`` true and no ``began`` until it begins; the kernel's snapshot, built by the same function from its
     live record, says the same."""
     definition = ExperimentDefinition("hpo", "waiting", Objective("acc"), {}, total=2)

@@ -20,7 +20,7 @@ import dask
 import pytest
 from process_tools import stop
 
-from jupyter_dist.runtime import forget_cluster
+from jupyter_dist.cluster import forget_cluster
 
 SLURM_CONF = """\
 ClusterName=jdtest

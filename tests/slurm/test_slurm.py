@@ -22,9 +22,9 @@ import torch
 from IPython.testing import globalipapp
 
 import jupyter_dist as jd
+from jupyter_dist.cluster import slurm as _slurm
+from jupyter_dist.cluster._dashboard import PROXY_PREFIX_ENV
 from jupyter_dist.errors import ClusterError, TrialFunctionError
-from jupyter_dist.runtime import _slurm
-from jupyter_dist.runtime._dashboard import PROXY_PREFIX_ENV
 from jupyter_dist.space import choice
 
 # The worker jobs start in the submitting directory, where this module is not importable.

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dask
 import pytest
 
+from jupyter_dist.cluster._sizing import grown_span
+from jupyter_dist.cluster.slurm._settings import cluster_kwargs, lifetime_args, walltime_seconds
 from jupyter_dist.errors import ArgumentError
-from jupyter_dist.runtime._sizing import grown_span
-from jupyter_dist.runtime._slurm import cluster_kwargs, lifetime_args, walltime_seconds
 
 
 @pytest.mark.parametrize(
@@ -91,8 +91,8 @@ def test_the_default_size_grows_to_what_an_experiment_wants_and_keeps_a_trial_s_
 def test_without_dask_jobqueue_the_message_names_the_extra(monkeypatch):
     import sys
 
+    from jupyter_dist.cluster.slurm import slurm_client
     from jupyter_dist.errors import ClusterError
-    from jupyter_dist.runtime._slurm import slurm_client
 
     monkeypatch.setitem(sys.modules, "dask_jobqueue", None)  # as if it were not installed
     with pytest.raises(ClusterError, match=r"pip install 'jupyter_dist\[slurm\]'"):

@@ -15,8 +15,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 # A kernel, as far as the export is concerned: an Exporter fed a small experiment's events by hand.
 KERNEL = """
 import os, sys, time
-from jupyter_dist.integrations._export_process import Exporter
-from jupyter_dist.integrations._tracking import (
+from jupyter_dist.tracking._export_process import Exporter
+from jupyter_dist.tracking import (
     ExperimentInfo, ExperimentStarted, Reported, TrialEnded, TrialInfo, TrialStarted)
 
 destination, kwargs, timeout, then = sys.argv[1], eval(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
@@ -56,7 +56,7 @@ def gone(pid: int) -> bool:
 def test_what_is_queued_at_the_kernels_exit_is_written_before_it_exits(tmp_path):
     done = kernel(
         tmp_path,
-        "jupyter_dist.integrations.tensorboard:TensorBoardDestination",
+        "jupyter_dist.tracking.tensorboard:TensorBoardDestination",
         {"log_dir": str(tmp_path)},
         60,
         "exit",
@@ -73,7 +73,7 @@ def test_the_export_process_ends_soon_after_the_kernel_dies_even_with_a_server_t
         s.bind(("127.0.0.1", 0))
         uri = f"http://127.0.0.1:{s.getsockname()[1]}"
     kwargs = {"tracking_uri": uri, "experiment": "orphan"}
-    died = kernel(tmp_path, "jupyter_dist.integrations.mlflow:MlflowDestination", kwargs, 2, "die")
+    died = kernel(tmp_path, "jupyter_dist.tracking.mlflow:MlflowDestination", kwargs, 2, "die")
     assert died.returncode == -9
     pid = int(died.stdout.split()[0])
     deadline = time.monotonic() + 30

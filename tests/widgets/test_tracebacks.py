@@ -67,7 +67,7 @@ def test_a_failed_trial_shows_the_cell_line_and_source_without_the_package(tmp_p
 def test_the_package_frames_stay_when_asked_for(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_DIST_FULL_TRACEBACKS", "1")  # the kernel and its cluster's workers inherit it
     error = between(run_notebook(tmp_path), "STORED")
-    assert "runtime/_runner.py" in error and "Cell In[2], line 7, in train" in error
+    assert "trials/_runner.py" in error and "Cell In[2], line 7, in train" in error
 
 
 MAGIC = """%%distribute hpo --trials 1 --metric score --name magic

@@ -222,7 +222,7 @@ def test_auto_gives_text_outside_a_kernel(monkeypatch):
 
 
 def test_a_trial_queued_on_a_worker_reads_queued_until_it_begins():
-    """A brief trial waiting behind the running one on its worker (runtime/_loop.py BRIEF_TRIAL) is not shown as
+    """A brief trial waiting behind the running one on its worker (trials/_loop.py BRIEF_TRIAL) is not shown as
     running, and uses no trial-seconds, until it begins."""
     record = InMemoryRecord(ExperimentDefinition("hpo", "x", Objective("acc")))
     record.trial_started(0, {"lr": 0.1}, {})
@@ -252,8 +252,8 @@ def climbing(lr=0.05, steps=8):
 
 
 def test_the_live_view_colours_a_population_by_lineage_and_draws_its_schedules(client, tmp_path):
+    from jupyter_dist.experiment._lineage import lineage_origins
     from jupyter_dist.experiment._pbt_plots import lineage_colour
-    from jupyter_dist.experiment._population import lineage_origins
 
     views = []
     exp = jd.pbt(

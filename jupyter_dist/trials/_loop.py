@@ -1,14 +1,14 @@
 """The asynchronous trial loop: keep ``parallel`` trials in flight, start the next as each one ends.
 
 It knows nothing of Dask. A *source* decides what to run (HPO asks Optuna, ablation walks its plan), a *sink*
-records what happened (the experiment's record), and a *launcher* runs trials somewhere (runtime/_launcher.py:
+records what happened (the experiment's record), and a *launcher* runs trials somewhere (trials/_launcher.py:
 on Dask workers), keeps their tasks, and says when a trial has ended. The loop runs on the kernel's main thread
 and calls ``idle()`` between waits, so a view can redraw and a Stop button can be heard; the launcher's IO thread
 only records and queues. What arrives is typed: a trial's reports (``ReportBatch``), its outcome (``Outcome``),
 one of its tasks ending (``TaskEnded``).
 
 Besides the source, the run's *goals* may end a trial or the run: a stop rule a trial's report meets ends it
-completed, and a trial completing at the target ends the experiment (runtime/_goals.py); a *watcher* (the run's
+completed, and a trial completing at the target ends the experiment (trials/_goals.py); a *watcher* (the run's
 callbacks) hears of every trial's start, reports and end. All of them are asked on the loop's thread, in order.
 """
 
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 # Between one trial's end and the next one's start on its worker there is a round trip of 10-30 ms: the outcome
-# leaving the worker (runtime/_outbox.py OUTCOME_WAIT; up to 25 ms more when trials wait behind it there),
+# leaving the worker (trials/_outbox.py OUTCOME_WAIT; up to 25 ms more when trials wait behind it there),
 # reaching the kernel, the sampler's next ask, Dask's dispatch; the worker idle meanwhile (bench_trial_speed:
 # 1.5-2% of a 0.6 s trial; on 32 single-thread worker processes 10-30 ms, 1-3% of a 1 s trial). Trials shorter
 # than BRIEF_TRIAL therefore get trials queued on the workers behind each running one, which start the moment the

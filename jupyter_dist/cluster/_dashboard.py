@@ -34,7 +34,7 @@ def dashboard_link(client) -> str | None:
         link = client.dashboard_link
     except Exception:  # a scheduler without a dashboard (no bokeh) has no link to show
         return None
-    from ._slurm import slurm_size
+    from .slurm import slurm_size
 
     if link and slurm_size(client) is not None:
         # A Slurm cluster's scheduler runs on this machine (in the kernel, or its keeper) and serves its

@@ -8,73 +8,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 import time
 import traceback
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
-
-import cloudpickle
 
 from .._tracebacks import trial_traceback
 from ..errors import JupyterDistError, TrialPruned
 from ..protocol import ErrorKind, Outcome, TrialState, TrialTask, encode_outcome
 from ._allocator import tensor_friendly_allocator
-from ._by_reference import fetch
 from ._capture import TrialOutput
 from ._cpus import torch_threads
 from ._devices import holding_gpus, release_gpu_memory
 from ._outbox import OUTCOME_WAIT, QUEUED_OUTCOME_WAIT
-from ._trial_context import Regroup, Reporter, SegmentDone, TrialContext, activate, forget_experiment
-
-# Unpickled training functions by (experiment id, hash of the pickled function): the function travels as bytes
-# with every task (cheap), but is unpickled once per worker process. The hash, because a resumed run keeps its
-# experiment's id but may bring a changed function. The oldest are dropped (with their experiment's stop flags)
-# past KEPT_EXPERIMENTS, so a long-lived worker stays bounded without the kernel telling it when experiments end.
-KEPT_EXPERIMENTS = 256
-_functions: OrderedDict[tuple[str, str], Callable] = OrderedDict()
-_functions_lock = threading.Lock()
-
-
-def load_function(key: tuple[str, str], blob: bytes | str) -> Callable:
-    """The training function, unpickled once per worker process; ``blob`` is its pickle, or (a str) the key
-    its pickle was scattered under (runtime/_by_reference.py), fetched only when it is not loaded yet."""
-    fn = _functions.get(key)
-    if fn is None:
-        with _functions_lock:
-            fn = _functions.get(key)
-            if fn is None:
-                if isinstance(blob, str):
-                    blob = fetch(blob, keep=False)
-                fn = _functions[key] = cloudpickle.loads(blob)
-                while len(_functions) > KEPT_EXPERIMENTS:
-                    (oldest, _), _ = _functions.popitem(last=False)
-                    forget_experiment(oldest)
-    return fn
-
-
-def forget_function(key: tuple[str, str]) -> None:
-    """Drop an unpickled function (its run has ended and took its data off the cluster)."""
-    with _functions_lock:
-        _functions.pop(key, None)
-
-
-def probe_function(key: tuple[str, str], blob: bytes | str) -> str | None:
-    """Try to load the training function on a worker: None if it loads, else the reason it cannot."""
-    try:
-        load_function(key, blob)
-    except Exception as exc:  # any import or unpickling failure is the user's to read, not a crash
-        missing = getattr(exc, "name", None)
-        if isinstance(exc, ModuleNotFoundError) and missing:
-            return (
-                f"the workers cannot import module {missing!r}, which the training function needs. "
-                f"Install it on the workers, upload it (client.upload_file), or have it pickled by value with "
-                f"cloudpickle.register_pickle_by_value({missing}) before starting the experiment."
-            )
-        return f"the workers cannot load the training function: {type(exc).__name__}: {exc}"
-    return None
+from ._trial_context import Regroup, Reporter, SegmentDone, TrialContext, activate
+from ._worker_cache import KEPT_EXPERIMENTS, load_function
 
 
 @functools.lru_cache(maxsize=KEPT_EXPERIMENTS)  # inspect.signature at every trial: ~40 us of a brief trial's
@@ -177,7 +126,7 @@ def run_trial(task: TrialTask) -> Outcome:
 
 def _outcome_wait(worker) -> float:
     """How long the outcome may wait on this worker for others to travel with it: OUTCOME_WAIT, or, when the worker
-    has tasks ready to run (trials queued behind this one: runtime/_loop.py BRIEF_TRIAL), QUEUED_OUTCOME_WAIT. Its
+    has tasks ready to run (trials queued behind this one: trials/_loop.py BRIEF_TRIAL), QUEUED_OUTCOME_WAIT. Its
     thread goes straight on with the next, so the kernel hearing of the end later costs nothing, and hearing of
     several at once places their successors in one submission."""
     state = getattr(worker, "state", None)

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import NoResultError
-from ..experiment import Experiment
 from ..protocol import TrialState
 from ..store import ExperimentRecord
+from ._experiment import Experiment
 
 
 class DataParallelExperiment(Experiment):

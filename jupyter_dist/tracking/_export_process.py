@@ -4,7 +4,7 @@ The callbacks' hooks run on the trial loop's thread and the report listener on D
 run needs. So a hook only appends an event to a deque, and the report listener a batch of reports it encodes at
 once (msgpack, ~0.3 us a report). A thread of the exporter takes what has gathered every ``INTERVAL`` seconds
 and writes it as one message to the pipe of a child process (``python -m
-jupyter_dist.integrations._export_worker``), which makes the tracker's writer and does everything else: MLflow's
+jupyter_dist.tracking._export_worker``), which makes the tracker's writer and does everything else: MLflow's
 client and its HTTP requests, TensorBoard's event files. Measured
 (bench_tracking) with that work on a thread of the kernel: it competed with the trial loop for the GIL, and 1000
 no-op trials took 10x longer with MLflow, 4.5x with TensorBoard; a tight report loop lost 25% and 49% of its rate.
@@ -34,12 +34,12 @@ from typing import Any
 
 import msgpack
 
-from ._tracking import Event, encode
+from ._events import Event, encode
 
 # How often the exporter's thread sends what has gathered: a batch per second keeps a tracking server's UI close
 # to live while a run reporting thousands of times a second makes a handful of requests, not thousands.
 INTERVAL = 1.0
-WORKER = "jupyter_dist.integrations._export_worker"
+WORKER = "jupyter_dist.tracking._export_worker"
 
 _live: list[Exporter] = []  # exports not yet waited for: what wait() and the kernel's exit look at
 _live_lock = threading.Lock()

@@ -2,7 +2,7 @@
 
 dask-jobqueue runs the scheduler, and the adaptive scaling that submits worker jobs, in the process that made the
 cluster. To outlive a kernel, that process is not the kernel but a keeper of its own, started detached from it
-(``python -m jupyter_dist.runtime._slurm_keeper``): it makes the cluster, writes its scheduler's address to a
+(``python -m jupyter_dist.cluster.slurm._keeper``): it makes the cluster, writes its scheduler's address to a
 state file in the user's Jupyter data directory, and keeps it until nobody has used it for ``idle-timeout`` or
 its scheduler is shut down (``client.shutdown()``), then cancels the worker jobs and ends. A kernel connects as
 a client; what it asks of the cluster itself (a size, why no worker comes) runs in the keeper, on the
@@ -23,7 +23,10 @@ from typing import Any
 
 import dask
 
-from ..errors import ClusterError
+from ...errors import ClusterError
+from ._jobs import open_cluster
+from ._state import made
+from ._state import settings as slurm_settings
 
 # How long a kernel waits for the keeper it started to have its scheduler up (importing dask-jobqueue and
 # starting a scheduler take seconds; sbatch --test-only milliseconds).
@@ -126,17 +129,15 @@ def _idle(scheduler) -> bool:
 def main(path: str, config: str) -> None:
     from distributed.core import Status
 
-    from . import _slurm
-
     state_path = Path(path)
     dask.config.update(dask.config.config, json.loads(config), priority="new")
-    settings = _slurm._settings()
+    settings = slurm_settings()
     try:
-        cluster = _slurm._open(settings)
+        cluster = open_cluster(settings)
     except Exception as exc:  # said to the kernel that waits, in the keeper's words
         _write(state_path, {"pid": os.getpid(), "error": str(exc)})
         return
-    _slurm._made.update(cluster=cluster)
+    made.update(cluster=cluster)
     _write(state_path, {"pid": os.getpid(), "address": cluster.scheduler_address})
     timeout = dask.utils.parse_timedelta(settings.get("idle-timeout") or DEFAULT_IDLE_TIMEOUT)
     idle_since = time.monotonic()

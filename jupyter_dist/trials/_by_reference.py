@@ -9,7 +9,7 @@ around that, both through one ``Shipment`` per run:
 - explicitly: ``with_parameters(fn, data=big)`` (Ray Tune's name): each object is scattered once per run and
   handed to every trial as a keyword argument, whatever the size of the function itself.
 
-A worker fetches a key itself (``fetch``), once, rather than taking it as a task dependency: Dask's active memory
+A worker fetches a key itself (``_worker_cache.fetch``), once, rather than taking it as a task dependency: Dask's active memory
 manager drops the replicas no queued task needs, so as dependencies the data would travel again for many trials.
 The run's end releases its keys on the cluster and has every worker forget what it fetched or unpickled from them.
 """
@@ -19,23 +19,19 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ArgumentError, TrialFunctionError
+from ..errors import ArgumentError
+from ._worker_cache import fetch, forget
 
-__all__ = ["Shipment", "WithParameters", "fetch", "scatter_threshold", "with_parameters"]
+__all__ = ["Shipment", "WithParameters", "scatter_threshold", "with_parameters"]
 
 # The run whose function is being pickled now: a WithParameters met on the way ships its objects there.
 _shipping: contextvars.ContextVar[Shipment | None] = contextvars.ContextVar(
     "jupyter_dist_shipping", default=None
 )
-
-# On a worker: what it fetched by key, until the run that shipped it ends (Shipment.release).
-_fetched: dict[str, Any] = {}
-_fetch_lock = threading.Lock()
 
 
 def scatter_threshold() -> int:
@@ -90,66 +86,11 @@ class Shipment:
         keys, futures, self.futures = self.keys, self.futures, []
         if self.client.status == "running":
             try:
-                self.client.run(_forget, keys, function_key)
+                self.client.run(forget, keys, function_key)
             except OSError:
                 pass  # a worker gone meanwhile holds nothing any more
         for future in futures:
             future.release()
-
-
-def _forget(keys: list[str], function_key: tuple[str, str] | None) -> None:
-    """On a worker: drop what the run's keys brought."""
-    from ._runner import forget_function
-
-    with _fetch_lock:
-        for key in keys:
-            _fetched.pop(key, None)
-    if function_key is not None:
-        forget_function(tuple(function_key))
-
-
-def fetch(key: str, keep: bool = True) -> Any:
-    """On a worker: the data scattered under ``key``, fetched from the worker holding it at most once per
-    process while ``keep`` (a pickled function is unpickled once and cached by itself: ``keep=False``)."""
-    from distributed import Future, get_client, get_worker
-
-    with _fetch_lock:
-        if key in _fetched:
-            return _fetched[key]
-        worker = get_worker()
-        if key in worker.data:  # scattered to this very worker
-            value = worker.data[key]
-        else:
-            client = get_client()
-            future = Future(key, client)
-            # A Future made from a key alone (as Dask's own unpickling makes one) waits for news of its key until
-            # the scheduler knows this client wants it: what Client._inform_scheduler_of_futures sends.
-            client._send_to_scheduler({"op": "client-desires-keys", "keys": [key]})
-            value = _wait_for(future, client)
-            del future  # this client's want of the key ends here; the run's own Future keeps the data
-        if keep:
-            _fetched[key] = value
-        return value
-
-
-# How often a worker waiting for scattered data asks whether any worker still holds it.
-HOLDER_CHECK_S = 5.0
-
-
-def _wait_for(future, client) -> Any:
-    """The future's data; a TrialFunctionError when no worker holds it any more. Scattered data lives on the
-    worker it was put on (and on those that fetched it): if they died it is gone, and nothing would ever say so
-    to a Future that waits for it (the scheduler forgets a lost scattered key)."""
-    while True:
-        try:
-            return future.result(timeout=HOLDER_CHECK_S)
-        except TimeoutError:
-            if not client.who_has([future.key]).get(future.key):
-                raise TrialFunctionError(
-                    f"the data this run put on the cluster (key {future.key}: with_parameters() objects, or a "
-                    "training function above jupyter_dist.scatter-threshold) was lost with the workers holding "
-                    "it; run the experiment again (resume=True keeps its finished trials)"
-                ) from None
 
 
 def _without(fn: Callable, names: list[str]) -> inspect.Signature:

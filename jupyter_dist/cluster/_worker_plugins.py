@@ -67,7 +67,7 @@ class YieldToTheKernel(WorkerPlugin):
     every view, and with JupyterLab and the browser. Trials that keep every core busy then no longer make the
     kernel wait for a core: it hears of each report and outcome when it arrives, and the notebook stays
     responsive; the trials lose only what the kernel uses. Measured on 2 cores, 3,000 trials x 100 tight-loop
-    reports, 2 workers, together with the run's collector threshold (runtime/_collector.py): delivery p99 34-60 ms
+    reports, 2 workers, together with the run's collector threshold (trials/_collector.py): delivery p99 34-60 ms
     before, 37-42 ms after.
     """
 

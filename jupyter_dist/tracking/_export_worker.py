@@ -1,4 +1,4 @@
-"""The export process: ``python -m jupyter_dist.integrations._export_worker``, started by the kernel for one
+"""The export process: ``python -m jupyter_dist.tracking._export_worker``, started by the kernel for one
 experiment (``_export_process``), writes its events to the tracker.
 
 Stdin: msgpack messages from the kernel, first ``{"destination": "module:Class", "kwargs": ..., "timeout": s}``,
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import msgpack
 
-from ._tracking import Destination, Event, Reported, decode
+from ._events import Destination, Event, Reported, decode
 
 _EOF = object()
 # While the experiment runs, the process writes at most this share of the time: what it writes costs CPU, its own

@@ -62,7 +62,7 @@ RELAXED = 0.2
 # up to this (then at most 40 events a second per worker, however many trials it runs).
 BUSY_GAP = 0.025
 # An outcome: the kernel places the next trial when it hears of it, so it barely waits (outcomes of trials that end
-# together still share an event); when trials wait on the worker behind it, longer (runtime/_runner.py). An output
+# together still share an event); when trials wait on the worker behind it, longer (trials/_runner.py). An output
 # line: read by people, through views that redraw 5 times a second.
 OUTCOME_WAIT = FRESH
 QUEUED_OUTCOME_WAIT = BUSY_GAP
@@ -70,7 +70,7 @@ LOG_WAIT = 0.1
 
 
 class Reporting(Protocol):
-    """A trial whose report rows wait in its own batch (runtime/_trial_context.py); the outbox takes them."""
+    """A trial whose report rows wait in its own batch (trials/_trial_context.py); the outbox takes them."""
 
     trial_id: int
     attempt: str

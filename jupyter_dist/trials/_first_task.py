@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import time
 
+from ..cluster._current import adaptive_maximum, workers_refused
+from ..cluster._gateway import gateway_cluster, gateway_size
+from ..cluster.slurm import slurm_size, why_no_workers
 from ..errors import TrialFunctionError
-from ._cluster import adaptive_maximum, workers_refused
-from ._gateway import gateway_cluster, gateway_size
-from ._runner import probe_function
-from ._slurm import slurm_size, why_no_workers
+from ._worker_cache import probe_function
 
 # The module the trial tasks' functions come from: what a worker must be able to import.
 RUNNER_MODULE = probe_function.__module__
@@ -98,7 +98,7 @@ def _import_check():
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

@@ -20,11 +20,11 @@ import dask
 
 from .._validate import check_positive
 from ..errors import ArgumentError, ClusterError
-from ._cluster_info import ClusterInfo, describe
 from ._dashboard import dashboard_link
 from ._gateway import close_gateway_cluster, gateway_adapt, gateway_client, gateway_cluster
+from ._info import ClusterInfo, describe
 from ._sizing import check_sizing
-from ._slurm import close_slurm_cluster, describe_size, refusal, slurm_adapt, slurm_client, slurm_size
+from .slurm import close_slurm_cluster, describe_size, refusal, slurm_adapt, slurm_client, slurm_size
 
 __all__ = [
     "ClusterInfo",
@@ -305,11 +305,7 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
         # of the workers going away under it ("caused the cluster to lose already computed task(s)").
         atexit.unregister(close_local_cluster)
         atexit.register(close_local_cluster)
-        from ._worker_plugins import (  # imports distributed: only now
-            IgnoreKernelInterrupts,
-            PreimportModules,
-            YieldToTheKernel,
-        )
+        from ._worker_plugins import IgnoreKernelInterrupts, PreimportModules, YieldToTheKernel
 
         client.register_plugin(IgnoreKernelInterrupts())
         client.register_plugin(YieldToTheKernel())

@@ -1,41 +1,22 @@
-"""The Dask side: which cluster, running trials on workers, and the messages between kernel and workers.
+"""The trials' side: the trial loop (dispatch, stop, timeout, pruning; no Dask in it), the launcher that runs
+trials as Dask tasks, and what runs on the workers (the runner, the trial context, the outbox to the kernel).
 
 Nothing here knows about IPython or widgets. The trial loop (_loop.py) knows nothing of Dask either: the
-launcher (_launcher.py) is where trials meet the cluster.
+launcher (_launcher.py) is where trials meet the cluster (``jupyter_dist.cluster`` hands it the client).
 """
 
 from ._by_reference import WithParameters, with_parameters
-from ._cluster import (
-    ClusterInfo,
-    check_kernel_cuda,
-    close_local_cluster,
-    cluster_info,
-    forget_cluster,
-    get_client,
-    use_cluster,
-)
 from ._collector import quiet_collector
-from ._dashboard import dashboard_link
 from ._devices import release_gpu_memory
 from ._elastic import Elastic
 from ._goals import Constraints, HookFailed, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
-from ._loop import (
-    RunningTrial,
-    TrialLauncher,
-    TrialLoop,
-    TrialSink,
-    TrialSource,
-    TrialSpec,
-    TrialWatcher,
-)
+from ._loop import RunningTrial, TrialLauncher, TrialLoop, TrialSink, TrialSource, TrialSpec, TrialWatcher
 from ._trial_context import Reporter, TrialContext, current_trial
 
 __all__ = [
-    "ClusterInfo",
     "Constraints",
-    "check_kernel_cuda",
     "DaskLauncher",
     "Elastic",
     "HookFailed",
@@ -50,17 +31,11 @@ __all__ = [
     "TrialSource",
     "TrialSpec",
     "TrialWatcher",
+    "WithParameters",
     "check_target",
-    "close_local_cluster",
-    "cluster_info",
     "current_trial",
-    "dashboard_link",
-    "forget_cluster",
-    "get_client",
     "interrupts_stop",
     "quiet_collector",
     "release_gpu_memory",
-    "use_cluster",
-    "WithParameters",
     "with_parameters",
 ]

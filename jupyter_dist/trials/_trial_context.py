@@ -39,7 +39,7 @@ class SegmentDone(TrialPruned):
 
 class Regroup(SegmentDone):
     """An elastic data-parallel job's ranks end together at a checkpoint because workers joined: the kernel starts
-    the job again from that checkpoint with more ranks (runtime/_elastic.py)."""
+    the job again from that checkpoint with more ranks (trials/_elastic.py)."""
 
 
 # Stop flags of this worker process, set from the kernel with ``Client.run`` (a few ms) and read by report().
@@ -93,7 +93,7 @@ def _as_number(name: str, value: Any) -> float:
 
 class TrialContext:
     """One attempt of one trial, as the worker runs it: streams reports and captured output to the kernel, through
-    its experiment's outbox in this process (runtime/_outbox.py), with every other trial's of the experiment."""
+    its experiment's outbox in this process (trials/_outbox.py), with every other trial's of the experiment."""
 
     def __init__(
         self,

@@ -1,5 +1,5 @@
 """The embedded cluster's LocalCluster, less two faults of distributed 2026.8 that only show once a worker is
-restarted (a data-parallel rank stuck in a collective is, runtime/_launcher.py).
+restarted (a data-parallel rank stuck in a collective is, trials/_launcher.py).
 
 A restarted worker came back daemonic: the nanny takes the worker process's daemon flag from the global dask
 config when it starts each process, not from the config it was made with, and the embedded cluster sets
@@ -9,7 +9,7 @@ Its nannies here start every worker process with that setting.
 And when a worker leaves the scheduler, SpecCluster checks ``distributed.deploy.lost-worker-timeout`` (15 s) later
 whether a worker of that name is back, and if not, closes its nanny for good. The check does not ask whether the
 worker is on its way back: a worker restarted twice within those 15 s (two data-parallel runs in a row whose
-stuck ranks were restarted, runtime/_launcher.py) is missing at that moment only because its second restart is
+stuck ranks were restarted, trials/_launcher.py) is missing at that moment only because its second restart is
 under way, and the first restart's stale check closed its nanny: the cluster stayed a worker short, and the
 next data-parallel run could not be placed. Here a worker whose nanny is still running is not lost: the nanny
 brings its worker process back whenever that process ends (a nanny that gave up has closed itself).
@@ -62,7 +62,7 @@ class EmbeddedScheduler(Scheduler):
 
 
 class EmbeddedLocalCluster(LocalCluster):
-    """``gpus``: the CUDA_VISIBLE_DEVICES value of each GPU (runtime/_cluster.py, local_gpus()). The first worker
+    """``gpus``: the CUDA_VISIBLE_DEVICES value of each GPU (cluster/_current.py, local_gpus()). The first worker
     gets the first GPU, and so on: it sees that device alone (as dask-cuda's workers do) and declares the Dask
     resource ``GPU=1``, so ``gpus_per_trial=1`` trials run one at a time per GPU and data-parallel ranks with
     ``gpus_per_worker=1`` get a device each. Workers beyond the GPUs are left as they are."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import cloudpickle
 
+from ..cluster._current import adaptive_maximum, kept_span, workers_refused
 from ..errors import ClusterError, PlacementError
 from ..protocol import (
     CheckpointEvent,
@@ -35,7 +36,6 @@ from ..protocol import (
 )
 from ._by_reference import Shipment, scatter_threshold
 from ._channel import EventChannel, clear_stops_on_workers, clear_trial_on_workers, stop_on_workers
-from ._cluster import adaptive_maximum, kept_span, workers_refused
 from ._cpus import CPU, declares_cpus, trials_by_threads
 from ._elastic import (
     FRUITLESS_REGROUPS,
@@ -67,7 +67,7 @@ SETTLE_WAIT = 2.0
 # The client cut off from the scheduler this long: the cluster is gone (Dask's client keeps trying to reconnect).
 SCHEDULER_LOST = 5.0
 
-# A pickled function this large is dropped from the workers' memory when its run ends (runtime/_by_reference.py).
+# A pickled function this large is dropped from the workers' memory when its run ends (trials/_by_reference.py).
 LARGE_FUNCTION = 2**20
 
 # (scheduler address, hash of the pickled function) pairs whose function loaded on that cluster's workers.
@@ -82,9 +82,9 @@ class DaskLauncher:
     ``decides_on_reports``: whether the kernel decides on every report (a pruner); otherwise reports only feed
     the views and the store, and may wait a little on the worker to travel together (cheaper for both).
     ``max_failures``: how many more times a single-task trial whose function raised runs again (``Retries``);
-    ``on_retry(outcome, why)`` hears of each such failed attempt. ``cpus``: cores per trial (runtime/_cpus.py).
+    ``on_retry(outcome, why)`` hears of each such failed attempt. ``cpus``: cores per trial (trials/_cpus.py).
     ``elastic``: data-parallel trials go on at another size when they lose workers or more come
-    (runtime/_elastic.py); ``on_regroup(Regrouped)`` hears of each time one does.
+    (trials/_elastic.py); ``on_regroup(Regrouped)`` hears of each time one does.
     """
 
     def __init__(
@@ -173,7 +173,7 @@ class DaskLauncher:
         return trials_by_threads(workers, self.cpus)
 
     def _wait_for_coming_workers(self) -> None:
-        """A gateway or Slurm cluster that keeps a trial's ranks as its minimum (runtime/_sizing.py) may still be
+        """A gateway or Slurm cluster that keeps a trial's ranks as its minimum (cluster/_sizing.py) may still be
         starting them: wait for them (up to WORKERS_COMING_S), rather than refuse a run they are coming for; a
         ClusterError as soon as the cluster says it cannot start them (Slurm refused a worker job)."""
         span = kept_span(self.client)
@@ -459,7 +459,7 @@ class DaskLauncher:
         self.restart([trial.workers[rank] for rank in stuck])
         return self._ended_or_regrouped(trial, now)
 
-    # --- elastic data-parallel jobs (runtime/_elastic.py) -------------------------------------------------
+    # --- elastic data-parallel jobs (trials/_elastic.py) -------------------------------------------------
     def _ended_or_regrouped(self, trial: GangTrial, now: float) -> Outcome | None:
         """The job's outcome once every rank has ended; None while it runs, or when, elastic, it goes on at
         another size: it lost a worker (and has a checkpoint to go on from), or ended at a checkpoint to grow."""

@@ -107,7 +107,7 @@ class GangTrial(RunningTrial):
         self.ending_since: float | None = None
         self.outcomes: dict[int, Outcome] = {}  # rank -> outcome, from its task's result
         self.reported: dict[int, Outcome] = {}  # rank -> outcome event, which comes ahead of the task
-        # An elastic job (runtime/_elastic.py) between two groups of ranks, and how many times in a row it
+        # An elastic job (trials/_elastic.py) between two groups of ranks, and how many times in a row it
         # regrouped from the same checkpoint.
         self.waiting = None
         self.fruitless = 0
