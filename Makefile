@@ -65,6 +65,7 @@ test: setup browser hub slurm sshfs lint
 lint: setup
 	$(BIN)/ruff check jupyter_dist tests scripts bench docs/conf.py docs/_ext
 	$(BIN)/ruff format --check jupyter_dist tests scripts bench docs/conf.py docs/_ext
+	$(BIN)/lint-imports
 	cd labextension && npm run lint:check
 
 ## The documentation site, in docs/_build/html (open docs/_build/html/index.html): the example notebooks and the

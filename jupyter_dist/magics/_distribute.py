@@ -16,10 +16,8 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
 from IPython.utils.process import arg_split
 
-import jupyter_dist
-
 from .. import api
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ExperimentFailed
 from ..kinds import Kind, registered
 from ..protocol import ExperimentKind
 from ._cell import new_names, pick_function, pick_space, pick_variable
@@ -211,7 +209,7 @@ class DistributeMagics(Magics):
             picked = (pick_function(args.fn, namespace, new, kind.magic_needs(arguments)),)
         try:
             exp = ENTRY_POINTS[kind.name](*picked, progress="auto", **arguments)
-        except jupyter_dist.ExperimentFailed as exc:
+        except ExperimentFailed as exc:
             namespace[args.out] = exc.experiment  # what was recorded stays reachable
             raise
         namespace[args.out] = exp
@@ -268,5 +266,5 @@ class DistributeMagics(Magics):
         """
         args = parse_argstring(self.distribute_cluster, line)
         if args.target is not None or args.workers is not None or args.adapt is not None:
-            jupyter_dist.use_cluster(args.target, workers=args.workers, adapt=args.adapt)
-        return jupyter_dist.cluster_info()
+            api.use_cluster(args.target, workers=args.workers, adapt=args.adapt)
+        return api.cluster_info()
