@@ -1,9 +1,10 @@
-"""Shared helpers of the benchmarks: machine info, statistics, writing the JSON results.
+"""Shared helpers of the benchmarks: machine info, statistics, CPU by process and thread, processes of a Dask
+cluster, a Jupyter server, writing the JSON results. (How a benchmark runs is _runner.py's.)
 
 Only the kernel side uses these; a worker cannot import this module by name. What runs on the workers is in each
 benchmark script (``__main__``, which cloudpickle ships by value) or, when several benchmarks run it, in
-_workloads.py. The scripts import both as their siblings: Python puts a script's own folder first on
-``sys.path``, so ``python bench/bench_x.py`` needs no path set-up.
+_workloads.py. The scripts import them as siblings: Python puts a script's own folder first on ``sys.path``, so
+``python bench/bench_x.py`` needs no path set-up.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 # BENCH_RESULTS sends the JSON elsewhere (a smoke run at small sizes must not replace the measured figures).
-RESULTS = Path(os.environ.get("BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
+DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or DEFAULT_RESULTS)
 
 
 def _version(dist: str) -> str | None:
@@ -38,6 +40,9 @@ def _version(dist: str) -> str | None:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
+
+
+VERSIONS = ("jupyter_dist", "dask", "distributed", "optuna", "torch", "tornado", "ipywidgets", "plotly")
 
 
 def machine_info() -> dict[str, Any]:
@@ -64,19 +69,7 @@ def machine_info() -> dict[str, Any]:
         "cpu_model": cpu_model,
         "platform": platform.platform(),
         "python": sys.version.split()[0],
-        "versions": {
-            m: _version(m)
-            for m in (
-                "jupyter_dist",
-                "dask",
-                "distributed",
-                "optuna",
-                "torch",
-                "tornado",
-                "ipywidgets",
-                "plotly",
-            )
-        },
+        "versions": {m: _version(m) for m in VERSIONS},
     }
 
 
@@ -338,74 +331,6 @@ class CpuSampler:
         }
 
 
-class CountingView:
-    """A ``progress=`` view that draws nothing and counts what arrives: reports per trial, each report's delivery
-    latency (kernel ``time.time()`` minus the worker's in ``report()``, same host) and each delivery's time
-    (kernel ``time.time()``, with how many reports it carried). Its listener runs on the Dask IO thread and only
-    appends; pass ``CountingView`` itself as ``hpo(progress=...)`` and read ``CountingView.last`` afterwards."""
-
-    last: CountingView | None = None
-
-    def __init__(self, exp) -> None:
-        self.exp = exp
-        self.per_trial: dict[int, int] = {}
-        self.latency: list[float] = []
-        self.arrivals: list[tuple[float, int]] = []
-        CountingView.last = self
-
-    def start(self) -> None:
-        self.exp.add_report_listener(self._on_reports)
-
-    def _on_reports(self, trial_id, rows) -> None:
-        now = time.time()
-        self.arrivals.append((now, len(rows)))
-        self.per_trial[trial_id] = self.per_trial.get(trial_id, 0) + len(rows)
-        self.latency.extend(now - sent_at for _, _, sent_at in rows)
-
-    def idle(self) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-    def delivered(self) -> int:
-        return sum(self.per_trial.values())
-
-    def check(self, records) -> dict[str, Any]:
-        """Against each trial's own count of the reports it sent (its objective value, see
-        ``_workloads.sleep_and_report``): none lost, none doubled."""
-        lost = doubled = wrong = 0
-        for rec in records:
-            sent = int(rec.value) if rec.value is not None else 0
-            got = self.per_trial.get(rec.trial_id, 0)
-            lost += max(0, sent - got)
-            doubled += max(0, got - sent)
-            wrong += got != sent
-        return {
-            "sent": sum(int(r.value or 0) for r in records),
-            "delivered": self.delivered(),
-            "lost": lost,
-            "doubled": doubled,
-            "trials_whose_count_differs": wrong,
-            "every_trial_exact": wrong == 0,
-        }
-
-    def latency_s(self, t0: float | None = None, t1: float | None = None) -> dict[str, float | None]:
-        """p50, p99 and max of the reports delivered between ``t0`` and ``t1`` (``time.time()``; default all)."""
-        latency = self.latency
-        if t0 is not None or t1 is not None:
-            latency, at = [], 0  # each delivery's latencies follow the previous one's in self.latency
-            for arrived, n in self.arrivals:
-                if (t0 is None or arrived >= t0) and (t1 is None or arrived < t1):
-                    latency.extend(self.latency[at : at + n])
-                at += n
-        return {
-            "p50": percentile(latency, 50),
-            "p99": percentile(latency, 99),
-            "max": max(latency, default=None),
-        }
-
-
 def least_squares(xs: list[list[float]], ys: list[float], names: tuple[str, ...]) -> dict[str, Any] | None:
     """Fit ``y = c0 + c1 x1 + ...`` by least squares: the coefficients by ``names`` (the intercept's first), R²,
     the residuals' RMS and the leave-one-out RMS (each row predicted by a fit without it: how well the form
@@ -441,32 +366,48 @@ def die_with_parent() -> None:
 class DaskProcessCluster:
     """The ``dask scheduler`` command and ``workers`` x ``dask worker --no-nanny --nthreads threads`` processes on
     127.0.0.1, each a process of its own (so each one's CPU can be read apart), with ``env`` added to their
-    environment. ``start()`` returns their address, pids, start time and memory; ``close()`` ends them (call
-    it on every path; they also end with this process, ``die_with_parent``)."""
+    environment and ``scheduler_args`` / ``worker_args`` (``{i}``: the worker's number) to their command lines.
+    ``start()`` returns their address, pids, start time and memory; ``close()`` ends them (call it on every path;
+    they also end with this process, ``die_with_parent``)."""
 
-    def __init__(self, workers: int, threads: int, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workers: int,
+        threads: int,
+        env: dict[str, str] | None = None,
+        scheduler_args: tuple[str, ...] = ("--no-dashboard",),
+        worker_args: tuple[str, ...] = (
+            "--memory-limit",
+            "0",
+            "--name",
+            "bench-{i}",
+            "--death-timeout",
+            "60",
+        ),
+    ) -> None:
         self.workers = workers
         self.threads = threads
         self.env = {**os.environ, **(env or {})}
         self.address = f"tcp://127.0.0.1:{free_port()}"
+        self.scheduler_args, self.worker_args = scheduler_args, worker_args
         self.procs: list[subprocess.Popen] = []
         self._log = tempfile.TemporaryFile()
+        self._dask = str(Path(sys.executable).with_name("dask"))
 
-    def start(self, on_workers=None) -> dict[str, Any]:
-        """Start them, wait for every worker, then run ``on_workers`` on each (``Client.run``: e.g. imports that
-        would otherwise land in each worker's first task) and let the start's CPU settle for 5 s."""
-        import psutil
-        from distributed import Client
-
-        dask = str(Path(sys.executable).with_name("dask"))
-        port = self.address.rsplit(":", 1)[1]
-        available = psutil.virtual_memory().available
-        t0 = time.perf_counter()
-        self._spawn([dask, "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"])
-        for i in range(self.workers):
+    def spawn(self, workers: int | None = None) -> None:
+        """Start the scheduler (the first time) and ``workers`` more workers (default: all of them); no wait."""
+        if not self.procs:
+            port = self.address.rsplit(":", 1)[1]
+            self._spawn(
+                [self._dask, "scheduler", "--host", "127.0.0.1", "--port", port, *self.scheduler_args]
+            )
+        for i in range(
+            len(self.procs) - 1, len(self.procs) - 1 + (self.workers if workers is None else workers)
+        ):
+            args = [a.format(i=i) for a in self.worker_args]
             self._spawn(
                 [
-                    dask,
+                    self._dask,
                     "worker",
                     self.address,
                     "--nthreads",
@@ -474,8 +415,18 @@ class DaskProcessCluster:
                     "--no-nanny",
                     "--no-dashboard",
                 ]
-                + ["--memory-limit", "0", "--name", f"bench-{i}", "--death-timeout", "60"]
+                + args
             )
+
+    def start(self, on_workers=None) -> dict[str, Any]:
+        """Start them, wait for every worker, then run ``on_workers`` on each (``Client.run``: e.g. imports that
+        would otherwise land in each worker's first task) and let the start's CPU settle for 5 s."""
+        import psutil
+        from distributed import Client
+
+        available = psutil.virtual_memory().available
+        t0 = time.perf_counter()
+        self.spawn()
         with Client(self.address, set_as_default=False, timeout=120) as client:
             client.wait_for_workers(self.workers, timeout=900)
             started = time.perf_counter() - t0

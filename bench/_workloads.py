@@ -317,8 +317,6 @@ def data_parallel_mlp(steps, warmup, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH, w
     dict
         ``samples_per_s`` (all ranks') and ``seconds``.
     """
-    import time
-
     import torch
 
     import jupyter_dist
@@ -339,17 +337,50 @@ def data_parallel_mlp(steps, warmup, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH, w
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimiser.step()
 
+    elapsed = timed_steps(step, steps, warmup, torch.distributed.barrier if distributed else None)
+    return {"samples_per_s": world * batch * steps / elapsed, "seconds": elapsed}
+
+
+# --- the pieces of the benchmarks' own training functions -------------------------------------------------------
+def deep_mlp(width, depth, outputs=10):
+    """``depth`` x (Linear(width, width), ReLU) and Linear(width, outputs): a model whose steps keep a device busy
+    (bench_fsdp on CPU ranks, bench_gpu on a GPU)."""
+    import torch
+
+    layers = [m for _ in range(depth) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, outputs))
+
+
+def timed_steps(step, steps, warmup, sync=None):
+    """``warmup`` untimed calls of ``step``, then the seconds ``steps`` calls take between two ``sync()`` (a
+    barrier between ranks, ``cuda.synchronize``): the training loop's rate, not the job's start-up."""
+    import time
+
     for _ in range(warmup):
         step()
-    if distributed:
-        torch.distributed.barrier()
+    if sync:
+        sync()
     started = time.perf_counter()
     for _ in range(steps):
         step()
-    if distributed:
-        torch.distributed.barrier()
-    elapsed = time.perf_counter() - started
-    return {"samples_per_s": world * batch * steps / elapsed, "seconds": elapsed}
+    if sync:
+        sync()
+    return time.perf_counter() - started
+
+
+def die_once(marker, settle=0.0):
+    """Kill this process (SIGKILL: a worker lost, no clean-up) unless ``marker`` exists, which it creates first,
+    so the attempt that runs again after the loss goes on. ``settle``: seconds to let the reports so far reach
+    the kernel first."""
+    import os
+    import signal
+    import time
+
+    if os.path.exists(marker):
+        return
+    open(marker, "w").close()
+    time.sleep(settle)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -17,7 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import CpuMonitor, contention_note, header, median, write_result
+import _runner
+from _common import contention_note
+from _runner import interleave, local_cluster, measuring
+from _workloads import die_once
 
 STEPS = 50
 DIE_AT = 40
@@ -28,8 +31,6 @@ ROUNDS = 3
 
 # --- run on the workers (defined here so cloudpickle ships them by value) ----------------------------------
 def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
-    import os
-    import signal
     import time
     from pathlib import Path
 
@@ -63,12 +64,8 @@ def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
             began = time.perf_counter()
             folder = jd.checkpoint(step, state)
             saves.append(time.perf_counter() - began)
-        if step == die_at and not os.path.exists(marker):
-            os.mkdir(marker)
-            time.sleep(0.3)  # the reports so far reach the kernel
-            os.kill(
-                os.getpid(), signal.SIGKILL
-            )  # the worker dies; its nanny restarts it, Dask re-runs the trial
+        if step == die_at:  # the worker dies once; its nanny restarts it, Dask re-runs the trial
+            die_once(marker, settle=0.3)
     size = sum(f.stat().st_size for f in Path(folder).iterdir()) if saves else 0
     jd.report(  # the figures, as one more report after the last step
         step=steps,
@@ -81,16 +78,14 @@ def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
 
 def one_trial(client, params: dict, root: Path):
     """``train`` as a 1-trial experiment on ``client``, checkpointing under ``root``: its record."""
-    import jupyter_dist as jd
-
-    exp = jd.hpo(
+    exp, _ = _runner.hpo(
         train,
         params,
+        client,
         trials=1,
         metric="loss",
         mode="min",
-        cluster=client,
-        progress=False,
+        sampler="tpe",
         store=False,
         checkpoint_dir=root / "checkpoints",
     )
@@ -124,48 +119,33 @@ def save_cost(client, every: int, root: Path) -> dict:
 
 
 def main() -> dict:
-    import jupyter_dist as jd
-
-    root = Path(tempfile.mkdtemp(prefix="bench-checkpoints-"))
-    client = jd.get_client("local", n_workers=2, threads_per_worker=1)
-    cpu = CpuMonitor()
-    try:
-        save_cost(client, 10, root)  # warm-up: imports, first save
-        runs: dict[str, list[dict]] = {"with": [], "without": []}
-        for _ in range(ROUNDS):
-            runs["with"].append(killed_run(client, True, root))
-            runs["without"].append(killed_run(client, False, root))
-        costs = [save_cost(client, every, root) for every in (1, 10)]
-    finally:
-        jd.close_local_cluster()
-    contention = cpu.stop()
-    medians = {
-        side: {k: median([r[k] for r in rs]) for k in ("steps_executed", "wall_s")}
-        for side, rs in runs.items()
+    parameters = {
+        "trial": f"{STEPS} steps of an MLP 512-{WIDTH}-{WIDTH}-10, Adam, batch 256; killed at step {DIE_AT}",
+        "checkpoint_every": EVERY,
+        "rounds": ROUNDS,
+        "cluster": "embedded LocalCluster, 2 workers x 1 thread",
     }
-    result = header(
-        "checkpoints",
-        {
-            "trial": f"{STEPS} steps of an MLP 512-{WIDTH}-{WIDTH}-10, Adam, batch 256; killed at step {DIE_AT}",
-            "checkpoint_every": EVERY,
-            "rounds": ROUNDS,
-            "cluster": "embedded LocalCluster, 2 workers x 1 thread",
-        },
-    )
-    result.update(
-        {
-            "median": medians,
-            "all": runs,
-            "save_cost": costs,
-            "ratios": {
+    root = Path(tempfile.mkdtemp(prefix="bench-checkpoints-"))
+    with measuring("checkpoints", parameters, wall=False) as result, local_cluster(timeout=None) as client:
+        save_cost(client, 10, root)  # warm-up: imports, first save
+        sides = {
+            "with": lambda r: killed_run(client, True, root),
+            "without": lambda r: killed_run(client, False, root),
+        }
+        runs = interleave(ROUNDS, sides)
+        costs = [save_cost(client, every, root) for every in (1, 10)]
+        medians = {side: _runner.medians(rs, ("steps_executed", "wall_s")) for side, rs in runs.items()}
+        result.update(
+            median=medians,
+            all=runs,
+            save_cost=costs,
+            ratios={
                 "steps_with_vs_without": medians["with"]["steps_executed"]
                 / medians["without"]["steps_executed"],
                 "wall_with_vs_without": medians["with"]["wall_s"] / medians["without"]["wall_s"],
             },
-            "cpu_contention": contention,
-            "note": contention_note(contention),
-        }
-    )
+        )
+    result["note"] = contention_note(result["cpu_contention"])
     return result
 
 
@@ -184,6 +164,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    outcome = main()
-    print(write_result("checkpoints", outcome))
-    print(summary(outcome))
+    _runner.main("checkpoints", main, summary, quick={"ROUNDS": 1}, doc=__doc__)

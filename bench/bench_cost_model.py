@@ -7,7 +7,7 @@ Dask's own heartbeat, every 2 s at 64 workers). No worker imports torch (~100 MB
 measured point then runs in a fresh kernel process (this script as a child) that connects a ``Client`` to it and
 runs one ``hpo()`` of ``_workloads.sleep_and_report`` trials (they sleep: the CPU they use is the bookkeeping's)
 with the random sampler, ``pruner=None``, the store on (a fresh file per point) and a listener-only view
-(``_common.CountingView``).
+(``_runner.ReportView``).
 
 The points (full size; W = 64 workers, T = 16 threads):
   * ``idle``: the kernel connected, nothing running, 15 s: the cluster's fixed cost (heartbeats, ticks).
@@ -74,22 +74,14 @@ import argparse
 import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from _common import (
-    CountingView,
-    CpuSampler,
-    DaskProcessCluster,
-    die_with_parent,
-    header,
-    least_squares,
-    write_result,
-)
+import _runner
+from _common import CpuSampler, DaskProcessCluster, header, least_squares
+from _runner import ReportView, child_main, in_child
 from _workloads import sleep_and_report
 from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -177,31 +169,21 @@ def _event_times(dask_scheduler=None) -> list[float]:
 def _preimport() -> None:
     """On each worker once it starts: what a trial's task imports, which would otherwise land in the first
     point's ramp on every worker (~1 s of CPU each)."""
-    import jupyter_dist.runtime  # noqa: F401
 
 
 # --- one point, in a fresh kernel process -------------------------------------------------------------------
 def run_point(point: Point, cluster: dict) -> dict:
     from distributed import Client
 
-    import jupyter_dist
     from jupyter_dist import space
 
     client = Client(cluster["address"], set_as_default=False)
     try:
         client.wait_for_workers(cluster["workers"], timeout=120)
         # The kernel's own first experiment (imports, connections), outside the measurement.
-        jupyter_dist.hpo(
-            sleep_and_report,
-            {"x": 0.5, "seconds": 0.01, "rate": 1},
-            trials=8,
-            parallel=8,
-            metric="v",
-            sampler="random",
-            pruner=None,
-            cluster=client,
-            progress=False,
-            store=False,
+        warm = {"x": 0.5, "seconds": 0.01, "rate": 1}
+        _runner.hpo(
+            sleep_and_report, warm, client, trials=8, parallel=8, metric="v", pruner=None, store=False
         )
         client.register_plugin(EventCounter(), name=EVENT_COUNTER)
         groups = {"scheduler": [cluster["scheduler_pid"]], "workers": cluster["worker_pids"]}
@@ -212,18 +194,17 @@ def run_point(point: Point, cluster: dict) -> dict:
             if point.kind == "idle":
                 time.sleep(point.seconds)
             else:
-                exp = jupyter_dist.hpo(
+                exp, _ = _runner.hpo(
                     sleep_and_report,
                     {"x": space.uniform(0, 1), "seconds": point.seconds, "rate": point.rate},
+                    client,
                     trials=point.trials,
                     parallel=point.at_once,
                     metric="v",
-                    sampler="random",
                     pruner=None,
                     seed=0,
                     name="cost-model",
-                    cluster=client,
-                    progress=CountingView,
+                    progress=ReportView,
                     store=os.path.join(folder, "experiments.sqlite"),
                 )
             wall = time.perf_counter() - t0
@@ -242,7 +223,7 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
         records, view = [], None
     else:
         records = exp.trial_records()
-        view = CountingView.last
+        view = ReportView.last
         starts = sorted(r.started for r in records)
         ends = sorted(r.started + (r.duration or 0.0) for r in records)
         full = starts[min(point.at_once, len(starts)) - 1]  # when the N-th trial began
@@ -495,19 +476,8 @@ def check(points: list[dict], fitted: dict) -> list[dict]:
 
 # --- the parent -------------------------------------------------------------------------------------------------
 def _child(point: Point, cluster_file: str) -> dict:
-    cmd = [sys.executable, __file__, "--point", json.dumps(asdict(point)), "--cluster-file", cluster_file]
-    timeout = 4 * point.seconds + 300
-    try:
-        done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=die_with_parent
-        )
-    except subprocess.TimeoutExpired as e:
-        return {"point": asdict(point), "label": point.label, "error": f"timed out after {timeout:.0f} s",
-                "stderr": str(e.stderr)[-3000:]}  # fmt: skip
-    if done.returncode:
-        return {"point": asdict(point), "label": point.label, "error": f"exit {done.returncode}",
-                "stderr": done.stderr[-3000:]}  # fmt: skip
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    args = ["--point", json.dumps(asdict(point)), "--cluster-file", cluster_file]
+    return in_child(args, 4 * point.seconds + 300, label={"point": asdict(point), "label": point.label})
 
 
 def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
@@ -518,7 +488,17 @@ def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
     return res
 
 
-def main(workers: int, threads: int, seconds: float) -> dict:
+def main(
+    workers: int, threads: int, point_seconds: float, quick: bool, point: str | None, cluster_file: str | None
+) -> dict | None:
+    if point:  # one point, in a child process
+        return child_main(run_point(Point(**json.loads(point)), json.loads(Path(cluster_file).read_text())))
+    if quick:
+        workers, threads, point_seconds = QUICK["workers"], QUICK["threads"], QUICK["point_seconds"]
+    return measure(workers, threads, point_seconds)
+
+
+def measure(workers: int, threads: int, seconds: float) -> dict:
     wall0 = time.perf_counter()
     cluster = DaskProcessCluster(workers, threads, CLUSTER_ENV)
     points: list[dict] = []
@@ -553,7 +533,7 @@ def main(workers: int, threads: int, seconds: float) -> dict:
             "cluster_env": CLUSTER_ENV,
             "point_seconds": seconds,
             "run": "hpo(sleep_and_report, {'x': space.uniform(0, 1), 'seconds': S, 'rate': R}, trials=, "
-            "parallel=N, metric='v', sampler='random', pruner=None, seed=0, progress=CountingView, "
+            "parallel=N, metric='v', sampler='random', pruner=None, seed=0, progress=ReportView, "
             "store=<fresh file>) from a fresh kernel process per point",
             "model": "cores_p = a + b trials/s + c reports/s [+ d running] [+ e events/s], least squares over the "
             "unsaturated points but the held-out ones",
@@ -674,29 +654,15 @@ def summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=WORKERS)
     parser.add_argument("--threads", type=int, default=THREADS)
     parser.add_argument(
         "--point-seconds", type=float, default=POINT_S, help="each point's trial length / span"
     )
-    parser.add_argument("--quick", action="store_true", help=f"smoke sizes: {QUICK}")
     parser.add_argument("--point", help=argparse.SUPPRESS)  # one point, in a child process
     parser.add_argument("--cluster-file", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.point:
-        cluster_info = json.loads(Path(args.cluster_file).read_text())
-        print(json.dumps(run_point(Point(**json.loads(args.point)), cluster_info)))
-    else:
-        sizes = dict(QUICK) if args.quick else {}
-        sizes = {
-            "workers": args.workers,
-            "threads": args.threads,
-            "point_seconds": args.point_seconds,
-            **sizes,
-        }
-        res = main(sizes["workers"], sizes["threads"], sizes["point_seconds"])
-        path = write_result("cost_model", res)
-        print(summary(res))
-        print(f"  -> {path}")
+
+
+if __name__ == "__main__":
+    _runner.main("cost_model", main, summary, _arguments, quick={}, doc=__doc__)  # --quick: QUICK's sizes

@@ -15,7 +15,7 @@ counts too; the idle rate measured before the runs says how much). The three way
 rotating each round, on one cluster.
 
 Run: ``.venv/bin/python bench/bench_data_by_reference.py`` (~6.5 min; writes bench/results/data_by_reference.json);
-``BENCH_DATA_MB=5 BENCH_TRIALS=8 BENCH_ROUNDS=1 BENCH_RESULTS=/tmp/x`` for a smoke run.
+``--quick`` (or ``BENCH_DATA_MB=5 BENCH_TRIALS=8 BENCH_ROUNDS=1 BENCH_RESULTS=/tmp/x``) for a smoke run.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from __future__ import annotations
 import os
 import time
 
-from _common import CpuMonitor, contention_note, header, median, write_result
+import _runner
+from _common import contention_note, median
+from _runner import interleave, measuring
 
 DATA_MB = float(os.environ.get("BENCH_DATA_MB", 500))
 TRIALS = int(os.environ.get("BENCH_TRIALS", 32))
@@ -58,7 +60,7 @@ def loopback_bytes() -> int:
     return psutil.net_io_counters(pernic=True)["lo"].bytes_sent
 
 
-def one_run(way: str, array, client) -> dict:
+def one_run(way: str, array, client, round_no: int) -> dict:
     import dask
 
     import jupyter_dist as jd
@@ -67,65 +69,59 @@ def one_run(way: str, array, client) -> dict:
     fn = jd.with_parameters(train, data=array) if way == "with_parameters" else closing_over(array)
     threshold = None if way == "pickled" else "1 MiB"
     with dask.config.set({"jupyter_dist.scatter-threshold": threshold}):
-        sent0, t0 = loopback_bytes(), time.perf_counter()
-        exp = jd.hpo(
+        sent0 = loopback_bytes()
+        exp, wall = _runner.hpo(
             fn,
             {"x": space.uniform(0, 1)},
+            client,
             trials=TRIALS,
             metric="v",
-            sampler="random",
             pruner=None,
-            cluster=client,
-            progress=False,
             store=False,
             parallel=2,
         )
-        wall = time.perf_counter() - t0
         sent = loopback_bytes() - sent0
     assert exp.state == "completed" and len(exp.trials) == TRIALS, exp
-    return {
-        "way": way,
-        "wall_s": wall,
-        "loopback_bytes": sent,
-        "completed": int((exp.trials.state == "completed").sum()),
-    }
+    completed = int((exp.trials.state == "completed").sum())
+    return {"way": way, "wall_s": wall, "loopback_bytes": sent, "completed": completed, "round": round_no}
 
 
-def main() -> None:
+def _show(round_no: int, way: str, run: dict) -> str:
+    return f"  round {round_no} {way:>15}: {run['wall_s']:6.1f} s, {run['loopback_bytes'] / 1e9:7.2f} GB over loopback"
+
+
+def main() -> dict:
     import numpy as np
 
     import jupyter_dist as jd
 
+    parameters = {
+        "data_mb": DATA_MB,
+        "trials": TRIALS,
+        "rounds": ROUNDS,
+        "trial_s": TRIAL_S,
+        "parallel": 2,
+        "ways": WAYS,
+    }
     array = np.random.default_rng(0).random(int(DATA_MB * 1e6 / 8))
     client = jd.get_client("local", n_workers=2, threads_per_worker=1)
     idle0, t0 = loopback_bytes(), time.monotonic()
     time.sleep(5)
     idle_rate = (loopback_bytes() - idle0) / (time.monotonic() - t0)
-    cpu = CpuMonitor()
-    runs = []
-    try:
-        for round_no in range(ROUNDS):
-            order = WAYS[round_no % len(WAYS) :] + WAYS[: round_no % len(WAYS)]
-            for way in order:
-                run = one_run(way, array, client)
-                run["round"] = round_no
-                runs.append(run)
-                print(
-                    f"  round {round_no} {way:>15}: {run['wall_s']:6.1f} s, "
-                    f"{run['loopback_bytes'] / 1e9:7.2f} GB over loopback",
-                    flush=True,
-                )
-    finally:
-        jd.close_local_cluster()
-    contention = cpu.stop()
-
-    by_way = {}
-    for way in WAYS:
-        mine = [r for r in runs if r["way"] == way]
-        by_way[way] = {
-            "median_wall_s": median([r["wall_s"] for r in mine]),
-            "median_loopback_gb": median([r["loopback_bytes"] for r in mine]) / 1e9,
+    with measuring("data_by_reference", parameters, wall=False) as result:
+        orders: list[list[str]] = []
+        try:
+            sides = {way: lambda r, w=way: one_run(w, array, client, r) for way in WAYS}
+            runs = interleave(ROUNDS, sides, "rotate", _show, orders)
+        finally:
+            jd.close_local_cluster()
+    by_way = {
+        way: {
+            "median_wall_s": median([r["wall_s"] for r in rs]),
+            "median_loopback_gb": median([r["loopback_bytes"] for r in rs]) / 1e9,
         }
+        for way, rs in runs.items()
+    }
     ratios = {
         way: {
             "bytes_pickled_over_this": by_way["pickled"]["median_loopback_gb"]
@@ -134,34 +130,29 @@ def main() -> None:
         }
         for way in ("automatic", "with_parameters")
     }
-    result = header(
-        "data_by_reference",
-        {
-            "data_mb": DATA_MB,
-            "trials": TRIALS,
-            "rounds": ROUNDS,
-            "trial_s": TRIAL_S,
-            "parallel": 2,
-            "ways": WAYS,
-        },
-    )
+    contention = result.pop("cpu_contention")
     result.update(
         idle_loopback_bytes_per_s=idle_rate,
-        runs=runs,
+        runs=[runs[way][r] for r, turn in enumerate(orders) for way in turn],  # in the order they ran
         by_way=by_way,
         ratios=ratios,
         cpu_contention=contention,
     )
-    path = write_result("data_by_reference", result)
-    for way, figures in by_way.items():
-        print(f"{way:>15}: median {figures['median_wall_s']:.1f} s, {figures['median_loopback_gb']:.2f} GB")
-    for way, r in ratios.items():
-        print(
-            f"pickled / {way}: {r['bytes_pickled_over_this']:.1f}x the bytes, {r['wall_pickled_over_this']:.2f}x the time"
-        )
-    print(contention_note(contention))
-    print(f"wrote {path}")
+    return result
+
+
+def summary(result: dict) -> str:
+    lines = [
+        f"{way:>15}: median {figures['median_wall_s']:.1f} s, {figures['median_loopback_gb']:.2f} GB"
+        for way, figures in result["by_way"].items()
+    ]
+    lines += [
+        f"pickled / {way}: {r['bytes_pickled_over_this']:.1f}x the bytes, {r['wall_pickled_over_this']:.2f}x the time"
+        for way, r in result["ratios"].items()
+    ]
+    return "\n".join([*lines, contention_note(result["cpu_contention"])])
 
 
 if __name__ == "__main__":
-    main()
+    quick = {"DATA_MB": 5.0, "TRIALS": 8, "ROUNDS": 1}
+    _runner.main("data_by_reference", main, summary, quick=quick, doc=__doc__)

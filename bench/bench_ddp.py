@@ -16,9 +16,10 @@ Run: ``.venv/bin/python bench/bench_ddp.py`` (writes bench/results/ddp.json). Ta
 from __future__ import annotations
 
 import os
-import socket
 
-from _common import CpuMonitor, contention_note, header, median, write_result
+import _runner
+from _common import contention_note, free_port, median
+from _runner import interleave, local_cluster, measuring
 from _workloads import COMPUTE_BATCH, COMPUTE_WIDTH, data_parallel_mlp
 
 WIDTH = COMPUTE_WIDTH
@@ -59,9 +60,7 @@ def plain_torch_ddp(world: int = 2) -> float:
     """Samples/s of the same training under DistributedDataParallel in processes started by torch itself."""
     import torch.multiprocessing as mp
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     context = mp.get_context("spawn")
     results = context.Queue()
     # Starting the LocalCluster put Dask's MALLOC_TRIM_THRESHOLD_ into this process's environment; the reference
@@ -82,62 +81,57 @@ def plain_torch_ddp(world: int = 2) -> float:
     return rate
 
 
-def main() -> dict:
+def _ranked(client, ranks: int, steps: int) -> float:
     import jupyter_dist as jd
 
-    cpu = CpuMonitor()
-    client = jd.get_client("local", n_workers=2, threads_per_worker=1)
-    jd.data_parallel(  # warm up
+    exp = jd.data_parallel(
         data_parallel_mlp,
-        workers=2,
+        workers=ranks,
         threads_per_rank=1,
         cluster=client,
         progress=False,
-        steps=3,
+        steps=steps,
         warmup=WARMUP,
     )
-    runs = {"plain": [], "ranks_1": [], "ranks_2": [], "torch_ddp_2": []}
-    for repeat in range(REPEATS):
-        runs["plain"].append(plain_loop())
-        for ranks in (1, 2):
-            exp = jd.data_parallel(
-                data_parallel_mlp,
-                workers=ranks,
-                threads_per_rank=1,
-                cluster=client,
-                progress=False,
-                steps=STEPS,
-                warmup=WARMUP,
-            )
-            runs[f"ranks_{ranks}"].append(exp.result["samples_per_s"])
-        runs["torch_ddp_2"].append(plain_torch_ddp(2))
-        print(f"  repeat {repeat}: " + ", ".join(f"{k} {v[-1]:,.0f}/s" for k, v in runs.items()), flush=True)
-    jd.close_local_cluster()  # before stop(): the workers' CPU time is counted as ours once they are reaped
-    medians = {k: median(v) for k, v in runs.items()}
-    scaling = medians["ranks_2"] / medians["ranks_1"]
-    result = header(
-        "ddp",
-        {
-            "width": WIDTH,
-            "per_rank_batch": PER_RANK_BATCH,
-            "steps": STEPS,
-            "warmup": WARMUP,
-            "repeats": REPEATS,
-        },
-    )
-    result.update(
-        samples_per_s=runs,
-        median_samples_per_s=medians,
-        scaling_2_over_1=scaling,
-        efficiency_2=scaling / 2,
-        one_rank_over_plain_loop=medians["ranks_1"] / medians["plain"],
-        two_ranks_over_torch_ddp=medians["ranks_2"] / medians["torch_ddp_2"],
-        torch_ddp_scaling_over_plain_loop=medians["torch_ddp_2"] / medians["plain"],
-        target={"scaling_at_least": TARGET_SCALING},
-        met=scaling >= TARGET_SCALING,
-        cpu_contention=cpu.stop(),
-    )
+    return exp.result["samples_per_s"]
+
+
+def main() -> dict:
+    parameters = {
+        "width": WIDTH,
+        "per_rank_batch": PER_RANK_BATCH,
+        "steps": STEPS,
+        "warmup": WARMUP,
+        "repeats": REPEATS,
+    }
+    with measuring("ddp", parameters, wall=False) as result:
+        with local_cluster(timeout=None) as client:
+            _ranked(client, 2, 3)  # warm up
+            sides = {
+                "plain": lambda r: plain_loop(),
+                "ranks_1": lambda r: _ranked(client, 1, STEPS),
+                "ranks_2": lambda r: _ranked(client, 2, STEPS),
+                "torch_ddp_2": lambda r: plain_torch_ddp(2),
+            }
+            runs = interleave(REPEATS, sides, show=_show)
+        medians = {k: median(v) for k, v in runs.items()}
+        scaling = medians["ranks_2"] / medians["ranks_1"]
+        result.update(
+            samples_per_s=runs,
+            median_samples_per_s=medians,
+            scaling_2_over_1=scaling,
+            efficiency_2=scaling / 2,
+            one_rank_over_plain_loop=medians["ranks_1"] / medians["plain"],
+            two_ranks_over_torch_ddp=medians["ranks_2"] / medians["torch_ddp_2"],
+            torch_ddp_scaling_over_plain_loop=medians["torch_ddp_2"] / medians["plain"],
+            target={"scaling_at_least": TARGET_SCALING},
+            met=scaling >= TARGET_SCALING,
+        )
     return result
+
+
+def _show(repeat: int, side: str, rate: float) -> str:
+    return f"  repeat {repeat}: {side} {rate:,.0f}/s"
 
 
 def summary(result: dict) -> str:
@@ -161,7 +155,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    res = main()
-    out = write_result("ddp", res)
-    print(summary(res))
-    print(f"-> {out}")
+    _runner.main("ddp", main, summary, quick={"STEPS": 5, "REPEATS": 1}, doc=__doc__)

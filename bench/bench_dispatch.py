@@ -5,7 +5,8 @@ warm-up each. For reference, Optuna's own in-memory sequential loop on a no-op o
 kernel process's CPU seconds (user + system; with the embedded cluster that includes Dask's scheduler) are taken
 around each run, so the JSON also gives kernel CPU per trial and per raw task.
 
-``measure()`` is the interleaved comparison alone, which bench_scalability runs as its "dispatch" shape.
+``measure()`` is the interleaved comparison alone, which bench_scalability runs as its "dispatch" shape;
+``run_ours()`` the 1000 trials, which bench_store, bench_tracking, bench_gateway and bench_network time.
 
 Run: ``.venv/bin/python bench/bench_dispatch.py`` (writes bench/results/dispatch.json).
 """
@@ -14,44 +15,31 @@ from __future__ import annotations
 
 import time
 
-from _common import CpuMonitor, contention_note, header, median, process_cpu_s, write_result
+import _runner
+from _common import contention_note, median, process_cpu_s
+from _runner import CLUSTER, local_cluster, measuring, timed
 from _workloads import noop
 
 N = 1000
 WARMUP = 50
 REPEATS = 3
-N_WORKERS = 2
-THREADS_PER_WORKER = 1
 TARGET_TRIALS_PER_S = 100.0
 TARGET_RATIO = 0.8  # issue 26 (0.5 before it)
 
 
 def run_raw(client, n: int) -> float:
-    t0 = time.perf_counter()
-    results = client.gather(client.map(noop, range(n), pure=False))
-    elapsed = time.perf_counter() - t0
+    results, elapsed = timed(client.gather, client.map(noop, range(n), pure=False))
     assert len(results) == n
     return elapsed
 
 
 def run_ours(client, n: int, store=None) -> tuple[float, dict]:
     """``store``: hpo()'s (None, the default store; a path; False, none)."""
-    import jupyter_dist
     from jupyter_dist import space
 
-    t0 = time.perf_counter()
-    exp = jupyter_dist.hpo(
-        noop,
-        {"x": space.uniform(0, 1)},
-        trials=n,
-        metric="x",
-        sampler="random",
-        seed=0,
-        cluster=client,
-        progress=False,
-        store=store,
+    exp, elapsed = _runner.hpo(
+        noop, {"x": space.uniform(0, 1)}, client, trials=n, metric="x", seed=0, store=store
     )
-    elapsed = time.perf_counter() - t0
     counts = exp.counts()
     assert counts["completed"] == n, counts
     return elapsed, counts
@@ -62,13 +50,7 @@ def run_optuna(n: int) -> float:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
-
-    def objective(trial):
-        return trial.suggest_float("x", 0, 1)
-
-    t0 = time.perf_counter()
-    study.optimize(objective, n_trials=n)
-    elapsed = time.perf_counter() - t0
+    _, elapsed = timed(study.optimize, lambda trial: trial.suggest_float("x", 0, 1), n_trials=n)
     assert len(study.trials) == n
     return elapsed
 
@@ -113,82 +95,54 @@ def measure(client, n: int = N, repeats: int = REPEATS, warmup: int = WARMUP, st
 
 def _rates(seconds: list[float], n: int) -> dict:
     rates = [n / s for s in seconds]
-    return {
-        "seconds": seconds,
-        "per_s": rates,
-        "best_per_s": max(rates),
-        "median_per_s": median(rates),
-    }
+    return {"seconds": seconds, "per_s": rates, "best_per_s": max(rates), "median_per_s": median(rates)}
 
 
 def main() -> dict:
-    import jupyter_dist
-
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    t0 = time.perf_counter()
-    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
-    try:
-        client.wait_for_workers(N_WORKERS, timeout=60)
-        cluster_start_s = time.perf_counter() - t0
-
-        measured = measure(client, N, REPEATS, WARMUP)
-        run_optuna(WARMUP)  # Optuna's first study
-        optuna_s = [run_optuna(N) for _ in range(REPEATS)]
-        scheduler_workers = {
-            addr: {"nthreads": w.get("nthreads")}
-            for addr, w in client.scheduler_info(n_workers=-1)["workers"].items()
-        }
-    finally:
-        jupyter_dist.close_local_cluster()
-    cpu_contention = cpu.stop()
-
-    raw, ours = measured["raw_dask"], measured["ours"]
-    optuna_ref = _rates(optuna_s, N)
-    ratio_median = measured["ratio_ours_over_raw"]["median"]
-    met_rate = ours["median_per_s"] >= TARGET_TRIALS_PER_S
-    met_ratio = ratio_median >= TARGET_RATIO
-    result = header(
-        "dispatch",
-        {
-            "trials": N,
-            "warmup": WARMUP,
-            "repeats": REPEATS,
-            "cluster": f"jupyter_dist.get_client('local', n_workers={N_WORKERS}, threads_per_worker={THREADS_PER_WORKER})",
-            "ours": "hpo(noop, {'x': space.uniform(0, 1)}, trials=1000, metric='x', sampler='random', seed=0, "
-            "cluster=client, progress=False); timed around the whole hpo() call",
-            "raw": "client.gather(client.map(noop, range(1000), pure=False))",
-            "optuna_reference": "optuna.create_study(sampler=RandomSampler(seed=0)).optimize(objective, n_trials=1000), "
-            "in memory, logging WARNING",
-            "order": "raw and ours interleaved per repeat, then the Optuna reference",
-            "kernel_cpu": "this process's user + system CPU seconds around each run (the embedded scheduler "
-            "included)",
-        },
-    )
-    result.update(
-        {
-            "cluster_start_s": cluster_start_s,
-            "workers": scheduler_workers,
-            "raw_dask": raw,
-            "ours": ours,
-            "optuna_in_memory_reference": optuna_ref,
-            "ratio_ours_over_raw": measured["ratio_ours_over_raw"],
-            "target": {
+    parameters = {
+        "trials": N,
+        "warmup": WARMUP,
+        "repeats": REPEATS,
+        "cluster": CLUSTER,
+        "ours": "hpo(noop, {'x': space.uniform(0, 1)}, trials=1000, metric='x', sampler='random', seed=0, "
+        "cluster=client, progress=False); timed around the whole hpo() call",
+        "raw": "client.gather(client.map(noop, range(1000), pure=False))",
+        "optuna_reference": "optuna.create_study(sampler=RandomSampler(seed=0)).optimize(objective, "
+        "n_trials=1000), in memory, logging WARNING",
+        "order": "raw and ours interleaved per repeat, then the Optuna reference",
+        "kernel_cpu": "this process's user + system CPU seconds around each run (the embedded scheduler "
+        "included)",
+    }
+    with measuring("dispatch", parameters) as result:
+        t0 = time.perf_counter()
+        with local_cluster() as client:
+            cluster_start_s = time.perf_counter() - t0
+            measured = measure(client, N, REPEATS, WARMUP)
+            run_optuna(WARMUP)  # Optuna's first study
+            optuna_s = [run_optuna(N) for _ in range(REPEATS)]
+            workers = client.scheduler_info(n_workers=-1)["workers"]
+        ours, ratio = measured["ours"], measured["ratio_ours_over_raw"]
+        met_rate, met_ratio = ours["median_per_s"] >= TARGET_TRIALS_PER_S, ratio["median"] >= TARGET_RATIO
+        result.update(
+            cluster_start_s=cluster_start_s,
+            workers={addr: {"nthreads": w.get("nthreads")} for addr, w in workers.items()},
+            raw_dask=measured["raw_dask"],
+            ours=ours,
+            optuna_in_memory_reference=_rates(optuna_s, N),
+            ratio_ours_over_raw=ratio,
+            target={
                 "trials_per_s": TARGET_TRIALS_PER_S,
                 "ratio_ours_over_raw": TARGET_RATIO,
                 "judged_on": "median of the repeats",
             },
-            "met": {"trials_per_s": met_rate, "ratio": met_ratio, "all": met_rate and met_ratio},
-            "cpu_contention": cpu_contention,
-            "wall_s": time.perf_counter() - wall0,
-        }
-    )
+            met={"trials_per_s": met_rate, "ratio": met_ratio, "all": met_rate and met_ratio},
+        )
     return result
 
 
 def summary(result: dict) -> str:
     r, o, q = result["raw_dask"], result["ours"], result["optuna_in_memory_reference"]
-    ratio = result["ratio_ours_over_raw"]
+    ratio, target, met = result["ratio_ours_over_raw"], result["target"], result["met"]
     return "\n".join(
         [
             f"dispatch, {result['parameters']['trials']} no-op trials/tasks, best/median of {len(r['seconds'])}:",
@@ -198,17 +152,12 @@ def summary(result: dict) -> str:
             f"  kernel CPU           {r['kernel_cpu_ms_per_task']:8.2f} ms/task (raw), "
             f"{o['kernel_cpu_ms_per_trial']:.2f} ms/trial (ours), medians",
             f"  Optuna in-memory     {q['best_per_s']:8.1f} / {q['median_per_s']:8.1f} trials/s (reference)",
-            f"  target >= {result['target']['trials_per_s']:.0f} trials/s: "
-            f"{'met' if result['met']['trials_per_s'] else 'NOT met'}; "
-            f">= {result['target']['ratio_ours_over_raw']:.0%} of raw: "
-            f"{'met' if result['met']['ratio'] else 'NOT met'}",
+            f"  target >= {target['trials_per_s']:.0f} trials/s: {'met' if met['trials_per_s'] else 'NOT met'}; "
+            f">= {target['ratio_ours_over_raw']:.0%} of raw: {'met' if met['ratio'] else 'NOT met'}",
             contention_note(result["cpu_contention"]),
         ]
     )
 
 
 if __name__ == "__main__":
-    res = main()
-    path = write_result("dispatch", res)
-    print(summary(res))
-    print(f"  -> {path}")
+    _runner.main("dispatch", main, summary, quick={"N": 100, "WARMUP": 10, "REPEATS": 1}, doc=__doc__)

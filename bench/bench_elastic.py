@@ -20,35 +20,30 @@ that lost one finishes sooner. After each kill a new worker process replaces the
 every job starts on 3 warm workers.
 
 Run: ``.venv/bin/python bench/bench_elastic.py`` (writes bench/results/elastic.json); ``--quick``: k=5, one repeat,
-to bench/results unless BENCH_RESULTS says elsewhere.
+to a temporary folder unless BENCH_RESULTS says where.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import CpuMonitor, contention_note, free_port, header, median, write_result
+import _runner
+from _common import DaskProcessCluster, contention_note, median
+from _runner import measuring
+from _workloads import die_once
 
 STEPS = 120
 KILL_AT = 57  # mid-interval for both k: k=5 redoes 2 steps (checkpoint 55), k=20 redoes 17 (checkpoint 40)
 EVERY = (5, 20)
 REPEATS = 3
 WORKERS = 3
-DASK = str(Path(sys.executable).with_name("dask"))
-QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
 
 def train(every=5, kill_once=None, steps=STEPS, kill_at=KILL_AT):
     """Runs on the ranks (shipped by value: this script is __main__)."""
-    import os
-    import signal
     import time
 
     import torch
@@ -75,10 +70,8 @@ def train(every=5, kill_once=None, steps=STEPS, kill_at=KILL_AT):
             optimiser.step()
             time.sleep(0.02)  # the rest of a real step (a bigger model, a data pipeline)
             jd.report(step=step, world=jd.world_size())
-            last = jd.world_size() == WORKERS and jd.rank() == WORKERS - 1
-            if step == kill_at and last and kill_once and not os.path.exists(kill_once):
-                open(kill_once, "w").close()
-                os.kill(os.getpid(), signal.SIGKILL)
+            if step == kill_at and kill_once and jd.world_size() == WORKERS and jd.rank() == WORKERS - 1:
+                die_once(kill_once)
             if step % every == 0:
                 jd.checkpoint(step, {**state, "epoch": epoch})
             step += 1
@@ -99,33 +92,18 @@ def warm_imports() -> bool:
     return True
 
 
-class Cluster:
+class Cluster(DaskProcessCluster):
     """A `dask scheduler` and one-thread `dask worker --no-nanny` processes on 127.0.0.1, started (and stopped,
     by PID) here; a worker killed stays gone until ``refill()`` starts another."""
 
     def __init__(self) -> None:
-        port = free_port()
-        self.address = f"tcp://127.0.0.1:{port}"
-        scheduler = [
-            DASK,
-            "scheduler",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--dashboard-address",
-            ":0",
-        ]
-        self.processes = [subprocess.Popen(scheduler, **QUIET)]
+        super().__init__(WORKERS, 1, scheduler_args=("--dashboard-address", ":0"), worker_args=())
         self.refill()
 
     def refill(self) -> None:
         import jupyter_dist as jd
 
-        alive = [p for p in self.processes[1:] if p.poll() is None]
-        for _ in range(WORKERS - len(alive)):
-            worker = [DASK, "worker", self.address, "--no-nanny", "--nthreads", "1", "--no-dashboard"]
-            self.processes.append(subprocess.Popen(worker, **QUIET))
+        self.spawn(WORKERS - sum(p.poll() is None for p in self.procs[1:]))
         deadline = time.monotonic() + 60
         while True:  # the scheduler may not listen yet, nor have dropped the killed worker
             try:
@@ -145,14 +123,7 @@ class Cluster:
         import jupyter_dist as jd
 
         jd.runtime.forget_cluster(self.address)
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(30)
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        super().close()
 
 
 def back_where_it_was(before, after) -> dict:
@@ -215,58 +186,60 @@ def run_once(jd, cluster: Cluster, way: str, every: int, root: Path) -> dict:
 WAYS = ("baseline", "elastic", "by_hand_checkpoint", "by_hand_zero")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="k=5, one repeat")
-    args = parser.parse_args()
-    every = (5,) if args.quick else EVERY
-    repeats = 1 if args.quick else REPEATS
+def _summary(runs: dict[str, list[dict]]) -> dict:
+    """One k's figures: per way its walls and the medians (and maxima) of what a lost worker cost."""
+    out = {}
+    for way, done in runs.items():
+        walls = [r["wall_s"] for r in done]
+        out[way] = {
+            "wall_s_median": median(walls),
+            "wall_s_min": min(walls),
+            "wall_s_max": max(walls),
+            "steps_redone_median": median([r["steps_redone"] for r in done]),
+            "runs": done,
+        }
+        if way != "baseline":
+            for key in ("lost_s", "recovery_s", "noticed_s"):
+                out[way][f"{key}_median"] = median([r[key] for r in done])
+                out[way][f"{key}_max"] = max(r[key] for r in done)
+    lost = {way: out[way]["lost_s_median"] for way in WAYS[1:]}
+    out["lost_ratio_by_hand_checkpoint_over_elastic"] = lost["by_hand_checkpoint"] / lost["elastic"]
+    out["lost_ratio_by_hand_zero_over_elastic"] = lost["by_hand_zero"] / lost["elastic"]
+    recovery = {way: out[way]["recovery_s_median"] for way in WAYS[1:]}
+    out["recovery_ratio_by_hand_checkpoint_over_elastic"] = (
+        recovery["by_hand_checkpoint"] / recovery["elastic"]
+    )
+    return out
+
+
+def main() -> dict:
     import jupyter_dist as jd
 
-    result = header(
-        "elastic",
-        {"steps": STEPS, "kill_at": KILL_AT, "every": list(every), "repeats": repeats, "workers": WORKERS},
-    )
-    monitor = CpuMonitor()
-    cluster = Cluster()
-    run_once(jd, cluster, "baseline", EVERY[0], Path(tempfile.gettempdir()))  # warm-up: imports, first task
-    runs: dict[str, dict[str, list[dict]]] = {str(k): {way: [] for way in WAYS} for k in every}
-    try:
-        with tempfile.TemporaryDirectory() as root:
-            for repeat in range(repeats):
-                for k in every:
-                    for way in WAYS:  # side by side in each repeat: the machine's drift hits all alike
-                        run = run_once(jd, cluster, way, k, Path(root))
-                        runs[str(k)][way].append(run)
-                        print(f"k={k} #{repeat} {way}: {run}", flush=True)
-    finally:
-        cluster.close()
-    contention = monitor.stop()
-
-    by_k = {}
-    for k, ways in runs.items():
-        summary = {}
-        for way, done in ways.items():
-            walls = [r["wall_s"] for r in done]
-            summary[way] = {
-                "wall_s_median": median(walls),
-                "wall_s_min": min(walls),
-                "wall_s_max": max(walls),
-                "steps_redone_median": median([r["steps_redone"] for r in done]),
-                "runs": done,
-            }
-            if way != "baseline":
-                for key in ("lost_s", "recovery_s", "noticed_s"):
-                    summary[way][f"{key}_median"] = median([r[key] for r in done])
-                    summary[way][f"{key}_max"] = max(r[key] for r in done)
-        lost = {way: summary[way]["lost_s_median"] for way in WAYS[1:]}
-        summary["lost_ratio_by_hand_checkpoint_over_elastic"] = lost["by_hand_checkpoint"] / lost["elastic"]
-        summary["lost_ratio_by_hand_zero_over_elastic"] = lost["by_hand_zero"] / lost["elastic"]
-        recovery = {way: summary[way]["recovery_s_median"] for way in WAYS[1:]}
-        summary["recovery_ratio_by_hand_checkpoint_over_elastic"] = (
-            recovery["by_hand_checkpoint"] / recovery["elastic"]
-        )
-        by_k[k] = summary
+    parameters = {
+        "steps": STEPS,
+        "kill_at": KILL_AT,
+        "every": list(EVERY),
+        "repeats": REPEATS,
+        "workers": WORKERS,
+    }
+    with measuring("elastic", parameters, wall=False) as result:
+        cluster = Cluster()
+        run_once(
+            jd, cluster, "baseline", EVERY[0], Path(tempfile.gettempdir())
+        )  # warm-up: imports, first task
+        runs: dict[str, dict[str, list[dict]]] = {str(k): {way: [] for way in WAYS} for k in EVERY}
+        try:
+            with tempfile.TemporaryDirectory() as root:
+                for repeat in range(REPEATS):
+                    for k in EVERY:
+                        for way in WAYS:  # side by side in each repeat: the machine's drift hits all alike
+                            run = run_once(jd, cluster, way, k, Path(root))
+                            runs[str(k)][way].append(run)
+                            print(f"k={k} #{repeat} {way}: {run}", flush=True)
+        finally:
+            cluster.close()
+    by_k = {k: _summary(ways) for k, ways in runs.items()}
+    contention = result.pop("cpu_contention")
     result.update(
         every=by_k,
         target="a lost worker costs the elastic job less time than restarting by hand from the same checkpoint",
@@ -275,20 +248,23 @@ def main() -> None:
         ),
         cpu_contention=contention,
     )
-    path = write_result("elastic", result)
-    for k, s in by_k.items():
-        print(
-            f"k={k}: lost elastic {s['elastic']['lost_s_median']:.1f}s "
-            f"({s['elastic']['steps_redone_median']:g} redone; recovery {s['elastic']['recovery_s_median']:.2f}s, "
-            f"noticed after {s['elastic']['noticed_s_median']:.2f}s), "
-            f"by hand from the checkpoint {s['by_hand_checkpoint']['lost_s_median']:.1f}s "
-            f"(recovery {s['by_hand_checkpoint']['recovery_s_median']:.2f}s, "
-            f"noticed after {s['by_hand_checkpoint']['noticed_s_median']:.2f}s), "
-            f"from zero {s['by_hand_zero']['lost_s_median']:.1f}s -> {path}"
-        )
-    print(contention_note(contention))
+    return result
+
+
+def summary(result: dict) -> str:
+    lines = [
+        f"k={k}: lost elastic {s['elastic']['lost_s_median']:.1f}s "
+        f"({s['elastic']['steps_redone_median']:g} redone; recovery {s['elastic']['recovery_s_median']:.2f}s, "
+        f"noticed after {s['elastic']['noticed_s_median']:.2f}s), "
+        f"by hand from the checkpoint {s['by_hand_checkpoint']['lost_s_median']:.1f}s "
+        f"(recovery {s['by_hand_checkpoint']['recovery_s_median']:.2f}s, "
+        f"noticed after {s['by_hand_checkpoint']['noticed_s_median']:.2f}s), "
+        f"from zero {s['by_hand_zero']['lost_s_median']:.1f}s"
+        for k, s in result["every"].items()
+    ]
+    return "\n".join([*lines, contention_note(result["cpu_contention"])])
 
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
-    main()
+    _runner.main("elastic", main, summary, quick={"EVERY": (5,), "REPEATS": 1}, doc=__doc__)

@@ -15,7 +15,10 @@ Run: ``.venv/bin/python bench/bench_fsdp.py`` (writes bench/results/fsdp.json).
 
 from __future__ import annotations
 
-from _common import CpuMonitor, contention_note, header, median, write_result
+import _runner
+from _common import contention_note, median
+from _runner import interleave, local_cluster, measuring
+from _workloads import deep_mlp, timed_steps
 
 WIDTH = 2048
 DEPTH = 4
@@ -48,8 +51,7 @@ def train(width=WIDTH, depth=DEPTH, batch=BATCH, steps=STEPS, warmup=WARMUP):
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     torch.manual_seed(0)
-    layers = [m for _ in range(depth) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
-    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
+    model = deep_mlp(width, depth)
     optimiser = torch.optim.Adam(model.parameters(), lr=1e-4)
     model, optimiser = jd.prepare(model, optimiser)
     x, y = torch.randn(batch, width), torch.randint(0, 10, (batch,))
@@ -59,14 +61,7 @@ def train(width=WIDTH, depth=DEPTH, batch=BATCH, steps=STEPS, warmup=WARMUP):
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimiser.step()
 
-    for _ in range(warmup):
-        step()
-    torch.distributed.barrier()
-    started = time.perf_counter()
-    for _ in range(steps):
-        step()
-    torch.distributed.barrier()
-    elapsed = time.perf_counter() - started
+    elapsed = timed_steps(step, steps, warmup, torch.distributed.barrier)
     sampling = False
     sampler.join()
 
@@ -82,64 +77,57 @@ def train(width=WIDTH, depth=DEPTH, batch=BATCH, steps=STEPS, warmup=WARMUP):
     }
 
 
+def one_run(client, strategy: str) -> dict:
+    import jupyter_dist as jd
+
+    # Fresh worker processes: memory an earlier run freed stays in the process (the allocator keeps it), and the
+    # next run's peak would hide in it.
+    client.restart(wait_for_workers=True)
+    exp = jd.data_parallel(
+        train, workers=2, threads_per_rank=1, strategy=strategy, cluster=client, progress=False
+    )
+    return {"rank_0": exp.rank_results[0], "rank_1": exp.rank_results[1]}
+
+
 def main() -> dict:
     import jupyter_dist as jd
 
-    cpu = CpuMonitor()
-    client = jd.get_client("local", n_workers=2, threads_per_worker=1)
-    runs: dict[str, list[dict]] = {"ddp": [], "fsdp": []}
-    try:
-        for strategy in runs:  # warm-up: imports, first process groups
-            jd.data_parallel(train, workers=2, strategy=strategy, cluster=client, progress=False, steps=1)
-        for _ in range(ROUNDS):
-            for strategy in runs:
-                # Fresh worker processes: memory an earlier run freed stays in the process (the allocator keeps
-                # it), and the next run's peak would hide in it.
-                client.restart(wait_for_workers=True)
-                exp = jd.data_parallel(
-                    train, workers=2, threads_per_rank=1, strategy=strategy, cluster=client, progress=False
-                )
-                runs[strategy].append({"rank_0": exp.rank_results[0], "rank_1": exp.rank_results[1]})
-    finally:
-        jd.close_local_cluster()
-    contention = cpu.stop()
-    medians = {
-        strategy: {
-            "samples_per_s": median([r["rank_0"]["samples_per_s"] for r in rs]),
-            "model_state_mb_per_rank": median(
-                [r[k]["model_state_mb"] for r in rs for k in ("rank_0", "rank_1")]
-            ),
-            "peak_rss_growth_mb_per_rank": median(
-                [r[k]["peak_rss_growth_mb"] for r in rs for k in ("rank_0", "rank_1")]
-            ),
-        }
-        for strategy, rs in runs.items()
+    parameters = {
+        "model": f"MLP, {DEPTH} x Linear({WIDTH}, {WIDTH}) + Linear({WIDTH}, 10), Adam",
+        "per_rank_batch": BATCH,
+        "steps": STEPS,
+        "rounds": ROUNDS,
+        "cluster": "embedded LocalCluster, 2 workers x 1 thread, gloo",
     }
-    result = header(
-        "fsdp",
-        {
-            "model": f"MLP, {DEPTH} x Linear({WIDTH}, {WIDTH}) + Linear({WIDTH}, 10), Adam",
-            "per_rank_batch": BATCH,
-            "steps": STEPS,
-            "rounds": ROUNDS,
-            "cluster": "embedded LocalCluster, 2 workers x 1 thread, gloo",
-        },
-    )
-    fsdp, ddp = medians["fsdp"], medians["ddp"]
-    result.update(
-        {
-            "median": medians,
-            "all": runs,
-            "ratios_fsdp_vs_ddp": {
+    with measuring("fsdp", parameters, wall=False) as result:
+        with local_cluster(timeout=None) as client:
+            for strategy in ("ddp", "fsdp"):  # warm-up: imports, first process groups
+                jd.data_parallel(train, workers=2, strategy=strategy, cluster=client, progress=False, steps=1)
+            runs = interleave(ROUNDS, {s: lambda r, s=s: one_run(client, s) for s in ("ddp", "fsdp")})
+
+        def per_rank(rs: list[dict], key: str) -> float:
+            return median([r[k][key] for r in rs for k in ("rank_0", "rank_1")])
+
+        medians = {
+            strategy: {
+                "samples_per_s": median([r["rank_0"]["samples_per_s"] for r in rs]),
+                "model_state_mb_per_rank": per_rank(rs, "model_state_mb"),
+                "peak_rss_growth_mb_per_rank": per_rank(rs, "peak_rss_growth_mb"),
+            }
+            for strategy, rs in runs.items()
+        }
+        fsdp, ddp = medians["fsdp"], medians["ddp"]
+        result.update(
+            median=medians,
+            all=runs,
+            ratios_fsdp_vs_ddp={
                 "samples_per_s": fsdp["samples_per_s"] / ddp["samples_per_s"],
                 "model_state_per_rank": fsdp["model_state_mb_per_rank"] / ddp["model_state_mb_per_rank"],
                 "peak_rss_growth_per_rank": fsdp["peak_rss_growth_mb_per_rank"]
                 / ddp["peak_rss_growth_mb_per_rank"],
             },
-            "cpu_contention": contention,
-            "note": contention_note(contention),
-        }
-    )
+        )
+    result["note"] = contention_note(result["cpu_contention"])
     return result
 
 
@@ -152,6 +140,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    outcome = main()
-    print(write_result("fsdp", outcome))
-    print(summary(outcome))
+    _runner.main("fsdp", main, summary, quick={"ROUNDS": 1}, doc=__doc__)

@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-import bench_dispatch
+import _runner
 import bench_streaming
-from _common import CpuMonitor, contention_note, free_port, header, median, write_result
+from _common import contention_note, free_port, median
+from _runner import measuring
 
 ROUNDS = 3
 DISPATCH_TRIALS = 300
@@ -115,23 +116,11 @@ def wait_http(url: str, timeout: float = 60) -> None:
 
 
 def channel_figures(client) -> dict:
-    seconds, _ = bench_dispatch.run_ours(client, DISPATCH_TRIALS)
-    # A pruner asked at every report: each report leaves within 5 ms, so the latency is the network's, not
-    # the up-to-0.2 s wait of reports nobody decides on.
-    stream = bench_streaming.run_ours(client, STREAM_SECONDS, STREAM_RATE, bench_streaming.never_prunes())
-    return {
-        "dispatch_trials_per_s": DISPATCH_TRIALS / seconds,
-        "stream_delivered_per_s": stream["delivered_per_s"],
-        "stream_p50_s": stream["latency_s"]["p50"],
-        "stream_p99_s": stream["latency_s"]["p99"],
-        "stream_lost": stream["lost"],
-    }
+    return bench_streaming.channel(client, DISPATCH_TRIALS, STREAM_SECONDS, STREAM_RATE)
 
 
 def main() -> dict:
     import tempfile
-
-    from distributed import Client
 
     root = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     api, proxy, scheduler_port = free_port(), free_port(), free_port()
@@ -144,46 +133,50 @@ def main() -> dict:
     processes.append(
         start([DASK, "worker", direct, "--nworkers", str(WORKERS), "--nthreads", "1"], root / "w.log")
     )
-    cpu = CpuMonitor()
-    wall0 = time.perf_counter()
-    try:
-        wait_http(f"http://127.0.0.1:{proxy}/api/health")
-        keep, close = gateway_env(proxy, keep=True), gateway_env(proxy, keep=False)
-        local_env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_DIST")}
-        startup: dict[str, list[float]] = {"embedded": [], "gateway_new": [], "gateway_reused": []}
-        for _ in range(ROUNDS):
-            startup["embedded"].append(first_trial("local", local_env))
-            startup["gateway_new"].append(first_trial("gateway", keep))  # made, and left running
-            startup["gateway_reused"].append(first_trial("gateway", keep))  # the one left running
-            stop_all_clusters(close)
+    with measuring("gateway", {}) as result:
+        try:
+            _gateway_runs(result, proxy, direct)
+        finally:
+            for process in reversed(processes):
+                process.terminate()
+                process.wait(30)
+    result["note"] = contention_note(result["cpu_contention"])
+    return result
 
-        os.environ.update(close)
-        import dask.config
 
-        dask.config.refresh()  # dask read the environment when it was imported, before these were set
-        import jupyter_dist
+def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
+    """The first trials, then the channel through the gateway and direct, side by side, into ``result``."""
+    import dask.config
+    from distributed import Client
 
-        gateway_client = jupyter_dist.get_client("gateway")
-        gateway_client.wait_for_workers(WORKERS, timeout=120)
-        direct_client = Client(direct, set_as_default=False)
-        direct_client.wait_for_workers(WORKERS, timeout=60)
-        channel_figures(direct_client), channel_figures(gateway_client)  # warm-up
-        runs: dict[str, list[dict]] = {"direct": [], "gateway": []}
-        for _ in range(2):  # interleaved
-            runs["direct"].append(channel_figures(direct_client))
-            runs["gateway"].append(channel_figures(gateway_client))
-        direct_client.close()
-        jupyter_dist.runtime.forget_cluster("gateway")
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-            process.wait(30)
-    contention = cpu.stop()
+    wait_http(f"http://127.0.0.1:{proxy}/api/health")
+    keep, close = gateway_env(proxy, keep=True), gateway_env(proxy, keep=False)
+    local_env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_DIST")}
+    startup: dict[str, list[float]] = {"embedded": [], "gateway_new": [], "gateway_reused": []}
+    for _ in range(ROUNDS):
+        startup["embedded"].append(first_trial("local", local_env))
+        startup["gateway_new"].append(first_trial("gateway", keep))  # made, and left running
+        startup["gateway_reused"].append(first_trial("gateway", keep))  # the one left running
+        stop_all_clusters(close)
 
-    channel = {side: {key: median([r[key] for r in rs]) for key in rs[0]} for side, rs in runs.items()}
+    os.environ.update(close)
+    dask.config.refresh()  # dask read the environment when it was imported, before these were set
+    import jupyter_dist  # after the refresh, as a kernel started with these settings would
+
+    gateway_client = jupyter_dist.get_client("gateway")
+    gateway_client.wait_for_workers(WORKERS, timeout=120)
+    direct_client = Client(direct, set_as_default=False)
+    direct_client.wait_for_workers(WORKERS, timeout=60)
+    channel_figures(direct_client), channel_figures(gateway_client)  # warm-up
+    runs: dict[str, list[dict]] = {"direct": [], "gateway": []}
+    for _ in range(2):  # interleaved
+        runs["direct"].append(channel_figures(direct_client))
+        runs["gateway"].append(channel_figures(gateway_client))
+    direct_client.close()
+    jupyter_dist.runtime.forget_cluster("gateway")
+    channel = {side: _runner.medians(rs) for side, rs in runs.items()}
     first = {side: median(values) for side, values in startup.items()}
-    result = header(
-        "gateway",
+    result["parameters"].update(
         {
             "rounds": ROUNDS,
             "workers": f"{WORKERS} x 1 thread (gateway: worker_cores=1; direct: dask worker --nthreads 1)",
@@ -204,12 +197,8 @@ def main() -> dict:
                 "stream_p50_gateway_vs_direct": channel["gateway"]["stream_p50_s"]
                 / channel["direct"]["stream_p50_s"],
             },
-            "wall_s": time.perf_counter() - wall0,
-            "cpu_contention": contention,
-            "note": contention_note(contention),
         }
     )
-    return result
 
 
 def summary(result: dict) -> str:
@@ -224,6 +213,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    outcome = main()
-    print(write_result("gateway", outcome))
-    print(summary(outcome))
+    _runner.main("gateway", main, summary, doc=__doc__)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
-from _common import free_port, header, median, write_result
+import _runner
+from _common import free_port, header, median
+from _workloads import deep_mlp, timed_steps
 
 WIDTH = 8192
 LAYERS = 4
@@ -43,8 +44,6 @@ TRIAL_STEPS = 300
 def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False, plain_fsdp=False):
     """Training steps of the big MLP; ``plain``: PyTorch alone, else through jupyter_dist.prepare/backward.
     ``plain_fsdp``: PyTorch's own fully_shard of every layer, in a process group the caller made."""
-    import time
-
     import torch
 
     import jupyter_dist
@@ -52,8 +51,7 @@ def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False, plain_fs
     torch.backends.cuda.matmul.allow_tf32 = True
     device = jupyter_dist.devices()[0] if jupyter_dist.devices() else torch.device("cuda")
     torch.manual_seed(0)
-    blocks = [m for _ in range(LAYERS) for m in (torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU())]
-    model = torch.nn.Sequential(*blocks, torch.nn.Linear(WIDTH, 10)).to(device)
+    model = deep_mlp(WIDTH, LAYERS).to(device)
     if plain_fsdp:
         from torch.distributed.fsdp import fully_shard
 
@@ -87,14 +85,7 @@ def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False, plain_fs
             jupyter_dist.backward(loss)
             optimiser.step()
 
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize(device)
-    started = time.perf_counter()
-    for _ in range(steps):
-        step()
-    torch.cuda.synchronize(device)
-    seconds = time.perf_counter() - started
+    seconds = timed_steps(step, steps, warmup, lambda: torch.cuda.synchronize(device))
     return {
         "step_ms": 1000 * seconds / steps,
         "samples_per_s": BATCH * steps / seconds,
@@ -186,24 +177,13 @@ def data_parallel_overhead(client) -> dict:
 
 
 def hpo_on_one_gpu(client) -> dict:
-    import jupyter_dist as jd
     from jupyter_dist import space
 
     def through_hpo():
-        started = time.perf_counter()
-        exp = jd.hpo(
-            short_trial,
-            {"lr": space.loguniform(1e-3, 1e-1)},
-            trials=TRIALS,
-            metric="loss",
-            mode="min",
-            sampler="random",
-            pruner=None,
-            gpus_per_trial=1,
-            cluster=client,
-            progress=False,
-        )
-        seconds = time.perf_counter() - started
+        exp, seconds = _runner.hpo(
+            short_trial, {"lr": space.loguniform(1e-3, 1e-1)}, client, trials=TRIALS, metric="loss", mode="min",
+            pruner=None, gpus_per_trial=1,
+        )  # fmt: skip
         assert (exp.trials["state"] == "completed").all()
         return seconds, list(exp.trials["params_lr"])
 
@@ -212,10 +192,7 @@ def hpo_on_one_gpu(client) -> dict:
     for _ in range(2):
         seconds, lrs = through_hpo()
         hpo_s.append(seconds)
-        started = time.perf_counter()
-        for lr in lrs:
-            short_trial(lr)
-        plain_s.append(time.perf_counter() - started)
+        plain_s.append(_runner.timed(lambda lrs=lrs: [short_trial(lr) for lr in lrs])[1])
     return {
         "trials": TRIALS,
         "hpo_seconds": hpo_s,
@@ -344,7 +321,4 @@ def summary(result: dict) -> str:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    res = main()
-    out = write_result("gpu", res)
-    print(summary(res))
-    print(f"-> {out}")
+    _runner.main("gpu", main, summary, quick={"REPEATS": 1, "TRIALS": 4}, doc=__doc__)

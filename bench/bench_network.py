@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import bench_dispatch
+import _runner
 import bench_streaming
-from _common import CpuMonitor, contention_note, free_port, header, median, write_result
+from _common import CpuMonitor, contention_note, free_port, header
 from _workloads import data_parallel_mlp
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"  # tests/namespaces.py: the multi-host tests' hosts
@@ -99,28 +99,12 @@ def tls_for(tls: dict | None, role: str) -> list[str]:
 def figures(client) -> dict:
     import jupyter_dist as jd
 
-    seconds, _ = bench_dispatch.run_ours(client, DISPATCH_TRIALS)
-    # A pruner asked at every report: each report leaves within 5 ms, so the latency is the network's, not
-    # the up-to-0.2 s wait of reports nobody decides on.
-    stream = bench_streaming.run_ours(client, STREAM_SECONDS, STREAM_RATE, bench_streaming.never_prunes())
+    channel = bench_streaming.channel(client, DISPATCH_TRIALS, STREAM_SECONDS, STREAM_RATE)  # then the ranks
     ddp = jd.data_parallel(
-        data_parallel_mlp,
-        workers=2,
-        threads_per_rank=1,
-        cluster=client,
-        progress=False,
-        store=False,
-        steps=DDP_STEPS,
-        warmup=DDP_WARMUP,
-    )
-    return {
-        "dispatch_trials_per_s": DISPATCH_TRIALS / seconds,
-        "stream_delivered_per_s": stream["delivered_per_s"],
-        "stream_p50_s": stream["latency_s"]["p50"],
-        "stream_p99_s": stream["latency_s"]["p99"],
-        "stream_lost": stream["lost"],
-        "ddp_2_ranks_samples_per_s": ddp.result["samples_per_s"],
-    }
+        data_parallel_mlp, workers=2, threads_per_rank=1, cluster=client, progress=False, store=False,
+        steps=DDP_STEPS, warmup=DDP_WARMUP,
+    )  # fmt: skip
+    return channel | {"ddp_2_ranks_samples_per_s": ddp.result["samples_per_s"]}
 
 
 def main() -> dict:
@@ -166,7 +150,7 @@ def main() -> dict:
             for name, client in clients.items():
                 runs[name].append(figures(client))
     contention = cpu.stop()
-    medians = {name: {key: median([r[key] for r in rs]) for key in rs[0]} for name, rs in runs.items()}
+    medians = {name: _runner.medians(rs) for name, rs in runs.items()}
     result = header(
         "network",
         {
@@ -229,6 +213,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    outcome = main()
-    print(write_result("network", outcome))
-    print(summary(outcome))
+    _runner.main("network", main, summary, quick={"ROUNDS": 1}, doc=__doc__)

@@ -19,14 +19,12 @@ Run: ``.venv/bin/python bench/bench_overhead.py`` (writes bench/results/overhead
 
 from __future__ import annotations
 
-import time
-
-from _common import CpuMonitor, contention_note, header, median, write_result
+import _runner
+from _common import contention_note, median
+from _runner import CLUSTER, interleave, local_cluster, measuring, timed
 
 TARGET_SECONDS = 1.0
 REPEATS = 5
-N_WORKERS = 2
-THREADS_PER_WORKER = 1
 TARGET_SLOWDOWN_PCT = 5.0
 
 
@@ -41,162 +39,106 @@ def busy(n, x):
 
 def calibrate() -> tuple[int, list[float]]:
     n = 200_000
-    while True:
-        t0 = time.perf_counter()
-        busy(n, 0.5)
-        dt = time.perf_counter() - t0
-        if dt > 0.2:
-            break
+    while (dt := timed(busy, n, 0.5)[1]) <= 0.2:
         n *= 4
     n = int(n * TARGET_SECONDS / dt)
-    checks = []
-    for _ in range(2):
-        t0 = time.perf_counter()
-        busy(n, 0.5)
-        checks.append(time.perf_counter() - t0)
+    checks = [timed(busy, n, 0.5)[1] for _ in range(2)]
     n = int(n * TARGET_SECONDS / median(checks))
     return n, checks
 
 
 def run_direct(n: int) -> dict:
-    t0 = time.perf_counter()
-    busy(n, 0.5)
-    return {"wall_s": time.perf_counter() - t0}
+    return {"wall_s": timed(busy, n, 0.5)[1]}
 
 
 def run_raw(client, n: int) -> dict:
-    t0 = time.perf_counter()
-    client.submit(busy, n, 0.5, pure=False).result()
-    return {"wall_s": time.perf_counter() - t0}
+    return {"wall_s": timed(lambda: client.submit(busy, n, 0.5, pure=False).result())[1]}
 
 
 def run_ours(client, n: int) -> dict:
-    import jupyter_dist
     from jupyter_dist import space
 
-    t0 = time.perf_counter()
-    exp = jupyter_dist.hpo(
-        busy,
-        {"n": n, "x": space.uniform(0, 1e-9)},
-        trials=1,
-        metric="s",
-        sampler="random",
-        seed=0,
-        cluster=client,
-        progress=False,
-    )
-    wall = time.perf_counter() - t0
+    exp, wall = _runner.hpo(busy, {"n": n, "x": space.uniform(0, 1e-9)}, client, trials=1, metric="s", seed=0)
     (rec,) = exp.trial_records()
     assert rec.state == "completed", (rec.state, rec.error)
     return {"wall_s": wall, "trial_duration_s": rec.duration}
 
 
+def _pct(a: float, b: float) -> float:
+    return (a / b - 1.0) * 100.0
+
+
 def main() -> dict:
-    import jupyter_dist
+    parameters = {
+        "function": "busy(n, x): s += (0.5 + x) * i for i in range(n); pure Python, calibrated to ~1 s here",
+        "n": None,
+        "target_seconds": TARGET_SECONDS,
+        "repeats": REPEATS,
+        "cluster": CLUSTER,
+        "ours": "hpo(busy, {'n': n, 'x': space.uniform(0, 1e-9)}, trials=1, metric='s', sampler='random', "
+        "seed=0, cluster=client, progress=False); timed around the whole hpo() call",
+        "raw": "client.submit(busy, n, 0.5, pure=False).result()",
+        "direct": "busy(n, 0.5) in this process",
+        "order": "interleaved; the order rotates each repeat",
+        "note": "the nanny sets OMP_NUM_THREADS=1 in the workers: irrelevant for this pure-Python loop",
+    }
+    with measuring("overhead", parameters) as result:
+        n, calibration = calibrate()
+        result["parameters"]["n"] = n
+        with local_cluster() as client:
+            omp = client.run(lambda: __import__("os").environ.get("OMP_NUM_THREADS"))
+            warmup = {"ours": run_ours(client, n), "raw": run_raw(client, n), "direct": run_direct(n)}
+            orders: list[list[str]] = []
+            kinds = {
+                "direct": lambda r: run_direct(n),
+                "raw_dask": lambda r: run_raw(client, n),
+                "ours": lambda r: run_ours(client, n),
+            }
+            runs = interleave(REPEATS, kinds, order="rotate", orders=orders)  # each goes first in turn
+        med = {k: median([r["wall_s"] for r in v]) for k, v in runs.items()}
+        best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
+        ours_worker = median([r["trial_duration_s"] for r in runs["ours"]])
+        slowdown = _pct(med["ours"], med["direct"])
 
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    n, calibration = calibrate()
-    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
-    try:
-        client.wait_for_workers(N_WORKERS, timeout=60)
-        omp = client.run(lambda: __import__("os").environ.get("OMP_NUM_THREADS"))
-        warmup = {"ours": run_ours(client, n), "raw": run_raw(client, n), "direct": run_direct(n)}
-        kinds = {
-            "direct": lambda: run_direct(n),
-            "raw_dask": lambda: run_raw(client, n),
-            "ours": lambda: run_ours(client, n),
-        }
-        runs: dict[str, list[dict]] = {k: [] for k in kinds}
-        order = list(kinds)
-        orders = []
-        for i in range(REPEATS):
-            rotated = (
-                order[i % len(order) :] + order[: i % len(order)]
-            )  # interleaved, rotating who goes first
-            orders.append(rotated)
-            for kind in rotated:
-                runs[kind].append(kinds[kind]())
-    finally:
-        jupyter_dist.close_local_cluster()
-    cpu_contention = cpu.stop()
+        def paired(
+            kind: str,
+        ) -> float:  # each repeat runs all three back to back: its ratio cancels the drift
+            return _pct(
+                median([o["wall_s"] / d["wall_s"] for o, d in zip(runs[kind], runs["direct"], strict=True)]),
+                1,
+            )
 
-    med = {k: median([r["wall_s"] for r in v]) for k, v in runs.items()}
-    best = {k: min(r["wall_s"] for r in v) for k, v in runs.items()}
-    ours_worker = median([r["trial_duration_s"] for r in runs["ours"]])
-    slowdown = (med["ours"] / med["direct"] - 1.0) * 100.0
-    result = header(
-        "overhead",
-        {
-            "function": "busy(n, x): s += (0.5 + x) * i for i in range(n); pure Python, calibrated to ~1 s here",
-            "n": n,
-            "target_seconds": TARGET_SECONDS,
-            "repeats": REPEATS,
-            "cluster": f"jupyter_dist.get_client('local', n_workers={N_WORKERS}, threads_per_worker={THREADS_PER_WORKER})",
-            "ours": "hpo(busy, {'n': n, 'x': space.uniform(0, 1e-9)}, trials=1, metric='s', sampler='random', "
-            "seed=0, cluster=client, progress=False); timed around the whole hpo() call",
-            "raw": "client.submit(busy, n, 0.5, pure=False).result()",
-            "direct": "busy(n, 0.5) in this process",
-            "order": "interleaved; the order rotates each repeat",
-            "note": "the nanny sets OMP_NUM_THREADS=1 in the workers: irrelevant for this pure-Python loop",
-        },
-    )
-    result.update(
-        {
-            "calibration_checks_s": calibration,
-            "worker_OMP_NUM_THREADS": omp,
-            "warmup": warmup,
-            "orders": orders,
-            "runs": runs,
-            "median_s": med,
-            "min_s": best,
-            "ours_trial_duration_on_worker_median_s": ours_worker,
+        result.update(
+            calibration_checks_s=calibration,
+            worker_OMP_NUM_THREADS=omp,
+            warmup=warmup,
+            orders=orders,
+            runs=runs,
+            median_s=med,
+            min_s=best,
+            ours_trial_duration_on_worker_median_s=ours_worker,
             # hpo() wall time minus the function's own time on the worker: the fixed cost jupyter_dist + Dask add
             # (probe task, Optuna ask/tell, submit, outcome), independent of the CPU-speed noise of the loop.
-            "ours_fixed_overhead_median_s": median(
-                [r["wall_s"] - r["trial_duration_s"] for r in runs["ours"]]
-            ),
-            "slowdown_pct": {
+            ours_fixed_overhead_median_s=median([r["wall_s"] - r["trial_duration_s"] for r in runs["ours"]]),
+            slowdown_pct={
                 "ours_vs_direct": slowdown,
-                "raw_dask_vs_direct": (med["raw_dask"] / med["direct"] - 1.0) * 100.0,
-                "ours_vs_raw_dask": (med["ours"] / med["raw_dask"] - 1.0) * 100.0,
-                "ours_worker_side_vs_direct": (ours_worker / med["direct"] - 1.0) * 100.0,
+                "raw_dask_vs_direct": _pct(med["raw_dask"], med["direct"]),
+                "ours_vs_raw_dask": _pct(med["ours"], med["raw_dask"]),
+                "ours_worker_side_vs_direct": _pct(ours_worker, med["direct"]),
             },
-            "slowdown_pct_by_min": {
-                "ours_vs_direct": (best["ours"] / best["direct"] - 1.0) * 100.0,
-                "raw_dask_vs_direct": (best["raw_dask"] / best["direct"] - 1.0) * 100.0,
+            slowdown_pct_by_min={
+                "ours_vs_direct": _pct(best["ours"], best["direct"]),
+                "raw_dask_vs_direct": _pct(best["raw_dask"], best["direct"]),
             },
-            # Each repeat runs all three back to back: per-repeat ratios cancel the machine's slow speed drift.
-            "slowdown_pct_paired_median": {
-                "ours_vs_direct": (
-                    median(
-                        [o["wall_s"] / d["wall_s"] for o, d in zip(runs["ours"], runs["direct"], strict=True)]
-                    )
-                    - 1.0
-                )
-                * 100.0,
-                "raw_dask_vs_direct": (
-                    median(
-                        [
-                            o["wall_s"] / d["wall_s"]
-                            for o, d in zip(runs["raw_dask"], runs["direct"], strict=True)
-                        ]
-                    )
-                    - 1.0
-                )
-                * 100.0,
+            slowdown_pct_paired_median={
+                "ours_vs_direct": paired("ours"),
+                "raw_dask_vs_direct": paired("raw_dask"),
             },
-            "spread_pct": {k: (max(r["wall_s"] for r in v) / best[k] - 1.0) * 100.0 for k, v in runs.items()},
-            "ratio_ours_over_direct": med["ours"] / med["direct"],
-            "target": {
-                "slowdown_pct_at_most": TARGET_SLOWDOWN_PCT,
-                "judged_on": "median ours vs median direct",
-            },
-            "met": slowdown <= TARGET_SLOWDOWN_PCT,
-            "cpu_contention": cpu_contention,
-            "wall_s": time.perf_counter() - wall0,
-        }
-    )
+            spread_pct={k: _pct(max(r["wall_s"] for r in v), best[k]) for k, v in runs.items()},
+            ratio_ours_over_direct=med["ours"] / med["direct"],
+            target={"slowdown_pct_at_most": TARGET_SLOWDOWN_PCT, "judged_on": "median ours vs median direct"},
+            met=slowdown <= TARGET_SLOWDOWN_PCT,
+        )
     return result
 
 
@@ -228,7 +170,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    res = main()
-    path = write_result("overhead", res)
-    print(summary(res))
-    print(f"  -> {path}")
+    _runner.main("overhead", main, summary, quick={"TARGET_SECONDS": 0.2, "REPEATS": 2}, doc=__doc__)

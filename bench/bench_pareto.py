@@ -22,9 +22,10 @@ Run: ``.venv/bin/python bench/bench_pareto.py`` (writes bench/results/pareto.jso
 from __future__ import annotations
 
 import math
-import time
 
-from _common import CpuMonitor, contention_note, header, median, write_result
+import _runner
+from _common import contention_note, median
+from _runner import local_cluster, measuring
 
 N_WORKERS = 2
 STEPS = 27
@@ -59,33 +60,29 @@ def costs(x=0.5, y=0.5, steps=STEPS, pause=SLEEP_S):
     return {"cost_a": final_a, "cost_b": final_b}
 
 
-def measure(jd, client, space, pruner, **search) -> dict:
+def measure(client, space, pruner, **search) -> dict:
     from jupyter_dist.search import hypervolume
 
-    t0 = time.perf_counter()
-    exp = jd.hpo(
+    exp, wall = _runner.hpo(
         costs,
         space,
+        client,
         metric=["cost_a", "cost_b"],
         mode=["min", "min"],
         pruner=pruner,
         max_steps=STEPS,
         parallel=N_WORKERS,
-        cluster=client,
-        progress=False,
         store=False,
         **search,
     )
-    wall = time.perf_counter() - t0
     front = list(zip(exp.pareto.values_cost_a, exp.pareto.values_cost_b, strict=True))
-    counts = exp.counts()
     return {
         "hypervolume": hypervolume(front, REFERENCE),
         "front_size": len(front),
         "mean_distance_to_true_front": sum(b - (1 - math.sqrt(a)) for a, b in front) / max(1, len(front)),
         "steps": int(exp.trials.steps.sum()),
         "trials": len(exp.trials),
-        "pruned": counts["pruned"],
+        "pruned": exp.counts()["pruned"],
         "wall_s": wall,
     }
 
@@ -100,68 +97,72 @@ def compared(runs: dict) -> dict:
     }
 
 
-def main() -> None:
-    import jupyter_dist as jd
+def main() -> dict:
     from jupyter_dist import space
 
-    result = header(
-        "pareto",
-        {
-            "workers": N_WORKERS,
-            "steps": STEPS,
-            "sleep_s": SLEEP_S,
-            "grid": {"x": GRID_X, "y": GRID_Y},
-            "tpe": {"trials": TPE_TRIALS, "seeds": TPE_SEEDS},
-            "reference": REFERENCE,
-        },
-    )
-    client = jd.get_client("local", n_workers=N_WORKERS, threads_per_worker=1)
-    monitor = CpuMonitor()
-    grid_space = {"x": space.choice(GRID_X), "y": space.choice(GRID_Y)}
-    grid = compared(
-        {
-            label: measure(jd, client, grid_space, pruner, trials=None, sampler="grid", seed=0)
-            for label, pruner in (("none", None), ("pareto", "pareto"))
-        }
-    )
-    print(f"grid: hypervolume {grid['hv_ratio']:.3f}x with {grid['step_share']:.0%} of the steps", flush=True)
-    tpe_space = {"x": space.uniform(0.0, 1.0), "y": space.uniform(0.0, 1.0)}
-    tpe = []
-    for seed in TPE_SEEDS:
-        run = compared(
+    parameters = {
+        "workers": N_WORKERS,
+        "steps": STEPS,
+        "sleep_s": SLEEP_S,
+        "grid": {"x": GRID_X, "y": GRID_Y},
+        "tpe": {"trials": TPE_TRIALS, "seeds": TPE_SEEDS},
+        "reference": REFERENCE,
+    }
+    pruners = (("none", None), ("pareto", "pareto"))
+    with (
+        local_cluster(N_WORKERS, timeout=None) as client,
+        measuring("pareto", parameters, wall=False) as result,
+    ):
+        grid_space = {"x": space.choice(GRID_X), "y": space.choice(GRID_Y)}
+        grid = compared(
             {
-                label: measure(jd, client, tpe_space, pruner, trials=TPE_TRIALS, sampler="tpe", seed=seed)
-                for label, pruner in (("none", None), ("pareto", "pareto"))
+                label: measure(client, grid_space, p, trials=None, sampler="grid", seed=0)
+                for label, p in pruners
             }
         )
         print(
-            f"tpe seed {seed}: hypervolume {run['hv_ratio']:.3f}x with {run['step_share']:.0%} of the steps"
+            f"grid: hypervolume {grid['hv_ratio']:.3f}x with {grid['step_share']:.0%} of the steps",
+            flush=True,
         )
-        tpe.append({"seed": seed, **run})
-    jd.close_local_cluster()
-    cpu_contention = monitor.stop()
-    summary = {
-        "hv_ratio_median": median([r["hv_ratio"] for r in tpe]),
-        "step_share_median": median([r["step_share"] for r in tpe]),
-        "hv_ratio_min": min(r["hv_ratio"] for r in tpe),
-    }
-    result.update(
-        grid=grid,
-        tpe={"runs": tpe, **summary},
-        target=(
-            f"hypervolume >= {TARGET_HV:.0%} of the no-pruner run's with <= {TARGET_STEPS:.0%} of its steps "
-            "(grid; TPE at the median)"
-        ),
-        met={
-            "grid": grid["hv_ratio"] >= TARGET_HV and grid["step_share"] <= TARGET_STEPS,
-            "tpe": summary["hv_ratio_median"] >= TARGET_HV and summary["step_share_median"] <= TARGET_STEPS,
-        },
-        cpu_contention=cpu_contention,
-    )
-    path = write_result("pareto", result)
-    print(f"-> {path}")
-    print(contention_note(cpu_contention))
+        tpe_space = {"x": space.uniform(0.0, 1.0), "y": space.uniform(0.0, 1.0)}
+        tpe = []
+        for seed in TPE_SEEDS:
+            run = compared(
+                {
+                    label: measure(client, tpe_space, p, trials=TPE_TRIALS, sampler="tpe", seed=seed)
+                    for label, p in pruners
+                }
+            )
+            print(
+                f"tpe seed {seed}: hypervolume {run['hv_ratio']:.3f}x with {run['step_share']:.0%} of the steps"
+            )
+            tpe.append({"seed": seed, **run})
+        summary = {
+            "hv_ratio_median": median([r["hv_ratio"] for r in tpe]),
+            "step_share_median": median([r["step_share"] for r in tpe]),
+            "hv_ratio_min": min(r["hv_ratio"] for r in tpe),
+        }
+        result.update(
+            grid=grid,
+            tpe={"runs": tpe, **summary},
+            target=(
+                f"hypervolume >= {TARGET_HV:.0%} of the no-pruner run's with <= {TARGET_STEPS:.0%} of its steps "
+                "(grid; TPE at the median)"
+            ),
+            met={
+                "grid": grid["hv_ratio"] >= TARGET_HV and grid["step_share"] <= TARGET_STEPS,
+                "tpe": summary["hv_ratio_median"] >= TARGET_HV
+                and summary["step_share_median"] <= TARGET_STEPS,
+            },
+        )
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    _runner.main(
+        "pareto",
+        main,
+        lambda result: contention_note(result["cpu_contention"]),
+        quick={"GRID_X": [0.1, 0.5, 0.9], "TPE_TRIALS": 8, "TPE_SEEDS": (0,)},
+        doc=__doc__,
+    )

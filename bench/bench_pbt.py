@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from _common import CpuMonitor, contention_note, header, median, write_result
+import _runner
+from _common import contention_note, median
+from _runner import local_cluster, measuring, timed
 from _workloads import pbt_toy, train_digits_mlp_pbt, warm_digits_imports
 
 N_WORKERS = 2
@@ -41,10 +42,13 @@ COPIES = 50
 TARGET_MARGIN = 30.0  # accuracy points of the toy problem
 
 
-def compare(jd, client, fn, space, metric, steps, interval, seed, checkpoints, **fixed):
+def compare(client, fn, space, metric, steps, interval, seed, checkpoints, **fixed):
     """One PBT run and the independent trials from its starting points."""
-    t0 = time.perf_counter()
-    population = jd.pbt(
+    import jupyter_dist as jd
+
+    quiet = {"parallel": N_WORKERS, "progress": False, "store": False, "checkpoint_dir": checkpoints}
+    population, pbt_s = timed(
+        jd.pbt,
         fn,
         {**space, **fixed},
         population=POPULATION,
@@ -53,31 +57,20 @@ def compare(jd, client, fn, space, metric, steps, interval, seed, checkpoints, *
         max_steps=steps,
         seed=seed,
         cluster=client,
-        parallel=N_WORKERS,
-        progress=False,
-        store=False,
-        checkpoint_dir=checkpoints,
+        **quiet,
     )
-    pbt_s = time.perf_counter() - t0
     starts = population.schedule.query(f"trial_id < {POPULATION}").sort_values("member")
-    names = list(space)
-    enqueue = [{name: row[f"params_{name}"] for name in names} for _, row in starts.iterrows()]
-    t0 = time.perf_counter()
-    independent = jd.hpo(
+    enqueue = [{name: row[f"params_{name}"] for name in space} for _, row in starts.iterrows()]
+    independent, independent_s = _runner.hpo(
         fn,
         {**space, **fixed},
+        client,
         trials=POPULATION,
         metric=metric,
-        sampler="random",
         pruner=None,
         enqueue=enqueue,
-        cluster=client,
-        parallel=N_WORKERS,
-        progress=False,
-        store=False,
-        checkpoint_dir=checkpoints,
+        **quiet,
     )
-    independent_s = time.perf_counter() - t0
     segments = len(population.trials)
     return {
         "seed": seed,
@@ -96,8 +89,9 @@ def compare(jd, client, fn, space, metric, steps, interval, seed, checkpoints, *
     }
 
 
-def copy_timing(jd, client, checkpoints: Path) -> dict:
+def copy_timing(client, checkpoints: Path) -> dict:
     """The kernel's copy of one digits member's checkpoint, timed."""
+    import jupyter_dist as jd
     from jupyter_dist.checkpoints import copy_checkpoint, latest
 
     exp = jd.data_parallel(
@@ -113,108 +107,96 @@ def copy_timing(jd, client, checkpoints: Path) -> dict:
     )
     saved = latest(str(Path(exp.checkpoint()).parent))
     size = sum(f.stat().st_size for f in Path(saved.path).iterdir())
-    times = []
-    for i in range(COPIES):
-        t0 = time.perf_counter()
-        copy_checkpoint(saved, str(checkpoints / "copies" / f"trial-{i}"), {"lr": 0.01})
-        times.append(time.perf_counter() - t0)
+    times = [
+        timed(copy_checkpoint, saved, str(checkpoints / "copies" / f"trial-{i}"), {"lr": 0.01})[1]
+        for i in range(COPIES)
+    ]
     return {"checkpoint_bytes": size, "median_s": median(times), "max_s": max(times), "copies": COPIES}
 
 
-def main() -> None:
-    import jupyter_dist as jd
+def _summary(runs: list[dict]) -> dict:
+    ratios = [r["ratio"] for r in runs if r["ratio"] is not None]
+    return {
+        "pbt_best_median": median([r["pbt_best"] for r in runs]),
+        "independent_best_median": median([r["independent_best"] for r in runs]),
+        "margin_median": median([r["margin"] for r in runs]),
+        "margin_min": min(r["margin"] for r in runs),
+        "ratio_median": median(ratios) if ratios else None,
+        "ratio_min": min(ratios) if ratios else None,
+        "pbt_s_median": median([r["pbt_s"] for r in runs]),
+        "independent_s_median": median([r["independent_s"] for r in runs]),
+        "wall_ratio_median": median([r["pbt_s"] / r["independent_s"] for r in runs]),
+        "pbt_wins": sum(r["pbt_best"] > r["independent_best"] for r in runs),
+        "runs": len(runs),
+    }
+
+
+def main() -> dict:
     from jupyter_dist import space
 
-    result = header(
-        "pbt",
-        {"workers": N_WORKERS, "population": POPULATION, "toy": TOY, "digits": DIGITS, "copies": COPIES},
-    )
-    client = jd.get_client("local", n_workers=N_WORKERS, threads_per_worker=1)
-    client.run(warm_digits_imports)
-    monitor = CpuMonitor()
-    with tempfile.TemporaryDirectory() as folder:
+    parameters = {
+        "workers": N_WORKERS,
+        "population": POPULATION,
+        "toy": TOY,
+        "digits": DIGITS,
+        "copies": COPIES,
+    }
+    toy_space = {"lr": space.uniform(*TOY["lr"])}
+    digits_space = {"lr": space.loguniform(*DIGITS["lr"]), "momentum": space.uniform(*DIGITS["momentum"])}
+    with (
+        measuring("pbt", parameters, wall=False) as result,
+        local_cluster(N_WORKERS, timeout=None) as client,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        client.run(warm_digits_imports)
         root = Path(folder)
-        toy_runs = []
+        toy_runs, digits_runs = [], []
         for seed in TOY["seeds"]:
             run = compare(
-                jd,
-                client,
-                pbt_toy,
-                {"lr": space.uniform(*TOY["lr"])},
-                "accuracy",
-                TOY["steps"],
-                TOY["interval"],
-                seed,
-                root / f"toy-{seed}",
+                client, pbt_toy, toy_space, "accuracy", TOY["steps"], TOY["interval"], seed, root / f"toy-{seed}",
                 max_steps=TOY["steps"],
-            )
-            print(
-                f"toy seed {seed}: PBT {run['pbt_best']:.1f} vs independent {run['independent_best']:.1f}, "
-                f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s",
-                flush=True,
-            )
+            )  # fmt: skip
+            print(f"toy seed {seed}: PBT {run['pbt_best']:.1f} vs independent {run['independent_best']:.1f}, "
+                  f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s", flush=True)  # fmt: skip
             toy_runs.append(run)
-        digits_runs = []
         for seed in DIGITS["seeds"]:
             run = compare(
-                jd,
-                client,
-                train_digits_mlp_pbt,
-                {"lr": space.loguniform(*DIGITS["lr"]), "momentum": space.uniform(*DIGITS["momentum"])},
-                "val_acc",
-                DIGITS["epochs"],
-                DIGITS["interval"],
-                seed,
-                root / f"digits-{seed}",
-                epochs=DIGITS["epochs"],
-            )
-            print(
-                f"digits seed {seed}: PBT {run['pbt_best']:.4f} vs independent {run['independent_best']:.4f}, "
-                f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s",
-                flush=True,
-            )
+                client, train_digits_mlp_pbt, digits_space, "val_acc", DIGITS["epochs"], DIGITS["interval"], seed,
+                root / f"digits-{seed}", epochs=DIGITS["epochs"],
+            )  # fmt: skip
+            print(f"digits seed {seed}: PBT {run['pbt_best']:.4f} vs independent {run['independent_best']:.4f}, "
+                  f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s", flush=True)  # fmt: skip
             digits_runs.append(run)
-        copies = copy_timing(jd, client, root)
-    jd.close_local_cluster()
-    cpu_contention = monitor.stop()
+        copies = copy_timing(client, root)
+        toy, digits = _summary(toy_runs), _summary(digits_runs)
+        restart = [r["restart_s_per_segment"] for r in toy_runs]
+        result.update(
+            toy=toy | {"runs_detail": toy_runs},
+            digits=digits | {"runs_detail": digits_runs},
+            overhead={
+                "copy_per_exploit": copies,
+                "restart_s_per_segment_median": median(restart),
+                "restart_s_per_segment_spread": statistics.pstdev(restart) if len(restart) > 1 else 0.0,
+            },
+            target=f"toy: PBT's best above the independent best in every run, by >= {TARGET_MARGIN:g} at the median",
+            met=toy["pbt_wins"] == toy["runs"] and toy["margin_median"] >= TARGET_MARGIN,
+        )
+    return result
 
-    def summary(runs: list[dict]) -> dict:
-        ratios = [r["ratio"] for r in runs if r["ratio"] is not None]
-        return {
-            "pbt_best_median": median([r["pbt_best"] for r in runs]),
-            "independent_best_median": median([r["independent_best"] for r in runs]),
-            "margin_median": median([r["margin"] for r in runs]),
-            "margin_min": min(r["margin"] for r in runs),
-            "ratio_median": median(ratios) if ratios else None,
-            "ratio_min": min(ratios) if ratios else None,
-            "pbt_s_median": median([r["pbt_s"] for r in runs]),
-            "independent_s_median": median([r["independent_s"] for r in runs]),
-            "wall_ratio_median": median([r["pbt_s"] / r["independent_s"] for r in runs]),
-            "pbt_wins": sum(r["pbt_best"] > r["independent_best"] for r in runs),
-            "runs": len(runs),
-        }
 
-    toy, digits = summary(toy_runs), summary(digits_runs)
-    restart = [r["restart_s_per_segment"] for r in toy_runs]
-    result.update(
-        toy=toy | {"runs_detail": toy_runs},
-        digits=digits | {"runs_detail": digits_runs},
-        overhead={
-            "copy_per_exploit": copies,
-            "restart_s_per_segment_median": median(restart),
-            "restart_s_per_segment_spread": statistics.pstdev(restart) if len(restart) > 1 else 0.0,
-        },
-        target=f"toy: PBT's best above the independent best in every run, by >= {TARGET_MARGIN:g} at the median",
-        met=toy["pbt_wins"] == toy["runs"] and toy["margin_median"] >= TARGET_MARGIN,
-        cpu_contention=cpu_contention,
-    )
-    path = write_result("pbt", result)
-    print(
+def summary(result: dict) -> str:
+    toy, digits, overhead = result["toy"], result["digits"], result["overhead"]
+    return (
         f"toy: +{toy['margin_median']:.1f} (min +{toy['margin_min']:.1f}) · digits: {digits['ratio_median']:.3f}x · "
-        f"copy {copies['median_s'] * 1e3:.1f} ms · restart {median(restart) * 1e3:.0f} ms/segment -> {path}"
+        f"copy {overhead['copy_per_exploit']['median_s'] * 1e3:.1f} ms · restart "
+        f"{overhead['restart_s_per_segment_median'] * 1e3:.0f} ms/segment\n{contention_note(result['cpu_contention'])}"
     )
-    print(contention_note(cpu_contention))
 
 
 if __name__ == "__main__":
-    main()
+    quick = {
+        "TOY": TOY | {"steps": 40, "seeds": (0,)},
+        "DIGITS": DIGITS | {"epochs": 4, "seeds": (0,)},
+        "COPIES": 5,
+    }
+    _runner.main("pbt", main, summary, quick=quick, doc=__doc__)

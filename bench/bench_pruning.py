@@ -38,14 +38,14 @@ Run: ``.venv/bin/python bench/bench_pruning.py`` (writes bench/results/pruning.j
 
 from __future__ import annotations
 
-import time
+import functools
 import types
 
-from _common import CpuMonitor, contention_note, header, median, percentile, write_result
+import _runner
+from _common import contention_note, median, percentile
+from _runner import CLUSTER, ReportView, local_cluster, measuring
 from _workloads import train_digits_mlp, warm_digits_imports
 
-N_WORKERS = 2
-THREADS_PER_WORKER = 1
 PRUNERS = (None, "median", "asha", "hyperband")
 JUDGED = ("asha", "hyperband")
 N_CONFIGS = 64
@@ -120,31 +120,6 @@ def lat_drop_step(k):
 
 
 # --- kernel side -------------------------------------------------------------------------------------------
-class ReportLog:
-    """progress= view that records every report's (trial, step, sent_at, received_at); draws nothing."""
-
-    def __init__(self, exp) -> None:
-        self.exp = exp
-        self.rows: list[tuple[int, int, float, float]] = []
-
-    def start(self) -> None:
-        self.exp.add_report_listener(self._on_reports)
-
-    def _on_reports(self, trial_id, reports) -> None:
-        now = time.time()
-        self.rows.extend((trial_id, step, sent_at, now) for step, _, sent_at in reports)
-
-    def idle(self) -> None: ...
-
-    def finish(self) -> None: ...
-
-    def by_trial(self) -> dict[int, list[tuple[int, float, float]]]:
-        out: dict[int, list[tuple[int, float, float]]] = {}
-        for trial_id, step, sent_at, received_at in self.rows:
-            out.setdefault(trial_id, []).append((step, sent_at, received_at))
-        return out
-
-
 def spaces():
     from jupyter_dist import space
 
@@ -168,19 +143,11 @@ def config_key(params: dict) -> tuple:
 
 def run_hpo(
     client, fn, search_space, metric, pruner, trials=None, max_steps=STEPS
-) -> tuple[object, ReportLog, float]:
-    import jupyter_dist
-
-    logs: list[ReportLog] = []
-
-    def view(exp):
-        logs.append(ReportLog(exp))
-        return logs[-1]
-
-    t0 = time.perf_counter()
-    exp = jupyter_dist.hpo(
+) -> tuple[object, ReportView, float]:
+    exp, wall = _runner.hpo(
         fn,
         search_space,
+        client,
         trials=trials,
         metric=metric,
         mode="max",
@@ -188,13 +155,12 @@ def run_hpo(
         pruner=pruner,
         max_steps=max_steps,
         seed=SEED,
-        cluster=client,
-        progress=view,
+        progress=functools.partial(ReportView, steps=True),
     )
-    return exp, logs[0], time.perf_counter() - t0
+    return exp, ReportView.last, wall
 
 
-def trial_rows(exp, log: ReportLog) -> list[dict]:
+def trial_rows(exp, log: ReportView) -> list[dict]:
     """Every trial's outcome; for pruned ones the stop latency and the steps run after the decision."""
     reports = log.by_trial()
     rows = []
@@ -250,7 +216,14 @@ def replay_sequential(search_space, metric, pruner, curves: dict[tuple, list[flo
         pruned += state == "pruned"
         if state == "completed" and (best is None or value > best[0]):
             best = (value, params)
-        search.tell(types.SimpleNamespace(trial_id=trial_id, state=state, value=value))
+        outcome = {
+            "trial_id": trial_id,
+            "state": state,
+            "value": value,
+            "last": {metric: value},
+            "constraints": None,
+        }
+        search.tell(types.SimpleNamespace(**outcome))
     return {"best_value": best[0], "best_params": best[1], "steps": steps, "pruned": pruned}
 
 
@@ -380,26 +353,53 @@ def dist(values: list[float]) -> dict:
 
 
 def main() -> dict:
-    import jupyter_dist
+    parameters = {
+        "cluster": CLUSTER,
+        "call": "hpo(fn, space, trials=None, metric=..., mode='max', sampler='grid', pruner=P, max_steps=27, "
+        "seed=0, cluster=client, progress=<silent view with a report listener>); parallel = 2 worker threads",
+        "pruners": [p or "none" for p in PRUNERS],
+        "configs": N_CONFIGS,
+        "steps": STEPS,
+        "synthetic": {
+            "curve": "q_k * (1 - exp(-(step+1)/tau_k)) + wiggle * sin(1.3*step + k)",
+            "q": SYN_Q,
+            "tau": SYN_TAU,
+            "wiggle": SYN_WIGGLE,
+            "curve_seed": SYN_CURVE_SEED,
+            "sleep_per_step_s": SYN_SLEEP_S,
+        },
+        "mlp": {
+            "data": "sklearn.datasets.load_digits(), x/16, fixed permutation (seed 0): 450 validation, 1347 train",
+            "model": "Linear(64,w)-ReLU-Linear(w,w)-ReLU-Linear(w,10); SGD momentum 0.9; batch 32; "
+            "torch.manual_seed(0); torch.set_num_threads(1); reports val_acc every epoch",
+            "lr": MLP_LR,
+            "width": MLP_WIDTH,
+            "weight_decay": MLP_WEIGHT_DECAY,
+        },
+        "latency_run": {
+            "trials": LAT_TRIALS,
+            "report_interval_s": LAT_INTERVAL_S,
+            "pruner": f"optuna.pruners.ThresholdPruner(lower={LAT_THRESHOLD})",
+            "trigger": "v drops from 1 to 0 at step 10 + (7k mod 31)",
+        },
+        "order": "synthetic none, median, asha, hyperband; mlp the same; then the latency run; after a warm-up",
+        "steps_counted": "report() calls per trial, the one that raised TrialPruned included (TrialRecord.steps)",
+    }
+    with measuring("pruning", parameters) as result:
+        with local_cluster() as client:
+            client.run(warm_digits_imports)
+            # Warm-up: the runner, Optuna in the kernel, torch's first model on each worker.
+            fn, search_space, metric = spaces()["mlp"]
+            run_hpo(client, fn, search_space, metric, None, trials=2)
+            fn, search_space, metric = spaces()["synthetic"]
+            run_hpo(client, fn, search_space, metric, "asha", trials=4)
+            benchmarks = {name: run_benchmark(client, name) for name in ("synthetic", "mlp")}
+            latency_run = run_latency(client)
+        result.update(judged(benchmarks, latency_run))
+    return result
 
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
-    try:
-        client.wait_for_workers(N_WORKERS, timeout=60)
-        client.run(warm_digits_imports)
-        # Warm-up: the runner, Optuna in the kernel, torch's first model on each worker.
-        fn, search_space, metric = spaces()["mlp"]
-        run_hpo(client, fn, search_space, metric, None, trials=2)
-        fn, search_space, metric = spaces()["synthetic"]
-        run_hpo(client, fn, search_space, metric, "asha", trials=4)
 
-        benchmarks = {name: run_benchmark(client, name) for name in ("synthetic", "mlp")}
-        latency_run = run_latency(client)
-    finally:
-        jupyter_dist.close_local_cluster()
-    cpu_contention = cpu.stop()
-
+def judged(benchmarks: dict, latency_run: dict) -> dict:
     # Stop latency over every pruned trial that raised TrialPruned.
     by_source: dict[str, list[float]] = {}
     not_stopped: dict[str, int] = {}
@@ -445,65 +445,25 @@ def main() -> dict:
     met_quality = all(m["both"] for m in met_runs.values())
     met_latency = stop_latency["all"]["p50"] is not None and stop_latency["all"]["p50"] < TARGET_STOP_P50_S
 
-    result = header(
-        "pruning",
-        {
-            "cluster": f"jupyter_dist.get_client('local', n_workers={N_WORKERS}, threads_per_worker={THREADS_PER_WORKER})",
-            "call": "hpo(fn, space, trials=None, metric=..., mode='max', sampler='grid', pruner=P, max_steps=27, "
-            "seed=0, cluster=client, progress=<silent view with a report listener>); parallel = 2 worker threads",
-            "pruners": [p or "none" for p in PRUNERS],
-            "configs": N_CONFIGS,
-            "steps": STEPS,
-            "synthetic": {
-                "curve": "q_k * (1 - exp(-(step+1)/tau_k)) + wiggle * sin(1.3*step + k)",
-                "q": SYN_Q,
-                "tau": SYN_TAU,
-                "wiggle": SYN_WIGGLE,
-                "curve_seed": SYN_CURVE_SEED,
-                "sleep_per_step_s": SYN_SLEEP_S,
-            },
-            "mlp": {
-                "data": "sklearn.datasets.load_digits(), x/16, fixed permutation (seed 0): 450 validation, 1347 train",
-                "model": "Linear(64,w)-ReLU-Linear(w,w)-ReLU-Linear(w,10); SGD momentum 0.9; batch 32; "
-                "torch.manual_seed(0); torch.set_num_threads(1); reports val_acc every epoch",
-                "lr": MLP_LR,
-                "width": MLP_WIDTH,
-                "weight_decay": MLP_WEIGHT_DECAY,
-            },
-            "latency_run": {
-                "trials": LAT_TRIALS,
-                "report_interval_s": LAT_INTERVAL_S,
-                "pruner": f"optuna.pruners.ThresholdPruner(lower={LAT_THRESHOLD})",
-                "trigger": "v drops from 1 to 0 at step 10 + (7k mod 31)",
-            },
-            "order": "synthetic none, median, asha, hyperband; mlp the same; then the latency run; after a warm-up",
-            "steps_counted": "report() calls per trial, the one that raised TrialPruned included (TrialRecord.steps)",
+    return {
+        "synthetic": benchmarks["synthetic"],
+        "mlp": benchmarks["mlp"],
+        "stop_latency_s": stop_latency,
+        "latency_run": latency_run,
+        "target": {
+            "best_within_of_no_pruner_best": TARGET_WITHIN,
+            "max_step_share_of_no_pruner": TARGET_STEP_SHARE,
+            "judged_pruners": list(JUDGED),
+            "stop_latency_p50_s": TARGET_STOP_P50_S,
+            "stop_latency_judged_on": "all pruned trials of all runs that raised TrialPruned",
         },
-    )
-    result.update(
-        {
-            "synthetic": benchmarks["synthetic"],
-            "mlp": benchmarks["mlp"],
-            "stop_latency_s": stop_latency,
-            "latency_run": latency_run,
-            "target": {
-                "best_within_of_no_pruner_best": TARGET_WITHIN,
-                "max_step_share_of_no_pruner": TARGET_STEP_SHARE,
-                "judged_pruners": list(JUDGED),
-                "stop_latency_p50_s": TARGET_STOP_P50_S,
-                "stop_latency_judged_on": "all pruned trials of all runs that raised TrialPruned",
-            },
-            "met": {
-                "quality_and_compute": met_runs,
-                "quality_and_compute_all": met_quality,
-                "stop_latency_p50": met_latency,
-                "all": met_quality and met_latency,
-            },
-            "cpu_contention": cpu_contention,
-            "wall_s": time.perf_counter() - wall0,
-        }
-    )
-    return result
+        "met": {
+            "quality_and_compute": met_runs,
+            "quality_and_compute_all": met_quality,
+            "stop_latency_p50": met_latency,
+            "all": met_quality and met_latency,
+        },
+    }
 
 
 def _seq(seq: dict) -> str:
@@ -562,7 +522,10 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    res = main()
-    path = write_result("pruning", res)
-    print(summary(res))
-    print(f"  -> {path}")
+    _runner.main(
+        "pruning",
+        main,
+        summary,
+        quick={"N_CONFIGS": 16, "MLP_LR": [0.01, 0.1], "MLP_WIDTH": [32, 64], "LAT_TRIALS": 8},
+        doc=__doc__,
+    )

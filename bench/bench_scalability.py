@@ -6,7 +6,7 @@ writer) do not slow the next. Trials run ``_workloads.sleep_and_report``: they s
 for the bookkeeping, and report evenly while they do (``round(seconds x rate)`` reports, the last at the end;
 a 1 s or 0.1 s trial reports once, at its end, as Ray's 1 s trials reported one result). The run: random
 sampler, ``pruner=None``, the store on (a fresh store file per shape), ``parallel`` = the trials at a time, and a
-listener-only view (``_common.CountingView``: counts each trial's reports and their delivery latency, draws
+listener-only view (``_runner.ReportView``: counts each trial's reports and their delivery latency, draws
 nothing). A warm-up ``hpo()`` of as many trials as run at once (0.05 s each, no store) starts the workers'
 threads and imports before the measured run.
 
@@ -58,23 +58,14 @@ for a smoke run: send its JSON elsewhere with ``BENCH_RESULTS=/tmp/bench-smoke``
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 
-from _common import (
-    CountingView,
-    CpuMonitor,
-    CpuSampler,
-    contention_note,
-    descendants,
-    header,
-    write_result,
-)
+import _runner
+from _common import CpuMonitor, CpuSampler, contention_note, descendants
+from _runner import ReportView, child_main, in_child, local_cluster, measuring
 from _workloads import sleep_and_report
 
 TARGET_EFFICIENCY = 0.95
@@ -173,59 +164,47 @@ DISPATCH_REPEATS = 3
 
 # --- one shape, in a child process --------------------------------------------------------------------------
 def run_shape(name: str, scale: float) -> dict:
-    import jupyter_dist
     from jupyter_dist import space
 
     shape = SHAPES[name].scaled(scale)
     t0 = time.perf_counter()
-    client = jupyter_dist.get_client("local", n_workers=shape.workers, threads_per_worker=shape.threads)
-    try:
-        client.wait_for_workers(shape.workers, timeout=600)
+    with local_cluster(shape.workers, shape.threads, timeout=600) as client:
         cluster_start_s = time.perf_counter() - t0
         workers = descendants()  # the worker processes (and multiprocessing's resource tracker)
-        t0 = time.perf_counter()
-        jupyter_dist.hpo(
+        _, warmup_s = _runner.hpo(
             sleep_and_report,
             {"x": 0.5, "seconds": WARMUP_TRIAL_S, "rate": 1},
+            client,
             trials=shape.parallel,
             parallel=shape.parallel,
             metric="v",
-            sampler="random",
             pruner=None,
-            cluster=client,
-            progress=False,
             store=False,
         )
-        warmup_s = time.perf_counter() - t0
         with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-scalability-") as folder:
             sampler = CpuSampler({"workers": workers}, interval=1.0).start()
             contention = CpuMonitor()
             before = sampler.sample()
-            t0 = time.perf_counter()
-            exp = jupyter_dist.hpo(
+            exp, wall = _runner.hpo(
                 sleep_and_report,
                 {"x": space.uniform(0, 1), "seconds": shape.seconds, "rate": shape.rate},
+                client,
                 trials=shape.trials,
                 parallel=shape.parallel,
                 metric="v",
-                sampler="random",
                 pruner=None,
                 seed=0,
                 name=f"scalability-{name}",
-                cluster=client,
-                progress=CountingView,
+                progress=ReportView,
                 store=os.path.join(folder, "experiments.sqlite"),
             )
-            wall = time.perf_counter() - t0
             after = sampler.sample()
             sampler.stop()
             cpu = sampler.window(before["t"], after["t"])
             cpu_contention = contention.stop(ours_cpu_s=cpu["process_s"] + cpu["groups_s"]["workers"])
-            view = CountingView.last
+            view = ReportView.last
             records = exp.trial_records()
             reports = exp.reports
-    finally:
-        jupyter_dist.close_local_cluster()
     check = view.check(records)
     trials = len(records)
     durations = [r.duration for r in records if r.duration is not None]
@@ -269,13 +248,9 @@ def _per(cpu_s: float, trials: int, reports: int) -> dict:
 def run_dispatch(scale: float) -> dict:
     from bench_dispatch import measure
 
-    import jupyter_dist
-
     n = DISPATCH_TRIALS if scale >= 1 else max(100, round(DISPATCH_TRIALS * scale))
     t0 = time.perf_counter()
-    client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
-    try:
-        client.wait_for_workers(2, timeout=60)
+    with local_cluster() as client:
         cluster_start_s = time.perf_counter() - t0
         sampler = CpuSampler({"workers": descendants()}, interval=1.0).start()
         contention = CpuMonitor()
@@ -284,8 +259,6 @@ def run_dispatch(scale: float) -> dict:
         sampler.stop()
         cpu = sampler.window()
         cpu_contention = contention.stop(ours_cpu_s=cpu["process_s"] + cpu["groups_s"]["workers"])
-    finally:
-        jupyter_dist.close_local_cluster()
     return {
         "shape": DISPATCH,
         "what": f"{n} no-op trials through hpo() vs raw client.map of {n} no-op tasks, interleaved, "
@@ -304,14 +277,7 @@ def run_dispatch(scale: float) -> dict:
 def _child(name: str, scale: float) -> dict:
     shape = SHAPES.get(name)
     timeout = 600 if shape is None else 3 * shape.scaled(scale).minimum_s + 600
-    cmd = [sys.executable, __file__, "--child", name, "--scale", str(scale)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        return {"shape": name, "error": f"timed out after {timeout:.0f} s", "stderr": str(e.stderr)[-4000:]}
-    if done.returncode:
-        return {"shape": name, "error": f"exit {done.returncode}", "stderr": done.stderr[-4000:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return in_child(["--child", name, "--scale", str(scale)], timeout, label={"shape": name})
 
 
 def _judge(res: dict) -> dict:
@@ -336,38 +302,41 @@ def _judge(res: dict) -> dict:
     }
 
 
-def main(names: list[str], scale: float) -> dict:
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    results = {}
-    for name in names:
-        print(f"  {name}...", flush=True)
-        res = _child(name, scale)
-        res.update(_judge(res))
-        results[name] = res
-        print(_line(res), flush=True)
-    result = header(
-        "scalability",
-        {
-            "shapes": names,
-            "scale": scale,
-            "run": "hpo(sleep_and_report, {'x': space.uniform(0, 1), 'seconds': S, 'rate': R}, trials=N, "
-            "parallel=P, metric='v', sampler='random', pruner=None, seed=0, progress=CountingView, "
-            "store=<fresh file>) on get_client('local', n_workers=W, threads_per_worker=T), one fresh process "
-            "per shape, after a warm-up hpo() of P trials of 0.05 s",
-            "minimum": "trials x trial seconds / parallel",
-            "cpu": "user + system seconds from /proc during the hpo() call: the kernel process (by thread role) "
-            "and its worker processes",
-        },
-    )
-    result.update(
-        shapes=results,
-        efficiency={name: res.get("efficiency") for name, res in results.items()},
-        met={name: res["met"] for name, res in results.items()},
-        all_met=all(res["met"] for res in results.values()),
-        cpu_contention=cpu.stop(),
-        wall_s=time.perf_counter() - wall0,
-    )
+def main(shapes: str | None, scale: float, quick: bool, child: str | None) -> dict | None:
+    scale = QUICK_SCALE if quick else scale
+    if not 0 < scale <= 1:
+        raise SystemExit(f"--scale takes a factor in (0, 1], got {scale}")
+    if child:  # one shape, in a child process
+        return child_main(run_dispatch(scale) if child == DISPATCH else run_shape(child, scale))
+    names = shapes.split(",") if shapes else ORDER
+    unknown = [n for n in names if n not in ORDER]
+    if unknown:
+        raise SystemExit(f"unknown shape(s) {', '.join(unknown)}; choose from {', '.join(ORDER)}")
+    parameters = {
+        "shapes": names,
+        "scale": scale,
+        "run": "hpo(sleep_and_report, {'x': space.uniform(0, 1), 'seconds': S, 'rate': R}, trials=N, "
+        "parallel=P, metric='v', sampler='random', pruner=None, seed=0, progress=ReportView, "
+        "store=<fresh file>) on get_client('local', n_workers=W, threads_per_worker=T), one fresh process "
+        "per shape, after a warm-up hpo() of P trials of 0.05 s",
+        "minimum": "trials x trial seconds / parallel",
+        "cpu": "user + system seconds from /proc during the hpo() call: the kernel process (by thread role) "
+        "and its worker processes",
+    }
+    with measuring("scalability", parameters) as result:
+        results = {}
+        for name in names:
+            print(f"  {name}...", flush=True)
+            res = _child(name, scale)
+            res.update(_judge(res))
+            results[name] = res
+            print(_line(res), flush=True)
+        result.update(
+            shapes=results,
+            efficiency={name: res.get("efficiency") for name, res in results.items()},
+            met={name: res["met"] for name, res in results.items()},
+            all_met=all(res["met"] for res in results.values()),
+        )
     return result
 
 
@@ -402,29 +371,15 @@ def summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shapes", help=f"comma-separated, of: {', '.join(ORDER)} (default: all, in that order)"
     )
     parser.add_argument(
         "--scale", type=float, default=1.0, help="shrink trial counts and long trials (0 < F <= 1)"
     )
-    parser.add_argument("--quick", action="store_true", help=f"--scale {QUICK_SCALE}")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # one shape, in a child process
-    args = parser.parse_args()
-    scale = QUICK_SCALE if args.quick else args.scale
-    if not 0 < scale <= 1:
-        parser.error(f"--scale takes a factor in (0, 1], got {scale}")
-    if args.child:
-        out = run_dispatch(scale) if args.child == DISPATCH else run_shape(args.child, scale)
-        print(json.dumps(out))
-    else:
-        names = args.shapes.split(",") if args.shapes else ORDER
-        unknown = [n for n in names if n not in ORDER]
-        if unknown:
-            parser.error(f"unknown shape(s) {', '.join(unknown)}; choose from {', '.join(ORDER)}")
-        res = main(names, scale)
-        path = write_result("scalability", res)
-        print(summary(res))
-        print(f"  -> {path}")
+
+
+if __name__ == "__main__":
+    _runner.main("scalability", main, summary, _arguments, quick={}, doc=__doc__)  # --quick: --scale 0.1

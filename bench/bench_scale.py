@@ -29,23 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
-from _common import (
-    CpuMonitor,
-    contention_note,
-    header,
-    jupyter_server,
-    median,
-    percentile,
-    write_result,
-)
+import _runner
+from _common import contention_note, jupyter_server, median, percentile, thread_cpu_s
+from _runner import ReportView, in_child, interleave, local_cluster, measuring
 
 TRIALS = 10_000
 STEPS = 100
@@ -67,27 +59,6 @@ def scale_trial(x, steps):
 
 
 # --- one side, in a child process -------------------------------------------------------------------------
-class ListenerView:
-    """progress= view that only records each report's delivery latency (on the IO thread)."""
-
-    def __init__(self, exp) -> None:
-        self.exp = exp
-        self.latency: list[float] = []
-
-    def start(self) -> None:
-        self.exp.add_report_listener(self._on_report)
-
-    def _on_report(self, trial_id, rows) -> None:
-        now = time.time()
-        self.latency.extend(now - sent_at for _, _, sent_at in rows)
-
-    def idle(self) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-
 def _rss() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -95,16 +66,7 @@ def _rss() -> int:
 
 def _thread_cpu() -> dict[int, float]:
     """CPU seconds (user + system) of each of this process's threads, by native thread id."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # it ended meanwhile
-            continue
-        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
-    return out
+    return {tid: cpu for tid, (_, cpu) in thread_cpu_s().items()}
 
 
 class Sampler(threading.Thread):
@@ -141,77 +103,69 @@ class Sampler(threading.Thread):
 
 
 def run_side(side: str, store: str | None, trials: int, steps: int) -> dict:
-    import jupyter_dist
     from jupyter_dist import space
 
-    client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
-    client.wait_for_workers(2)
-    # Warm the workers (imports, first task) outside the measurement.
-    jupyter_dist.hpo(
-        scale_trial, {"x": 1.0, "steps": 3}, trials=4, metric="v", cluster=client, progress=False, store=False
-    )
-    views: list[ListenerView] = []
-
-    def make_view(exp):
-        views.append(ListenerView(exp))
-        return views[-1]
-
-    rss_before = _rss()
-    sampler = Sampler()
-    sampler.start()
-    t0, cpu0 = time.perf_counter(), time.process_time()
-    exp = jupyter_dist.hpo(
-        scale_trial,
-        {"x": space.uniform(0, 1), "steps": steps},
-        trials=trials,
-        parallel=2,
-        metric="v",
-        sampler="random",
-        pruner=None,
-        seed=0,
-        name="scale",
-        cluster=client,
-        progress=make_view,
-        store=store if store else False,
-    )
-    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    sampler.done.set()
-    sampler.join()
-    threads = sampler.thread_cpu_s()
-    latency = views[0].latency
-    out = {
-        "side": side,
-        "wall_s": wall,
-        "trials_done": exp.done,
-        "reports": exp.reports,
-        "reports_per_s": exp.reports / wall,
-        "kernel_cpu_s": cpu,
-        "kernel_cpu_us_per_report": cpu / exp.reports * 1e6,
-        "kernel_thread_cpu_us_per_report": {name: t / exp.reports * 1e6 for name, t in threads.items()},
-        "latency_s": {
-            "p50": percentile(latency, 50),
-            "p99": percentile(latency, 99),
-            "max": max(latency),
-        },
-        "kernel_rss_mb": {
-            "before": rss_before / 2**20,
-            "peak": max(sampler.samples + [rss_before]) / 2**20,
-            "after": _rss() / 2**20,
-        },
-        "experiment_id": exp.id,
-    }
-    jupyter_dist.close_local_cluster()
-    return out
+    with local_cluster(timeout=None) as client:
+        # Warm the workers (imports, first task) outside the measurement.
+        _runner.hpo(
+            scale_trial, {"x": 1.0, "steps": 3}, client, trials=4, metric="v", sampler="tpe", store=False
+        )
+        rss_before = _rss()
+        sampler = Sampler()
+        sampler.start()
+        cpu0 = time.process_time()
+        exp, wall = _runner.hpo(
+            scale_trial,
+            {"x": space.uniform(0, 1), "steps": steps},
+            client,
+            trials=trials,
+            parallel=2,
+            metric="v",
+            pruner=None,
+            seed=0,
+            name="scale",
+            progress=ReportView,
+            store=store if store else False,
+        )
+        cpu = time.process_time() - cpu0
+        sampler.done.set()
+        sampler.join()
+        threads = sampler.thread_cpu_s()
+        latency = ReportView.last.latency
+        return {
+            "side": side,
+            "wall_s": wall,
+            "trials_done": exp.done,
+            "reports": exp.reports,
+            "reports_per_s": exp.reports / wall,
+            "kernel_cpu_s": cpu,
+            "kernel_cpu_us_per_report": cpu / exp.reports * 1e6,
+            "kernel_thread_cpu_us_per_report": {name: t / exp.reports * 1e6 for name, t in threads.items()},
+            "latency_s": {
+                "p50": percentile(latency, 50),
+                "p99": percentile(latency, 99),
+                "max": max(latency),
+            },
+            "kernel_rss_mb": {
+                "before": rss_before / 2**20,
+                "peak": max(sampler.samples + [rss_before]) / 2**20,
+                "after": _rss() / 2**20,
+            },
+            "experiment_id": exp.id,
+        }
 
 
 def _child(side: str, store: str | None, trials: int, steps: int) -> dict:
-    cmd = [sys.executable, __file__, "--side", side, "--trials", str(trials), "--steps", str(steps)]
-    if store:
-        cmd += ["--store", store]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SIDE_TIMEOUT_S)
-    if done.returncode:
-        raise RuntimeError(f"the {side} side failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    args = [
+        "--side",
+        side,
+        "--trials",
+        str(trials),
+        "--steps",
+        str(steps),
+        *(["--store", store] if store else []),
+    ]
+    return in_child(args, SIDE_TIMEOUT_S)
 
 
 # --- reading it back, in the parent -----------------------------------------------------------------------
@@ -287,72 +241,74 @@ def _median_side(runs: list[dict]) -> dict:
     }
 
 
-def main(trials: int, steps: int, rounds: int = 1) -> dict:
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-scale-") as folder:
-        runs: dict[str, list[dict]] = {"on": [], "off": []}
-        for r in range(rounds):
-            for side in ("on", "off") if r % 2 == 0 else ("off", "on"):
-                print(f"  round {r}: {trials:,} trials x {steps} steps, store {side}...", flush=True)
-                store = os.path.join(folder, f"experiments-{r}.sqlite") if side == "on" else None
-                runs[side].append(_child(side, store, trials, steps))
-                s = runs[side][-1]
-                print(
-                    f"    {s['wall_s']:.1f} s, {s['reports_per_s']:,.0f} reports/s, kernel CPU "
-                    f"{s['kernel_cpu_us_per_report']:.1f} us/report, p50 {s['latency_s']['p50'] * 1e3:.1f} ms, "
-                    f"p99 {s['latency_s']['p99'] * 1e3:.0f} ms, kernel RSS peak {s['kernel_rss_mb']['peak']:.0f} MB",
-                    flush=True,
-                )
+def _show(s: dict) -> str:
+    return (
+        f"    {s['wall_s']:.1f} s, {s['reports_per_s']:,.0f} reports/s, kernel CPU {s['kernel_cpu_us_per_report']:.1f}"
+        f" us/report, p50 {s['latency_s']['p50'] * 1e3:.1f} ms, p99 {s['latency_s']['p99'] * 1e3:.0f} ms, kernel RSS "
+        f"peak {s['kernel_rss_mb']['peak']:.0f} MB"
+    )
+
+
+def main(trials: int, steps: int, rounds: int, side: str | None, store: str | None) -> dict | None:
+    if side:  # a child process: one side
+        return _runner.child_main(run_side(side, store, trials, steps))
+    parameters = {
+        "trials": trials,
+        "steps": steps,
+        "rounds": rounds,
+        "cluster": "LocalCluster, 2 worker processes x 1 thread, one fresh process per side and round",
+        "view": "listener only (latency), no widget",
+    }
+    with (
+        measuring("scale", parameters) as result,
+        tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-scale-") as folder,
+    ):
+
+        def one(r: int, side: str) -> dict:
+            print(f"  round {r}: {trials:,} trials x {steps} steps, store {side}...", flush=True)
+            return _child(
+                side, os.path.join(folder, f"experiments-{r}.sqlite") if side == "on" else None, trials, steps
+            )
+
+        sides = {side: lambda r, side=side: one(r, side) for side in ("on", "off")}
+        runs = interleave(rounds, sides, "alternate", lambda r, side, out: _show(out))
         sides = {side: _median_side(side_runs) for side, side_runs in runs.items()}
         store = os.path.join(folder, "experiments-0.sqlite")
         experiment_id = runs["on"][0]["experiment_id"]
         reading = read_back(store, experiment_id)
         http = read_over_http(store, experiment_id, folder)
         store_mb = sum(f.stat().st_size for f in Path(folder).glob("experiments-0.sqlite*")) / 2**20
-    result = header(
-        "scale",
-        {
-            "trials": trials,
-            "steps": steps,
-            "rounds": rounds,
-            "cluster": "LocalCluster, 2 worker processes x 1 thread, one fresh process per side and round",
-            "view": "listener only (latency), no widget",
-        },
-    )
-    on, off = sides["on"], sides["off"]
-    wall_ratio = on["wall_s"] / off["wall_s"]
-    result.update(
-        sides=sides,
-        runs=runs,
-        store_mb=store_mb,
-        store_bytes_per_report=store_mb * 2**20 / runs["on"][0]["reports"],
-        read_back=reading,
-        http=http,
-        ratios_on_over_off={
-            "kernel_rss_peak": on["kernel_rss_mb"]["peak"] / off["kernel_rss_mb"]["peak"],
-            "latency_p99": on["latency_s"]["p99"] / off["latency_s"]["p99"],
-            "wall": wall_ratio,
-            "kernel_cpu": on["kernel_cpu_us_per_report"] / off["kernel_cpu_us_per_report"],
-        },
-        store_kernel_cpu_us_per_report=on["kernel_cpu_us_per_report"] - off["kernel_cpu_us_per_report"],
-        target={
-            "wall_on_over_off_at_most": TARGET_WALL_RATIO,
-            "p99_s_below": TARGET_P99_S,
-            "load_s_below": TARGET_LOAD_S,
-            "listing_s_below": TARGET_LISTING_S,
-        },
-        met={
-            "store_on_within_1_1x_of_off": wall_ratio <= TARGET_WALL_RATIO,
-            "streaming_p99_below_50ms": on["latency_s"]["p99"] < TARGET_P99_S,
-            "load_below_1s": reading["load_s"] < TARGET_LOAD_S,
-            "rest_listing_below_1s": http["listing_s"] < TARGET_LISTING_S,
-            "experiments_below_1s": reading["experiments_s"] < TARGET_LISTING_S,
-            "metrics_paged_through": http["metrics_rows"] == runs["on"][0]["reports"],
-        },
-        cpu_contention=cpu.stop(),
-        wall_s=time.perf_counter() - wall0,
-    )
+        on, off = sides["on"], sides["off"]
+        wall_ratio = on["wall_s"] / off["wall_s"]
+        result.update(
+            sides=sides,
+            runs=runs,
+            store_mb=store_mb,
+            store_bytes_per_report=store_mb * 2**20 / runs["on"][0]["reports"],
+            read_back=reading,
+            http=http,
+            ratios_on_over_off={
+                "kernel_rss_peak": on["kernel_rss_mb"]["peak"] / off["kernel_rss_mb"]["peak"],
+                "latency_p99": on["latency_s"]["p99"] / off["latency_s"]["p99"],
+                "wall": wall_ratio,
+                "kernel_cpu": on["kernel_cpu_us_per_report"] / off["kernel_cpu_us_per_report"],
+            },
+            store_kernel_cpu_us_per_report=on["kernel_cpu_us_per_report"] - off["kernel_cpu_us_per_report"],
+            target={
+                "wall_on_over_off_at_most": TARGET_WALL_RATIO,
+                "p99_s_below": TARGET_P99_S,
+                "load_s_below": TARGET_LOAD_S,
+                "listing_s_below": TARGET_LISTING_S,
+            },
+            met={
+                "store_on_within_1_1x_of_off": wall_ratio <= TARGET_WALL_RATIO,
+                "streaming_p99_below_50ms": on["latency_s"]["p99"] < TARGET_P99_S,
+                "load_below_1s": reading["load_s"] < TARGET_LOAD_S,
+                "rest_listing_below_1s": http["listing_s"] < TARGET_LISTING_S,
+                "experiments_below_1s": reading["experiments_s"] < TARGET_LISTING_S,
+                "metrics_paged_through": http["metrics_rows"] == runs["on"][0]["reports"],
+            },
+        )
     return result
 
 
@@ -383,18 +339,13 @@ def summary(result: dict) -> str:
     )
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def _arguments(parser) -> None:
     parser.add_argument("--trials", type=int, default=TRIALS)
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--rounds", type=int, default=1, help="on/off pairs, the order alternating")
     parser.add_argument("--side", choices=["on", "off"], help=argparse.SUPPRESS)  # a child process's side
     parser.add_argument("--store", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.side:
-        print(json.dumps(run_side(args.side, args.store, args.trials, args.steps)))
-    else:
-        res = main(args.trials, args.steps, args.rounds)
-        path = write_result("scale", res)
-        print(summary(res))
-        print(f"  -> {path}")
+
+
+if __name__ == "__main__":
+    _runner.main("scale", main, summary, _arguments, doc=__doc__)

@@ -15,16 +15,16 @@ Run: ``.venv/bin/python bench/bench_store.py [--rounds 3]`` (writes bench/result
 
 from __future__ import annotations
 
-import argparse
 import os
 import sqlite3
 import tempfile
-import time
 from pathlib import Path
 
+import _runner
 import bench_dispatch
 import bench_streaming
-from _common import CpuMonitor, contention_note, header, median, write_result
+from _common import contention_note, median
+from _runner import interleave, local_cluster, measuring
 
 N = bench_dispatch.N
 STREAM_S = 10.0
@@ -33,14 +33,9 @@ TARGET_COST = 0.10
 TARGET_P50_S = 0.05
 
 
-def _trials(path: str) -> int:
+def _count(path: str, sql: str) -> int:
     with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT count(*) FROM trials").fetchone()[0]
-
-
-def _reports(path: str) -> int:
-    with sqlite3.connect(path) as conn:  # schema 3: reports lie in chunks, each row says how many it holds
-        return conn.execute("SELECT coalesce(sum(count), 0) FROM report_chunks").fetchone()[0]
+        return conn.execute(sql).fetchone()[0]
 
 
 def run_side(client, side: str, folder: str, round_no: int) -> dict:
@@ -58,8 +53,9 @@ def run_side(client, side: str, folder: str, round_no: int) -> dict:
         "streaming_lost": streaming["lost"],
     }
     if side == "on":
-        out["stored_trials"] = _trials(path)
-        out["stored_reports"] = _reports(path)
+        out["stored_trials"] = _count(path, "SELECT count(*) FROM trials")
+        # schema 3: reports lie in chunks, each row says how many it holds
+        out["stored_reports"] = _count(path, "SELECT coalesce(sum(count), 0) FROM report_chunks")
         out["store_bytes"] = sum(f.stat().st_size for f in Path(folder).glob(f"store-{round_no}.sqlite*"))
         # every dispatch trial, both streaming trials, and every report the streaming run sent
         assert out["stored_trials"] == N * bench_dispatch.REPEATS + bench_streaming.TRIALS, out
@@ -67,75 +63,69 @@ def run_side(client, side: str, folder: str, round_no: int) -> dict:
     return out
 
 
+def _show(r: int, side: str, last: dict) -> str:
+    return (
+        f"  round {r} store {side:>3}: dispatch {median(last['dispatch_trials_per_s']):.0f} trials/s, streaming "
+        f"{last['streaming_delivered_per_s']:.0f} reports/s, p50 {last['streaming_p50_s'] * 1e3:.1f} ms, p99 "
+        f"{last['streaming_p99_s'] * 1e3:.0f} ms"
+    )
+
+
 def main(rounds: int) -> dict:
-    import jupyter_dist
-
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
-    client.wait_for_workers(2)
-    bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
-    saved = os.environ.get("JUPYTER_DIST_STORE")
-    runs: dict[str, list[dict]] = {"off": [], "on": []}
-    try:
-        with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-store-") as folder:
-            for r in range(rounds):
-                for side in ("off", "on") if r % 2 == 0 else ("on", "off"):
-                    runs[side].append(run_side(client, side, folder, r))
-                    last = runs[side][-1]
-                    print(
-                        f"  round {r} store {side:>3}: dispatch {median(last['dispatch_trials_per_s']):.0f} trials/s,"
-                        f" streaming {last['streaming_delivered_per_s']:.0f} reports/s, p50 "
-                        f"{last['streaming_p50_s'] * 1e3:.1f} ms, p99 {last['streaming_p99_s'] * 1e3:.0f} ms",
-                        flush=True,
-                    )
-    finally:
-        if saved is None:
-            os.environ.pop("JUPYTER_DIST_STORE", None)
-        else:
-            os.environ["JUPYTER_DIST_STORE"] = saved
-        jupyter_dist.close_local_cluster()
-
-    def med(side: str, key: str) -> float:
-        values = [v for run in runs[side] for v in (run[key] if isinstance(run[key], list) else [run[key]])]
-        return median(values)
-
-    dispatch = {side: med(side, "dispatch_trials_per_s") for side in runs}
-    streaming = {side: med(side, "streaming_delivered_per_s") for side in runs}
-    p50 = {side: med(side, "streaming_p50_s") for side in runs}
-    cost = {
-        "dispatch": 1 - dispatch["on"] / dispatch["off"],
-        "streaming": 1 - streaming["on"] / streaming["off"],
+    parameters = {
+        "rounds": rounds,
+        "dispatch": f"{N} no-op trials, random sampler, {bench_dispatch.REPEATS} repeats per side per round",
+        "streaming": f"{bench_streaming.TRIALS} trials x {STREAM_S:.0f} s of report() in a tight loop, live "
+        "view listener",
+        "on": "JUPYTER_DIST_STORE=<fresh file in a temporary directory>",
+        "off": "JUPYTER_DIST_STORE=off",
     }
-    met = {
-        "dispatch_cost": cost["dispatch"] <= TARGET_COST,
-        "streaming_cost": cost["streaming"] <= TARGET_COST,
-        "streaming_p50": p50["on"] < TARGET_P50_S,
-    }
-    result = header(
-        "store",
-        {
-            "rounds": rounds,
-            "dispatch": f"{N} no-op trials, random sampler, {bench_dispatch.REPEATS} repeats per side per round",
-            "streaming": f"{bench_streaming.TRIALS} trials x {STREAM_S:.0f} s of report() in a tight loop, live "
-            "view listener",
-            "on": "JUPYTER_DIST_STORE=<fresh file in a temporary directory>",
-            "off": "JUPYTER_DIST_STORE=off",
-        },
-    )
-    result.update(
-        runs=runs,
-        median={
-            "dispatch_trials_per_s": dispatch,
-            "streaming_delivered_per_s": streaming,
-            "streaming_p50_s": p50,
-        },
-        cost_of_the_store=cost,
-        target={"cost_at_most": TARGET_COST, "streaming_p50_s_below": TARGET_P50_S},
-        met=met,
-        cpu_contention=cpu.stop(),
-        wall_s=time.perf_counter() - wall0,
-    )
+    with measuring("store", parameters) as result:
+        saved = os.environ.get("JUPYTER_DIST_STORE")
+        try:
+            with (
+                local_cluster() as client,
+                tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-store-") as folder,
+            ):
+                bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
+                sides = {
+                    side: lambda r, side=side: run_side(client, side, folder, r) for side in ("off", "on")
+                }
+                runs = interleave(rounds, sides, order="alternate", show=_show)
+        finally:
+            if saved is None:
+                os.environ.pop("JUPYTER_DIST_STORE", None)
+            else:
+                os.environ["JUPYTER_DIST_STORE"] = saved
+
+        def med(side: str, key: str) -> float:
+            values = [
+                v for run in runs[side] for v in (run[key] if isinstance(run[key], list) else [run[key]])
+            ]
+            return median(values)
+
+        dispatch = {side: med(side, "dispatch_trials_per_s") for side in runs}
+        streaming = {side: med(side, "streaming_delivered_per_s") for side in runs}
+        p50 = {side: med(side, "streaming_p50_s") for side in runs}
+        cost = {
+            "dispatch": 1 - dispatch["on"] / dispatch["off"],
+            "streaming": 1 - streaming["on"] / streaming["off"],
+        }
+        result.update(
+            runs=runs,
+            median={
+                "dispatch_trials_per_s": dispatch,
+                "streaming_delivered_per_s": streaming,
+                "streaming_p50_s": p50,
+            },
+            cost_of_the_store=cost,
+            target={"cost_at_most": TARGET_COST, "streaming_p50_s_below": TARGET_P50_S},
+            met={
+                "dispatch_cost": cost["dispatch"] <= TARGET_COST,
+                "streaming_cost": cost["streaming"] <= TARGET_COST,
+                "streaming_p50": p50["on"] < TARGET_P50_S,
+            },
+        )
     return result
 
 
@@ -155,10 +145,11 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    res = main(args.rounds)
-    path = write_result("store", res)
-    print(summary(res))
-    print(f"  -> {path}")
+    _runner.main(
+        "store",
+        main,
+        summary,
+        lambda p: p.add_argument("--rounds", type=int, default=3),
+        quick={"N": 100, "STREAM_S": 2.0},
+        doc=__doc__,
+    )

@@ -3,12 +3,12 @@
 Two trials (parallel=2) each call ``jupyter_dist.report(step=i, v=float(i))`` in a tight loop for SECONDS. A
 report listener registered on the Experiment (``exp.add_report_listener``) records ``time.time() - sent_at`` in
 the kernel, where ``sent_at`` is the worker's ``time.time()`` inside ``report()`` (same host, same clock). The
-view passed as ``progress=`` also wraps the real ``LiveView``, so its throttled redraws (5 Hz) run on the main
-thread during the measurement. Each trial returns how many reports it sent; these are compared with what
+view passed as ``progress=`` (``_runner.ReportView(live=True)``) also drives the real ``LiveView``, so its
+throttled redraws (5 Hz) run on the main thread during the measurement. Each trial returns how many reports it sent; these are compared with what
 arrived (``len(exp.history)`` and the listener's count).
 
 With no pruner the kernel decides nothing on the reports (they feed the view and the store), so a report may wait
-up to 0.2 s on the worker for others to travel with (runtime/_outbox.py); a third run, paced, passes a
+up to 0.2 s on the worker for others to travel with (trials/_outbox.py); a third run, paced, passes a
 pruner that never prunes (Optuna's MedianPruner waiting for 1,000 trials, asked at every report) to measure the
 path where each report leaves within 5 ms.
 
@@ -20,10 +20,13 @@ Run: ``.venv/bin/python bench/bench_streaming.py`` (writes bench/results/streami
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
 
-from _common import CpuMonitor, contention_note, header, median, percentile, write_result
+import _runner
+from _common import contention_note, median
+from _runner import CLUSTER, ReportView, local_cluster, measuring
 from _workloads import raw_stream, stream
 
 SECONDS = 10.0
@@ -33,95 +36,9 @@ WARMUP_SECONDS = 1.0
 PACED_RATE = 2500.0
 SETTLE_S = 2.0  # pause before each measured run
 TRIALS = 2
-N_WORKERS = 2
-THREADS_PER_WORKER = 1
 DRAIN_TIMEOUT = 30.0  # raw baseline: how long to wait for the last messages after the tasks end
 TARGET_REPORTS_PER_S = 5000.0
 TARGET_P50_S = 0.050
-
-
-class Recorder:
-    """Arrival time and latency of every message the kernel-side handler sees (called on the IO thread)."""
-
-    def __init__(self) -> None:
-        self.arrived: list[float] = []
-        self.sent_at: list[float] = []
-
-    def record(self, sent_at: float) -> None:
-        now = time.time()
-        self.arrived.append(now)
-        self.sent_at.append(sent_at)
-
-    def stats(self, sent: int, run_s: float) -> dict:
-        n = len(self.arrived)
-        lat = [a - s for a, s in zip(self.arrived, self.sent_at, strict=True)]
-        span = (max(self.arrived) - min(self.sent_at)) if n else 0.0
-        # Latency per second of the run (by send time): a growing backlog shows as rising latency.
-        by_second: dict[int, list[float]] = {}
-        t0 = min(self.sent_at) if n else 0.0
-        for s, latency in zip(self.sent_at, lat, strict=True):
-            by_second.setdefault(int(s - t0), []).append(latency)
-        return {
-            "sent": sent,
-            "received": n,
-            "lost": sent - n,
-            "run_s": run_s,
-            "first_send_to_last_arrival_s": span,
-            "sent_per_s": sent / run_s if run_s else None,
-            "delivered_per_s": n / span if span else None,
-            "latency_s": {
-                "p50": percentile(lat, 50),
-                "p90": percentile(lat, 90),
-                "p99": percentile(lat, 99),
-                "max": max(lat) if lat else None,
-                "mean": sum(lat) / n if n else None,
-            },
-            "latency_by_second_of_run": [
-                {
-                    "second": sec,
-                    "messages": len(v),
-                    "p50_s": percentile(v, 50),
-                    "p99_s": percentile(v, 99),
-                }
-                for sec, v in sorted(by_second.items())
-            ],
-        }
-
-
-class MeasuringView:
-    """progress= view: registers the latency listener and delegates drawing to the real LiveView."""
-
-    def __init__(self, exp) -> None:
-        from jupyter_dist.widgets._live import LiveView
-
-        self.exp = exp
-        self.recorder = Recorder()
-        self.live = LiveView(exp)
-        self.draws: list[float] = []
-        self.idles = 0
-        draw = self.live.draw
-
-        def timed_draw() -> None:
-            t0 = time.perf_counter()
-            draw()
-            self.draws.append(time.perf_counter() - t0)
-
-        self.live.draw = timed_draw  # the throttle in ExperimentView.idle() calls self.draw()
-
-    def start(self) -> None:
-        self.exp.add_report_listener(self._on_report)
-        self.live.start()
-
-    def _on_report(self, trial_id, reports) -> None:
-        for _, _, sent_at in reports:
-            self.recorder.record(sent_at)
-
-    def idle(self) -> None:
-        self.idles += 1
-        self.live.idle()
-
-    def finish(self) -> None:
-        self.live.finish()
 
 
 def never_prunes():
@@ -139,77 +56,74 @@ def settle() -> None:
 def run_ours(client, seconds: float, rate: float, pruner=None) -> dict:
     """``pruner``: None (the channel alone; reports may wait to travel together), or one the kernel asks at
     every report (each report then leaves within 5 ms)."""
-    import jupyter_dist
     from jupyter_dist import space
 
-    views: list[MeasuringView] = []
-
-    def make_view(exp):
-        views.append(MeasuringView(exp))
-        return views[-1]
-
-    t0 = time.perf_counter()
-    exp = jupyter_dist.hpo(
+    exp, wall = _runner.hpo(
         stream,
         {"seconds": seconds, "rate": rate, "x": space.uniform(0, 1)},
+        client,
         trials=TRIALS,
         parallel=TRIALS,
         metric="v",
-        sampler="random",
         pruner=pruner,  # how fast stops follow decisions has its own benchmark (bench_pruning)
         seed=0,
-        cluster=client,
-        progress=make_view,
+        progress=functools.partial(ReportView, live=True),
     )
-    wall = time.perf_counter() - t0
-    view = views[0]
+    view = ReportView.last
     trials = exp.trials
     assert (trials["state"] == "completed").all(), trials
     sent = int(trials["value"].sum())  # each trial returns {"v": n_sent, "sent": n_sent}
     history_rows = len(exp.history)
-    out = view.recorder.stats(sent, float(trials["duration"].max()))
-    out.update(
-        {
-            "hpo_wall_s": wall,
-            "sent_per_trial": [int(v) for v in trials["value"]],
-            "steps_per_trial": [int(v) for v in trials["steps"]],  # report() calls the workers counted
-            "history_rows": history_rows,
-            "lost_in_history": sent - history_rows,
-            "widget": {
-                "draws": len(view.draws),
-                "draws_per_s": len(view.draws) / wall,
-                "draw_s_median": median(view.draws) if view.draws else None,
-                "draw_s_max": max(view.draws) if view.draws else None,
-                "draw_s_total": sum(view.draws),
-                "idle_calls": view.idles,
-            },
-        }
-    )
-    return out
+    draws = view.draws
+    return view.stats(sent, float(trials["duration"].max())) | {
+        "hpo_wall_s": wall,
+        "sent_per_trial": [int(v) for v in trials["value"]],
+        "steps_per_trial": [int(v) for v in trials["steps"]],  # report() calls the workers counted
+        "history_rows": history_rows,
+        "lost_in_history": sent - history_rows,
+        "widget": {
+            "draws": len(draws),
+            "draws_per_s": len(draws) / wall,
+            "draw_s_median": median(draws) if draws else None,
+            "draw_s_max": max(draws) if draws else None,
+            "draw_s_total": sum(draws),
+            "idle_calls": view.idles,
+        },
+    }
 
 
 def run_raw(client, seconds: float, rate: float, tag: str) -> dict:
-    recorder = Recorder()
+    recorder = ReportView(None)
     topic = f"bench-streaming-raw-{tag}-{time.time_ns()}"
-
-    def handler(event) -> None:
-        recorder.record(event[1]["w"])
-
-    client.subscribe_topic(topic, handler)
+    client.subscribe_topic(topic, lambda event: recorder.received_one(event[1]["w"]))
     try:
         futures = [client.submit(raw_stream, seconds, rate, topic, i, pure=False) for i in range(TRIALS)]
-        t0 = time.perf_counter()
-        counts = client.gather(futures)
-        wall = time.perf_counter() - t0
+        counts, wall = _runner.timed(client.gather, futures)
         sent = sum(counts)
         deadline = time.monotonic() + DRAIN_TIMEOUT
-        while len(recorder.arrived) < sent and time.monotonic() < deadline:
+        while len(recorder.latency) < sent and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         client.unsubscribe_topic(topic)
-    out = recorder.stats(sent, seconds)
-    out.update({"tasks_wall_s": wall, "sent_per_task": counts})
-    return out
+    return recorder.stats(sent, seconds) | {"tasks_wall_s": wall, "sent_per_task": counts}
+
+
+def channel(client, dispatch_trials: int, seconds: float, rate: float) -> dict:
+    """One cluster's channel, as bench_gateway and bench_network compare clusters: bench_dispatch's no-op trials
+    per second, then 2 trials streaming at ``rate`` each for ``seconds`` with a pruner asked at every report (each
+    report leaves within 5 ms, so the latency is the network's, not the up-to-0.2 s wait of reports nobody
+    decides on)."""
+    import bench_dispatch
+
+    elapsed, _ = bench_dispatch.run_ours(client, dispatch_trials)
+    stream = run_ours(client, seconds, rate, never_prunes())
+    return {
+        "dispatch_trials_per_s": dispatch_trials / elapsed,
+        "stream_delivered_per_s": stream["delivered_per_s"],
+        "stream_p50_s": stream["latency_s"]["p50"],
+        "stream_p99_s": stream["latency_s"]["p99"],
+        "stream_lost": stream["lost"],
+    }
 
 
 def _brief(run: dict) -> dict:
@@ -223,74 +137,60 @@ def _brief(run: dict) -> dict:
 
 
 def main() -> dict:
-    import jupyter_dist
-
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
-    try:
-        client.wait_for_workers(N_WORKERS, timeout=60)
-        run_raw(client, WARMUP_SECONDS, 0, "warmup")
-        run_ours(client, WARMUP_SECONDS, 0)
-        # Paced first: a tight run leaves the cluster busy draining its backlog for a while afterwards, and
-        # one paced run placed after it showed a 2.6 s stall in its first second.
-        runs: dict[str, dict] = {"paced": {}, "paced_pruner": {}, "tight": {}}
-        for mode, rate in (("paced", PACED_RATE), ("tight", 0)):
-            settle()
-            runs[mode]["raw"] = run_raw(client, SECONDS, rate, mode)
-            settle()
-            runs[mode]["ours"] = run_ours(client, SECONDS, rate)
-            if mode == "paced":
-                settle()
-                runs["paced_pruner"]["ours"] = run_ours(client, SECONDS, rate, never_prunes())
-    finally:
-        jupyter_dist.close_local_cluster()
-    cpu_contention = cpu.stop()
-
-    tight, paced = runs["tight"]["ours"], runs["paced"]["ours"]
-    met = {
-        "tight_loop": {
-            "reports_per_s": tight["delivered_per_s"] >= TARGET_REPORTS_PER_S,
-            "p50_latency": tight["latency_s"]["p50"] < TARGET_P50_S,
-        },
-        # 5,000/s offered: the rate is met when every report arrived (a late tail stall would otherwise count
-        # against the span-based delivered/s); the throughput itself is what the tight loop measures.
-        "paced_at_target_rate": {
-            "reports_per_s": paced["lost"] == 0 and paced["sent_per_s"] >= 0.99 * TARGET_REPORTS_PER_S,
-            "p50_latency": paced["latency_s"]["p50"] < TARGET_P50_S,
-        },
+    parameters = {
+        "seconds_per_trial": SECONDS,
+        "trials": TRIALS,
+        "parallel": TRIALS,
+        "warmup_seconds": WARMUP_SECONDS,
+        "paced_rate_per_trial": PACED_RATE,
+        "cluster": CLUSTER,
+        "ours": "hpo(stream, {'seconds': 10.0, 'rate': R, 'x': space.uniform(0, 1)}, trials=2, parallel=2, "
+        "metric='v', progress=<view wrapping LiveView + report listener>); stream() calls "
+        "report(step=i, v=float(i)) in a loop, R=0: as fast as it can (tight), else paced at R/s per trial",
+        "raw": "2 tasks calling get_worker().log_event(topic, msg) in the same loop; client.subscribe_topic",
+        "latency": "time.time() in the kernel-side handler minus the worker's time.time() at send",
+        "delivered_per_s": "messages received / (first send .. last arrival)",
+        "paced_pruner": "ours, paced, with optuna.pruners.MedianPruner(n_startup_trials=1000): asked at every "
+        "report, never prunes",
+        "order": "warm-up (1 s each), paced raw, paced ours, paced ours with a pruner, tight raw, tight ours; "
+        f"gc.collect() and a {SETTLE_S:.0f} s pause before each",
     }
-    for m in met.values():
-        m["all"] = m["reports_per_s"] and m["p50_latency"]
-    result = header(
-        "streaming",
-        {
-            "seconds_per_trial": SECONDS,
-            "trials": TRIALS,
-            "parallel": TRIALS,
-            "warmup_seconds": WARMUP_SECONDS,
-            "paced_rate_per_trial": PACED_RATE,
-            "cluster": f"jupyter_dist.get_client('local', n_workers={N_WORKERS}, threads_per_worker={THREADS_PER_WORKER})",
-            "ours": "hpo(stream, {'seconds': 10.0, 'rate': R, 'x': space.uniform(0, 1)}, trials=2, parallel=2, "
-            "metric='v', progress=<view wrapping LiveView + report listener>); stream() calls "
-            "report(step=i, v=float(i)) in a loop, R=0: as fast as it can (tight), else paced at R/s per trial",
-            "raw": "2 tasks calling get_worker().log_event(topic, msg) in the same loop; client.subscribe_topic",
-            "latency": "time.time() in the kernel-side handler minus the worker's time.time() at send",
-            "delivered_per_s": "messages received / (first send .. last arrival)",
-            "paced_pruner": "ours, paced, with optuna.pruners.MedianPruner(n_startup_trials=1000): asked at every "
-            "report, never prunes",
-            "order": "warm-up (1 s each), paced raw, paced ours, paced ours with a pruner, tight raw, tight ours; "
-            "gc.collect() and a "
-            f"{SETTLE_S:.0f} s pause before each",
-        },
-    )
-    result.update(
-        {
-            "runs": runs,
-            "tight": {"raw_log_event": _brief(runs["tight"]["raw"]), "ours": _brief(tight)},
-            "paced": {"raw_log_event": _brief(runs["paced"]["raw"]), "ours": _brief(paced)},
-            "paced_pruner": {"ours": _brief(runs["paced_pruner"]["ours"])},
-            "ratio_ours_over_raw": {
+    with measuring("streaming", parameters) as result:
+        with local_cluster() as client:
+            run_raw(client, WARMUP_SECONDS, 0, "warmup")
+            run_ours(client, WARMUP_SECONDS, 0)
+            # Paced first: a tight run leaves the cluster busy draining its backlog for a while afterwards, and
+            # one paced run placed after it showed a 2.6 s stall in its first second.
+            runs: dict[str, dict] = {"paced": {}, "paced_pruner": {}, "tight": {}}
+            for mode, rate in (("paced", PACED_RATE), ("tight", 0)):
+                settle()
+                runs[mode]["raw"] = run_raw(client, SECONDS, rate, mode)
+                settle()
+                runs[mode]["ours"] = run_ours(client, SECONDS, rate)
+                if mode == "paced":
+                    settle()
+                    runs["paced_pruner"]["ours"] = run_ours(client, SECONDS, rate, never_prunes())
+        tight, paced = runs["tight"]["ours"], runs["paced"]["ours"]
+        met = {
+            "tight_loop": {
+                "reports_per_s": tight["delivered_per_s"] >= TARGET_REPORTS_PER_S,
+                "p50_latency": tight["latency_s"]["p50"] < TARGET_P50_S,
+            },
+            # 5,000/s offered: the rate is met when every report arrived (a late tail stall would otherwise count
+            # against the span-based delivered/s); the throughput itself is what the tight loop measures.
+            "paced_at_target_rate": {
+                "reports_per_s": paced["lost"] == 0 and paced["sent_per_s"] >= 0.99 * TARGET_REPORTS_PER_S,
+                "p50_latency": paced["latency_s"]["p50"] < TARGET_P50_S,
+            },
+        }
+        for m in met.values():
+            m["all"] = m["reports_per_s"] and m["p50_latency"]
+        result.update(
+            runs=runs,
+            tight={"raw_log_event": _brief(runs["tight"]["raw"]), "ours": _brief(tight)},
+            paced={"raw_log_event": _brief(runs["paced"]["raw"]), "ours": _brief(paced)},
+            paced_pruner={"ours": _brief(runs["paced_pruner"]["ours"])},
+            ratio_ours_over_raw={
                 mode: {
                     "delivered_per_s": runs[mode]["ours"]["delivered_per_s"]
                     / runs[mode]["raw"]["delivered_per_s"],
@@ -299,18 +199,15 @@ def main() -> dict:
                 }
                 for mode in ("paced", "tight")
             },
-            "target": {
+            target={
                 "reports_per_s": TARGET_REPORTS_PER_S,
                 "p50_latency_s_below": TARGET_P50_S,
-                "judged_on": "tight_loop is the benchmark as specified (delivered/s = received / first send .. last "
-                "arrival); paced_at_target_rate offers 5,000/s (met when all of it arrives) and is given for the "
-                "latency at the target throughput",
+                "judged_on": "tight_loop is the benchmark as specified (delivered/s = received / first send .. "
+                "last arrival); paced_at_target_rate offers 5,000/s (met when all of it arrives) and is given for "
+                "the latency at the target throughput",
             },
-            "met": met,
-            "cpu_contention": cpu_contention,
-            "wall_s": time.perf_counter() - wall0,
-        }
-    )
+            met=met,
+        )
     return result
 
 
@@ -350,7 +247,4 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    res = main()
-    path = write_result("streaming", res)
-    print(summary(res))
-    print(f"  -> {path}")
+    _runner.main("streaming", main, summary, quick={"SECONDS": 2.0, "SETTLE_S": 0.5}, doc=__doc__)

@@ -21,7 +21,6 @@ Run: ``.venv/bin/python bench/bench_tracking.py [--rounds 3]`` (writes bench/res
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -31,10 +30,12 @@ import time
 import urllib.request
 import warnings
 
+import _runner
 import bench_dispatch
 import bench_streaming
 import dask.config
-from _common import CpuMonitor, contention_note, free_port, header, median, write_result
+from _common import contention_note, free_port, median
+from _runner import interleave, local_cluster, measuring
 
 N = bench_dispatch.N
 STREAM_S = 10.0
@@ -158,77 +159,65 @@ def run_side(client, side: str, server: Server, folder: str, round_no: int) -> d
     return out
 
 
+def _show(r: int, side: str, last: dict) -> str:
+    return (
+        f"  round {r} {side:>11}: dispatch {last['dispatch_s']:.2f} s ({last['dispatch_sent']}, export done "
+        f"{last['dispatch_export_done_after_s']} s after), streaming {last['streaming_delivered_per_s']:.0f} "
+        f"reports/s in {last['streaming_wall_s']:.1f} s ({last['streaming_sent_to_tracker']}, export done "
+        f"{last['streaming_export_done_after_s']} s after), {len(last['warnings'])} warnings"
+    )
+
+
 def main(rounds: int) -> dict:
-    import jupyter_dist
-
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
-    runs: dict[str, list[dict]] = {side: [] for side in SIDES}
-    with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-tracking-") as folder:
-        server = Server(folder)
-        client = jupyter_dist.get_client("local", n_workers=2, threads_per_worker=1)
-        client.wait_for_workers(2)
-        try:
-            bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
-            for r in range(rounds):
-                order = SIDES if r % 2 == 0 else SIDES[::-1]
-                for side in order:
-                    runs[side].append(run_side(client, side, server, folder, r))
-                    last = runs[side][-1]
-                    print(
-                        f"  round {r} {side:>11}: dispatch {last['dispatch_s']:.2f} s "
-                        f"({last['dispatch_sent']}, export done {last['dispatch_export_done_after_s']} s after), "
-                        f"streaming {last['streaming_delivered_per_s']:.0f} reports/s "
-                        f"in {last['streaming_wall_s']:.1f} s ({last['streaming_sent_to_tracker']}, export done "
-                        f"{last['streaming_export_done_after_s']} s after), {len(last['warnings'])} warnings",
-                        flush=True,
-                    )
-        finally:
-            jupyter_dist.close_local_cluster()
-            server.stop()
-
-    def med(side: str, key: str) -> float:
-        return median([run[key] for run in runs[side]])
-
-    cost = {
-        side: {
-            "dispatch": med(side, "dispatch_s") / med("none", "dispatch_s") - 1,
-            "streaming_wall": med(side, "streaming_wall_s") / med("none", "streaming_wall_s") - 1,
-            "streaming_delivered": 1
-            - med(side, "streaming_delivered_per_s") / med("none", "streaming_delivered_per_s"),
-        }
-        for side in SIDES[1:]
+    parameters = {
+        "rounds": rounds,
+        "dispatch": f"{N} no-op trials, random sampler, once per side per round",
+        "streaming": f"{bench_streaming.TRIALS} trials x {STREAM_S:.0f} s of report() in a tight loop, live "
+        "view listener",
+        "mlflow": "dask config jupyter_dist.tracking.mlflow: a local `mlflow server` (SQLite, 1 worker)",
+        "export": "hpo() returns without waiting for the export; the script then waits for it (not in the wall)",
+        "tensorboard": "dask config jupyter_dist.tracking.tensorboard: a temporary folder",
+        "none": "no tracker",
     }
-    met = {f"{side}_{what}": value <= TARGET_COST for side in cost for what, value in cost[side].items()}
-    result = header(
-        "tracking",
-        {
-            "rounds": rounds,
-            "dispatch": f"{N} no-op trials, random sampler, once per side per round",
-            "streaming": f"{bench_streaming.TRIALS} trials x {STREAM_S:.0f} s of report() in a tight loop, live "
-            "view listener",
-            "mlflow": "dask config jupyter_dist.tracking.mlflow: a local `mlflow server` (SQLite, 1 worker)",
-            "export": "hpo() returns without waiting for the export; the script then waits for it (not in the wall)",
-            "tensorboard": "dask config jupyter_dist.tracking.tensorboard: a temporary folder",
-            "none": "no tracker",
-        },
-    )
-    result.update(
-        runs=runs,
-        median={
-            key: {side: med(side, key) for side in SIDES}
-            for key in ("dispatch_s", "streaming_wall_s", "streaming_delivered_per_s", "streaming_p50_s")
-        },
-        export_done_after_s={
-            key: {side: _med_done(runs[side], key) for side in SIDES[1:]}
-            for key in ("dispatch_export_done_after_s", "streaming_export_done_after_s")
-        },
-        cost_of_the_tracker=cost,
-        target={"cost_at_most": TARGET_COST},
-        met=met,
-        cpu_contention=cpu.stop(),
-        wall_s=time.perf_counter() - wall0,
-    )
+    with measuring("tracking", parameters) as result:
+        with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-tracking-") as folder:
+            server = Server(folder)
+            try:
+                with local_cluster(timeout=None) as client:
+                    bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
+                    sides = {side: lambda r, s=side: run_side(client, s, server, folder, r) for side in SIDES}
+                    runs = interleave(rounds, sides, order="alternate", show=_show)
+            finally:
+                server.stop()
+
+        def med(side: str, key: str) -> float:
+            return median([run[key] for run in runs[side]])
+
+        cost = {
+            side: {
+                "dispatch": med(side, "dispatch_s") / med("none", "dispatch_s") - 1,
+                "streaming_wall": med(side, "streaming_wall_s") / med("none", "streaming_wall_s") - 1,
+                "streaming_delivered": 1
+                - med(side, "streaming_delivered_per_s") / med("none", "streaming_delivered_per_s"),
+            }
+            for side in SIDES[1:]
+        }
+        result.update(
+            runs=runs,
+            median={
+                key: {side: med(side, key) for side in SIDES}
+                for key in ("dispatch_s", "streaming_wall_s", "streaming_delivered_per_s", "streaming_p50_s")
+            },
+            export_done_after_s={
+                key: {side: _med_done(runs[side], key) for side in SIDES[1:]}
+                for key in ("dispatch_export_done_after_s", "streaming_export_done_after_s")
+            },
+            cost_of_the_tracker=cost,
+            target={"cost_at_most": TARGET_COST},
+            met={
+                f"{side}_{what}": value <= TARGET_COST for side in cost for what, value in cost[side].items()
+            },
+        )
     return result
 
 
@@ -253,10 +242,11 @@ def summary(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    res = main(args.rounds)
-    path = write_result("tracking", res)
-    print(summary(res))
-    print(f"  -> {path}")
+    _runner.main(
+        "tracking",
+        main,
+        summary,
+        lambda p: p.add_argument("--rounds", type=int, default=3),
+        quick={"N": 100, "STREAM_S": 2.0},
+        doc=__doc__,
+    )

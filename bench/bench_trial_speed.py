@@ -34,19 +34,13 @@ Run: ``.venv/bin/python bench/bench_trial_speed.py [--rounds 8] [--workloads dig
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import os
 import time
 
-from _common import (
-    CpuMonitor,
-    contention_note,
-    header,
-    machine_busy_share,
-    median,
-    write_result,
-)
+import _runner
+from _common import CpuMonitor, contention_note, machine_busy_share, median
+from _runner import local_cluster, measuring
 from _workloads import (
     COMPUTE_BATCH,
     COMPUTE_WIDTH,
@@ -57,7 +51,6 @@ from _workloads import (
 )
 
 N_WORKERS = 2
-THREADS_PER_WORKER = 1
 SEED = 0
 ROUNDS = 8  # even: each side goes first in half the rounds
 TARGET_RATIO = 0.95
@@ -159,17 +152,15 @@ def run_ours(workload: str) -> tuple[dict, list[dict]]:
     fn, metric, mode, trials = WORKLOADS[workload]
     cpu = CpuMonitor()
     jupyter_dist.close_local_cluster()
-    client = jupyter_dist.get_client("local", n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER)
-    try:
-        client.wait_for_workers(N_WORKERS, timeout=60)
+    with local_cluster(N_WORKERS) as client:
         kernel = psutil.Process()
         workers = kernel.children(recursive=True)
         kernel_cpu0 = sum(kernel.cpu_times()[:2])
         workers_cpu0 = sum(sum(w.cpu_times()[:2]) for w in workers)
-        t0 = time.perf_counter()
-        exp = jupyter_dist.hpo(
+        exp, wall = _runner.hpo(
             fn,
             _space(workload),
+            client,
             trials=trials,
             metric=metric,
             mode=mode,
@@ -177,20 +168,14 @@ def run_ours(workload: str) -> tuple[dict, list[dict]]:
             pruner=None,
             seed=SEED,
             parallel=N_WORKERS,
-            cluster=client,
-            progress=False,
         )
-        wall = time.perf_counter() - t0
         # This process runs the kernel's side: the Dask scheduler and nannies (in-process), Optuna, the client.
         kernel_cpu = sum(kernel.cpu_times()[:2]) - kernel_cpu0
         workers_cpu = sum(sum(w.cpu_times()[:2]) for w in workers) - workers_cpu0
-    finally:
-        jupyter_dist.close_local_cluster()
     records = exp.trial_records()
     bad = [(r.trial_id, r.state, r.error) for r in records if r.state != "completed"]
     assert not bad, bad
     durations = [r.duration for r in records]
-    configs = [dict(r.params) for r in records]
     return {
         "wall_s": wall,
         "trial_seconds": sum(durations),
@@ -200,13 +185,43 @@ def run_ours(workload: str) -> tuple[dict, list[dict]]:
         "kernel_process_cpu_s": kernel_cpu,
         "worker_processes_cpu_s": workers_cpu,
         "cpu_contention": cpu.stop(),
-    }, configs
+    }, [dict(r.params) for r in records]
 
 
-def main(rounds: int, workloads: list[str]) -> dict:
-    wall0 = time.perf_counter()
+def main(rounds: int, workloads: str) -> dict:
+    parameters = {
+        "rounds": rounds,
+        "workloads": {
+            "digits": f"MLP 64->w->w->10 on sklearn digits, SGD(lr, momentum), batch {DIGITS_BATCH}, "
+            f"{DIGITS_EPOCHS} epochs, report(val_acc) each epoch; TPE over lr, width, momentum; "
+            f"{DIGITS_TRIALS} trials",
+            "compute": f"MLP 512->{COMPUTE_WIDTH}->{COMPUTE_WIDTH}->10, batch {COMPUTE_BATCH}, "
+            f"{COMPUTE_STEPS} SGD steps, report(loss) each step; TPE over lr; {COMPUTE_TRIALS} trials",
+        },
+        "torch_threads": 1,
+        "ours": f"hpo(fn, space, trials, sampler='tpe', pruner=None, seed={SEED}, parallel={N_WORKERS}, "
+        f"progress=False) on a fresh get_client('local', n_workers={N_WORKERS}, threads_per_worker=1) per "
+        "round; timed around hpo()",
+        "pool": f"multiprocessing spawn Pool({N_WORKERS}) per round, imports warmed, glibc allocator defaults, "
+        "the hpo run's configurations, imap_unordered(chunksize=1); timed around the map",
+        "sequential": "the last round's configurations one after another in one plain warmed process",
+    }
     busy_at_start = machine_busy_share(1.0)
-    cpu = CpuMonitor()
+    with measuring("trial_speed", parameters) as result:
+        out = measure(rounds, workloads.split(","))
+        result.update(
+            machine_busy_share_at_start=busy_at_start,
+            results=out,
+            target={
+                "ratio_pool_over_ours_at_least": TARGET_RATIO,
+                "judged_on": "median of the rounds' paired ratios",
+            },
+            met=all(w["met"] for w in out.values()),
+        )
+    return result
+
+
+def measure(rounds: int, workloads: list[str]) -> dict:
     warm_digits_imports()  # this process: the hpo side's kernel, as a notebook would have it
     out: dict = {}
     for workload in workloads:
@@ -248,38 +263,7 @@ def main(rounds: int, workloads: list[str]) -> dict:
             "ratio_of_median_walls": med["pool"] / med["ours"],
             "met": ratio >= TARGET_RATIO,
         }
-    result = header(
-        "trial_speed",
-        {
-            "rounds": rounds,
-            "workloads": {
-                "digits": f"MLP 64->w->w->10 on sklearn digits, SGD(lr, momentum), batch {DIGITS_BATCH}, "
-                f"{DIGITS_EPOCHS} epochs, report(val_acc) each epoch; TPE over lr, width, momentum; "
-                f"{DIGITS_TRIALS} trials",
-                "compute": f"MLP 512->{COMPUTE_WIDTH}->{COMPUTE_WIDTH}->10, batch {COMPUTE_BATCH}, "
-                f"{COMPUTE_STEPS} SGD steps, report(loss) each step; TPE over lr; {COMPUTE_TRIALS} trials",
-            },
-            "torch_threads": 1,
-            "ours": f"hpo(fn, space, trials, sampler='tpe', pruner=None, seed={SEED}, parallel={N_WORKERS}, "
-            f"progress=False) on a fresh get_client('local', n_workers={N_WORKERS}, threads_per_worker="
-            f"{THREADS_PER_WORKER}) per round; timed around hpo()",
-            "pool": f"multiprocessing spawn Pool({N_WORKERS}) per round, imports warmed, glibc allocator defaults, "
-            "the hpo run's configurations, imap_unordered(chunksize=1); timed around the map",
-            "sequential": "the last round's configurations one after another in one plain warmed process",
-        },
-    )
-    result.update(
-        machine_busy_share_at_start=busy_at_start,
-        results=out,
-        target={
-            "ratio_pool_over_ours_at_least": TARGET_RATIO,
-            "judged_on": "median of the rounds' paired ratios",
-        },
-        met=all(w["met"] for w in out.values()),
-        cpu_contention=cpu.stop(),
-        wall_s=time.perf_counter() - wall0,
-    )
-    return result
+    return out
 
 
 def summary(result: dict) -> str:
@@ -303,12 +287,12 @@ def summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def _arguments(parser) -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--workloads", default="digits,compute")
-    args = parser.parse_args()
-    res = main(args.rounds, args.workloads.split(","))
-    path = write_result("trial_speed", res)
-    print(summary(res))
-    print(f"  -> {path}")
+
+
+if __name__ == "__main__":
+    small = {"digits": (digits_mlp, "val_acc", "max", 4), "compute": (compute_mlp, "loss", "min", 2)}
+    quick = {"DIGITS_EPOCHS": 3, "COMPUTE_STEPS": 3, "WORKLOADS": small}
+    _runner.main("trial_speed", main, summary, _arguments, quick=quick, doc=__doc__)

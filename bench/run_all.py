@@ -65,11 +65,7 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
     "dispatch": _dispatch,
     "streaming": _keys("tight", "paced", "paced_pruner", "ratio_ours_over_raw"),
     "overhead": _keys(
-        "median_s",
-        "slowdown_pct",
-        "slowdown_pct_paired_median",
-        "ours_fixed_overhead_median_s",
-        "spread_pct",
+        "median_s", "slowdown_pct", "slowdown_pct_paired_median", "ours_fixed_overhead_median_s", "spread_pct"
     ),
     "pruning": _pruning,
     "pareto": lambda r: {

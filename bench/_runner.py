@@ -1,0 +1,323 @@
+"""The benchmarks' one harness: how a script runs, calls ``hpo()``, watches reports, alternates sides and writes its
+JSON, so that each bench_*.py keeps only what it measures.
+
+* ``main(name, measure, summary)``: a script's entry point (its argparse, ``--quick``, the JSON, the summary).
+* ``measuring(name, parameters)``: the result's header, the CPU-contention monitor and the wall time around a run.
+* ``local_cluster()``: the embedded cluster most benchmarks run on (2 worker processes x 1 thread), closed after.
+* ``hpo()``: ``jupyter_dist.hpo`` as the benchmarks call it, timed.
+* ``ReportView``: the ``progress=`` view that records what reaches the kernel (and can draw the real live view).
+* ``interleave()``: sides run side by side round after round, the order turning; ``medians()`` of their figures.
+* ``in_child()`` / ``child_main()``: one measurement in a fresh Python process, its JSON on the last line.
+
+Kernel side only; what runs on the workers is in _workloads.py (or the script's ``__main__``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import _common
+from _common import CpuMonitor, header, median, percentile, write_result
+
+CLUSTER = "jupyter_dist.get_client('local', n_workers=2, threads_per_worker=1)"
+
+
+# --- a script's entry point ----------------------------------------------------------------------------------
+def main(
+    name: str,
+    measure: Callable[..., dict],
+    summary: Callable[[dict], str] | None = None,
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    quick: dict[str, Any] | None = None,
+    doc: str | None = None,
+) -> None:
+    """Parse the script's arguments (``arguments`` adds its own; their values are passed to ``measure`` by
+    name), run ``measure``, write ``results/<name>.json`` and print ``summary(result)`` and the path. A
+    ``measure`` that returns None (a child process's run) has printed its answer itself.
+
+    ``quick``: the module constants a ``--quick`` smoke run sets (``measure`` gets ``quick`` too if it takes
+    it); its JSON goes to a temporary folder unless BENCH_RESULTS says where: smoke figures must not replace
+    the measured ones in bench/results/."""
+    parser = argparse.ArgumentParser(description=(doc or "").strip().split("\n", 1)[0])
+    if arguments:
+        arguments(parser)
+    if quick is not None:
+        sizes = f" ({', '.join(quick)})" if quick else ""
+        parser.add_argument(
+            "--quick",
+            action="store_true",
+            help=f"a smoke run at small sizes{sizes}; its JSON to a temporary folder",
+        )
+    args = vars(parser.parse_args())
+    if args.get("quick"):
+        vars(sys.modules["__main__"]).update(quick)
+        if _common.RESULTS == _common.DEFAULT_RESULTS:
+            _common.RESULTS = Path(tempfile.gettempdir()) / "bench-quick"
+    if "quick" not in inspect.signature(measure).parameters:
+        args.pop("quick", None)
+    result = measure(**args)
+    if result is None:  # a child process's run, printed as JSON already
+        return
+    path = write_result(name, result)
+    if summary:
+        print(summary(result))
+    print(f"  -> {path}")
+
+
+@contextlib.contextmanager
+def measuring(name: str, parameters: dict[str, Any], wall: bool = True):
+    """Yield the result (its header made now) and add ``cpu_contention`` (and ``wall_s``) once the body is done:
+    close the cluster inside it, so the workers are reaped and their CPU counted as this benchmark's."""
+    t0 = time.perf_counter()
+    cpu = CpuMonitor()
+    result = header(name, parameters)
+    yield result
+    result["cpu_contention"] = cpu.stop()
+    if wall:
+        result["wall_s"] = time.perf_counter() - t0
+
+
+# --- the cluster and the call --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def local_cluster(workers: int = 2, threads: int = 1, timeout: float = 60):
+    """The embedded LocalCluster (``jupyter_dist.get_client("local", ...)``) with every worker up; closed after."""
+    import jupyter_dist
+
+    client = jupyter_dist.get_client("local", n_workers=workers, threads_per_worker=threads)
+    try:
+        client.wait_for_workers(workers, timeout=timeout)
+        yield client
+    finally:
+        jupyter_dist.close_local_cluster()
+
+
+def timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """``fn(*args, **kwargs)`` and the wall seconds it took."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def hpo(fn: Callable, space: dict, cluster: Any, **options: Any) -> tuple[Any, float]:
+    """``jupyter_dist.hpo(fn, space, cluster=cluster, ...)`` as the benchmarks call it: the random sampler and no
+    view unless ``options`` say otherwise (every other option is hpo()'s own default or the caller's); the
+    experiment and the wall seconds of the whole call."""
+    import jupyter_dist
+
+    return timed(
+        jupyter_dist.hpo, fn, space, cluster=cluster, **{"sampler": "random", "progress": False, **options}
+    )
+
+
+# --- what reaches the kernel ---------------------------------------------------------------------------------
+class ReportView:
+    """A ``progress=`` view that records what arrives: each delivery's kernel ``time.time()`` and size, each
+    report's latency (that time minus the worker's ``time.time()`` in ``report()``, same host) and each trial's
+    count; with ``steps=True`` also every report's (trial, step, sent_at, received_at). Its listener runs on the
+    Dask IO thread and only appends. With ``live=True`` it also drives the real ``LiveView`` (its throttled
+    redraws on the main thread, each timed), as a notebook would.
+
+    Pass ``ReportView`` (or ``functools.partial(ReportView, ...)``) as ``hpo(progress=...)``, read
+    ``ReportView.last`` afterwards. ``ReportView(None)`` records without an experiment (a raw baseline feeding
+    ``received_one`` itself)."""
+
+    last: ReportView | None = None
+
+    def __init__(self, exp, steps: bool = False, live: bool = False) -> None:
+        self.exp = exp
+        self.per_trial: dict[Any, int] = {}
+        self.latency: list[float] = []
+        self.arrivals: list[tuple[float, int]] = []
+        self.rows: list[tuple[Any, int, float, float]] | None = [] if steps else None
+        self.live = self.draws = None
+        self.idles = 0
+        if live:
+            from jupyter_dist.widgets._live import LiveView
+
+            self.live, self.draws = LiveView(exp), []
+            draw = self.live.draw
+
+            def timed_draw() -> None:
+                t0 = time.perf_counter()
+                draw()
+                self.draws.append(time.perf_counter() - t0)
+
+            self.live.draw = timed_draw  # the throttle in ExperimentView.idle() calls self.draw()
+        ReportView.last = self
+
+    def start(self) -> None:
+        self.exp.add_report_listener(self.received)
+        if self.live:
+            self.live.start()
+
+    def received(self, trial_id, rows) -> None:
+        now = time.time()
+        self.arrivals.append((now, len(rows)))
+        self.per_trial[trial_id] = self.per_trial.get(trial_id, 0) + len(rows)
+        self.latency.extend(now - sent_at for _, _, sent_at in rows)
+        if self.rows is not None:
+            self.rows.extend((trial_id, step, sent_at, now) for step, _, sent_at in rows)
+
+    def received_one(self, sent_at: float) -> None:
+        """One message of a raw baseline (no trial), at the cost of two appends."""
+        now = time.time()
+        self.arrivals.append((now, 1))
+        self.latency.append(now - sent_at)
+
+    def idle(self) -> None:
+        self.idles += 1
+        if self.live:
+            self.live.idle()
+
+    def finish(self) -> None:
+        if self.live:
+            self.live.finish()
+
+    def delivered(self) -> int:
+        return sum(self.per_trial.values())
+
+    def by_trial(self) -> dict[Any, list[tuple[int, float, float]]]:
+        """``steps=True``: each trial's reports as (step, sent_at, received_at)."""
+        out: dict[Any, list[tuple[int, float, float]]] = {}
+        for trial_id, step, sent_at, received_at in self.rows or ():
+            out.setdefault(trial_id, []).append((step, sent_at, received_at))
+        return out
+
+    def check(self, records) -> dict[str, Any]:
+        """Against each trial's own count of the reports it sent (its objective value, see
+        ``_workloads.sleep_and_report``): none lost, none doubled."""
+        lost = doubled = wrong = 0
+        for rec in records:
+            sent = int(rec.value) if rec.value is not None else 0
+            got = self.per_trial.get(rec.trial_id, 0)
+            lost += max(0, sent - got)
+            doubled += max(0, got - sent)
+            wrong += got != sent
+        return {
+            "sent": sum(int(r.value or 0) for r in records),
+            "delivered": self.delivered(),
+            "lost": lost,
+            "doubled": doubled,
+            "trials_whose_count_differs": wrong,
+            "every_trial_exact": wrong == 0,
+        }
+
+    def latency_s(self, t0: float | None = None, t1: float | None = None) -> dict[str, float | None]:
+        """p50, p99 and max of the reports delivered between ``t0`` and ``t1`` (``time.time()``; default all)."""
+        latency = self.latency
+        if t0 is not None or t1 is not None:
+            latency, at = [], 0  # each delivery's latencies follow the previous one's in self.latency
+            for arrived, n in self.arrivals:
+                if (t0 is None or arrived >= t0) and (t1 is None or arrived < t1):
+                    latency.extend(self.latency[at : at + n])
+                at += n
+        return {
+            "p50": percentile(latency, 50),
+            "p99": percentile(latency, 99),
+            "max": max(latency, default=None),
+        }
+
+    def stats(self, sent: int, run_s: float) -> dict[str, Any]:
+        """Throughput and latency of everything received against ``sent`` reports over ``run_s`` seconds:
+        delivered/s over the first send .. last arrival, latency quantiles, and latency by second of the run (by
+        send time: a growing backlog shows as rising latency)."""
+        arrived = [at for at, n in self.arrivals for _ in range(n)]
+        lat, n = self.latency, len(self.latency)
+        sent_at = [a - x for a, x in zip(arrived, lat, strict=True)]
+        span = (max(arrived) - min(sent_at)) if n else 0.0
+        by_second: dict[int, list[float]] = {}
+        first = min(sent_at) if n else 0.0
+        for s, latency in zip(sent_at, lat, strict=True):
+            by_second.setdefault(int(s - first), []).append(latency)
+        return {
+            "sent": sent,
+            "received": n,
+            "lost": sent - n,
+            "run_s": run_s,
+            "first_send_to_last_arrival_s": span,
+            "sent_per_s": sent / run_s if run_s else None,
+            "delivered_per_s": n / span if span else None,
+            "latency_s": {
+                "p50": percentile(lat, 50),
+                "p90": percentile(lat, 90),
+                "p99": percentile(lat, 99),
+                "max": max(lat) if lat else None,
+                "mean": sum(lat) / n if n else None,
+            },
+            "latency_by_second_of_run": [
+                {"second": sec, "messages": len(v), "p50_s": percentile(v, 50), "p99_s": percentile(v, 99)}
+                for sec, v in sorted(by_second.items())
+            ],
+        }
+
+
+# --- sides side by side ----------------------------------------------------------------------------------------
+def interleave(
+    rounds: int,
+    sides: dict[str, Callable[[int], Any]],
+    order: str = "fixed",
+    show: Callable[[int, str, Any], str] | None = None,
+    orders: list[list[str]] | None = None,
+) -> dict[str, list]:
+    """Each round runs every side once (``sides[name](round)``), so the machine's drift hits them alike; the
+    order per round: "fixed", "rotate" (each side first in turn) or "alternate" (reversed every other round).
+    ``show(round, side, outcome)``: a line printed after each run; ``orders`` gets each round's order. Returns
+    every side's outcomes in order."""
+    names = list(sides)
+    runs: dict[str, list] = {name: [] for name in names}
+    for r in range(rounds):
+        if order == "rotate":
+            turn = names[r % len(names) :] + names[: r % len(names)]
+        elif order == "alternate" and r % 2:
+            turn = names[::-1]
+        else:
+            turn = names
+        if orders is not None:
+            orders.append(turn)
+        for name in turn:
+            runs[name].append(sides[name](r))
+            if show:
+                print(show(r, name, runs[name][-1]), flush=True)
+    return runs
+
+
+def medians(runs: Iterable[dict], keys: Iterable[str] | None = None) -> dict[str, float]:
+    """The median of each key (default: the first run's keys) over ``runs``."""
+    runs = list(runs)
+    return {key: median([r[key] for r in runs]) for key in (keys or runs[0])}
+
+
+# --- one measurement in a fresh process ------------------------------------------------------------------------
+def in_child(args: list[str], timeout: float, label: dict[str, Any] | None = None) -> dict:
+    """Run this script again as ``python <script> *args`` and return the JSON its last line prints
+    (``child_main``); a failure or a timeout as ``{**label, "error": ..., "stderr": ...}`` when ``label`` is given
+    (the caller records it and goes on), else raised."""
+    cmd = [sys.executable, sys.modules["__main__"].__file__, *args]
+    try:
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=_common.die_with_parent
+        )
+        error = f"exit {done.returncode}" if done.returncode else None
+        stderr = done.stderr
+    except subprocess.TimeoutExpired as e:
+        error, stderr = f"timed out after {timeout:.0f} s", str(e.stderr)
+    if error is None:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    if label is None:
+        raise RuntimeError(f"{' '.join(args)}: {error}\n{stderr[-4000:]}")
+    return {**label, "error": error, "stderr": stderr[-4000:]}
+
+
+def child_main(out: dict) -> None:
+    """A child process's answer: its figures as JSON on the last line of stdout."""
+    print(json.dumps(out))
