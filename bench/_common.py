@@ -490,6 +490,22 @@ def contention_note(cpu: dict[str, Any]) -> str:
     return f"  other processes used {share:.0%} of the machine's CPU during this run{flag}"
 
 
+def wait_http(
+    url: str, timeout: float = 60, process: subprocess.Popen | None = None, every: float = 0.2
+) -> None:
+    """Until ``url`` answers (the server behind it is up); the last error once ``timeout`` seconds have passed or
+    ``process`` (the server's) has ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or (process is not None and process.poll() is not None):
+                raise
+            time.sleep(every)
+
+
 @contextlib.contextmanager
 def jupyter_server(app: str, root: str, store: str, *args: str):
     """A real ``jupyter server`` (app "jupyter_server") or JupyterLab ("jupyterlab") on 127.0.0.1 reading
@@ -515,15 +531,7 @@ def jupyter_server(app: str, root: str, store: str, *args: str):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.2)
+        wait_http(f"{base}/api/status?token={token}", 60, server)
         yield base, token
     finally:
         server.terminate()

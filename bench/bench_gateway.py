@@ -20,12 +20,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import _runner
 import bench_streaming
-from _common import contention_note, free_port, median
+from _common import contention_note, free_port, median, wait_http
 from _runner import measuring
 
 ROUNDS = 3
@@ -101,20 +100,6 @@ def start(args: list[str], log: Path, env=None) -> subprocess.Popen:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
-def wait_http(url: str, timeout: float = 60) -> None:
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
-
-
 def channel_figures(client) -> dict:
     return bench_streaming.channel(client, DISPATCH_TRIALS, STREAM_SECONDS, STREAM_RATE)
 
@@ -149,7 +134,7 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
     import dask.config
     from distributed import Client
 
-    wait_http(f"http://127.0.0.1:{proxy}/api/health")
+    wait_http(f"http://127.0.0.1:{proxy}/api/health", every=0.3)
     keep, close = gateway_env(proxy, keep=True), gateway_env(proxy, keep=False)
     local_env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER_DIST")}
     startup: dict[str, list[float]] = {"embedded": [], "gateway_new": [], "gateway_reused": []}

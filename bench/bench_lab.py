@@ -39,7 +39,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import _lab_scale
-from _common import CpuMonitor, contention_note, header, jupyter_server, write_result
+import _runner
+from _common import CpuMonitor, contention_note, header, jupyter_server
 
 CHROMIUM = "/usr/bin/chromium"
 TESTS_LAB = Path(__file__).resolve().parent.parent / "tests" / "lab"  # notebook_runs.py: how tests click
@@ -315,27 +316,23 @@ def summary(result: dict) -> str:
 EXTENSION: str | None = None  # --extension
 
 
-def _arguments() -> tuple[tuple[str, ...], dict]:
-    global EXTENSION
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--part", choices=("all", "first_run", "scale"), default="all")
     for name, value in SIZES.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
     parser.add_argument("--extension", help="a built lab extension to measure instead of this checkout's")
-    args = vars(parser.parse_args())
-    part, extension = args.pop("part"), args.pop("extension")
+
+
+def run(part: str, extension: str | None, **sizes) -> dict:
+    global EXTENSION
     if extension:  # JupyterLab finds it first on JUPYTER_PATH (the server and the kernels inherit it)
         EXTENSION = str(Path(extension).resolve())
         share = Path(tempfile.mkdtemp(prefix="jupyter_dist-bench-ext-"))
         (share / "labextensions").mkdir()
         (share / "labextensions" / "jupyter-dist").symlink_to(Path(extension).resolve())
         os.environ["JUPYTER_PATH"] = f"{share}{os.pathsep}{os.environ.get('JUPYTER_PATH', '')}"
-    return (("first_run", "scale") if part == "all" else (part,)), args
+    return main(("first_run", "scale") if part == "all" else (part,), sizes)
 
 
 if __name__ == "__main__":
-    parts, sizes = _arguments()
-    res = main(parts, sizes)
-    path = write_result("lab", res)
-    print(summary(res))
-    print(f"  -> {path}")
+    _runner.main("lab", run, summary, _arguments, doc=__doc__)

@@ -27,14 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import warnings
 
 import _runner
 import bench_dispatch
 import bench_streaming
 import dask.config
-from _common import contention_note, free_port, median
+from _common import contention_note, free_port, median, wait_http
 from _runner import interleave, local_cluster, measuring
 
 N = bench_dispatch.N
@@ -65,16 +64,11 @@ class Server:
         self.process = subprocess.Popen(
             args, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.uri}/health", timeout=2):
-                    return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("mlflow server did not start") from None
-                time.sleep(0.25)
+        try:  # polled every 0.25 s for up to 2 minutes
+            wait_http(f"{self.uri}/health", 120, self.process, every=0.25)
+        except OSError:
+            self.stop()
+            raise RuntimeError("mlflow server did not start") from None
 
     def stop(self) -> None:
         if self.process.poll() is None:
