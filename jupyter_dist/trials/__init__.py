@@ -12,7 +12,8 @@ from ._elastic import Elastic
 from ._goals import Constraints, HookFailed, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
-from ._loop import RunningTrial, TrialLauncher, TrialLoop, TrialSink, TrialSource, TrialSpec, TrialWatcher
+from ._loop import TrialLoop
+from ._seams import RunningTrial, TrialLauncher, TrialSink, TrialSource, TrialSpec, TrialWatcher
 from ._trial_context import Reporter, TrialContext, current_trial
 
 __all__ = [

@@ -17,7 +17,7 @@ from collections.abc import Container
 
 from ..errors import PlacementError
 from ..protocol import ErrorKind, Outcome, RankInfo, TrialState
-from ._loop import RunningTrial
+from ._seams import RunningTrial
 from ._task_trial import task_error
 
 # How long the other ranks of a data-parallel trial get to end once one of them left the job early.

@@ -7,7 +7,7 @@ import time
 import traceback
 
 from ..protocol import ErrorKind, Outcome, TrialState
-from ._loop import RunningTrial
+from ._seams import RunningTrial
 
 # How long a finished trial's outcome event may lag its task before the result is gathered instead.
 OUTCOME_GRACE = 1.0

@@ -16,7 +16,7 @@ from jupyter_dist import ClusterLost, MetricError
 from jupyter_dist.protocol import Direction, ErrorKind, Objective, Outcome, ReportBatch, TrialState
 from jupyter_dist.store import ExperimentDefinition, InMemoryRecord
 from jupyter_dist.trials import RunningTrial, StopSignal, TrialLoop, TrialSpec, _loop
-from jupyter_dist.trials._loop import TaskEnded
+from jupyter_dist.trials._seams import TaskEnded
 
 RUNS_UNTIL_STOPPED = "until stopped"
 IGNORES_STOP = "ignores stop"
