@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import jupyter_dist as jd
-from jupyter_dist.trials import _launcher
+from jupyter_dist.trials import _placement
 
 
 def lockstep(steps=10_000, die_on_rank=None, only_rank_0_reports=False, step_time=0.01):
@@ -63,7 +63,7 @@ def test_ranks_that_never_report_are_stopped_with_rank_0_and_the_workers_stay_us
 def test_a_cluster_that_shrinks_under_a_study_fails_with_a_placement_error(monkeypatch):
     from distributed import Client, LocalCluster
 
-    monkeypatch.setattr(_launcher, "WORKER_WAIT", 2.0)
+    monkeypatch.setattr(_placement, "WORKER_WAIT", 2.0)
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
         Client(cluster) as client,

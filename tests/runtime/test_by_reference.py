@@ -40,8 +40,10 @@ def test_with_parameters_hands_every_trial_the_objects_by_reference_and_releases
     assert wrapped.__name__ == "train" and wrapped(x=1.0) == 46.0  # called here, as train(data=data, x=1.0)
     big = jd.with_parameters(train, data=np.random.default_rng(0).random(300_000))  # 2.4 MB
     launcher = DaskLauncher(client, big, "with-parameters-test")
-    assert isinstance(launcher._fn_blob, bytes) and len(launcher._fn_blob) < 50_000  # the keys, not the data
-    launcher.shipment.release(launcher._fn_key)
+    assert (
+        isinstance(launcher.tasks.fn_blob, bytes) and len(launcher.tasks.fn_blob) < 50_000
+    )  # the keys, not the data
+    launcher.tasks.shipment.release(launcher.tasks.fn_key)
     held_before = _scattered(client, settled_at=0)  # what the launchers above released is gone
     exp = run_hpo(wrapped, {"x": space.uniform(0, 1), "scale": 2.0}, trials=4, metric="v")
     assert exp.state == "completed" and exp.record.definition.name == "train"
@@ -79,11 +81,11 @@ def test_a_large_function_travels_once_as_a_key_and_small_ones_inline(client, ru
     big = np.random.default_rng(0).random(300_000)  # 2.4 MB, above the 1 MiB default
     fn = _closure_over(big)
     launcher = DaskLauncher(client, fn, "by-ref-test")
-    assert isinstance(launcher._fn_blob, str)  # only the key travels with each task
-    launcher.shipment.release(launcher._fn_key)
-    assert isinstance(DaskLauncher(client, _closure_over(big[:10]), "small")._fn_blob, bytes)
+    assert isinstance(launcher.tasks.fn_blob, str)  # only the key travels with each task
+    launcher.tasks.shipment.release(launcher.tasks.fn_key)
+    assert isinstance(DaskLauncher(client, _closure_over(big[:10]), "small").tasks.fn_blob, bytes)
     with dask.config.set({"jupyter_dist.scatter-threshold": None}):
-        assert isinstance(DaskLauncher(client, fn, "never")._fn_blob, bytes)
+        assert isinstance(DaskLauncher(client, fn, "never").tasks.fn_blob, bytes)
 
     held_before = _scattered(client, settled_at=0)  # what the launchers above released is gone
     exp = run_hpo(fn, {"x": space.uniform(0, 1)}, trials=4, metric="v")
