@@ -7,8 +7,9 @@ heard; the launcher's IO thread only records and queues. What arrives is typed: 
 (``ReportBatch``), its outcome (``Outcome``), one of its tasks ending (``TaskEnded``).
 
 Besides the source, the run's *goals* may end a trial or the run: a stop rule a trial's report meets ends it
-completed, and a trial completing at the target ends the experiment (trials/_goals.py); a *watcher* (the run's
-callbacks) hears of every trial's start, reports and end. All of them are asked on the loop's thread, in order.
+completed, and a trial completing at the target ends the experiment (trials/_goals.py; applied by
+trials/_decisions.py with the pruner's stops); a *watcher* (the run's callbacks) hears of every trial's start,
+reports and end. All of them are asked on the loop's thread, in order.
 """
 
 from __future__ import annotations
@@ -21,16 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ClusterLost, MetricError
-from ..protocol import (
-    Direction,
-    ErrorKind,
-    Objective,
-    Outcome,
-    ReportBatch,
-    ReportRow,
-    ScopedValue,
-    TrialState,
-)
+from ..protocol import ErrorKind, Objective, Outcome, ReportBatch, TrialState
+from ._decisions import TrialDecisions
 from ._goals import Constraints, StopRule
 from ._interrupts import StopSignal
 from ._seams import RunningTrial, TaskEnded, TrialLauncher, TrialSink, TrialSource, TrialSpec, TrialWatcher
@@ -94,7 +87,6 @@ class TrialLoop:
         self.idle_interval = idle_interval
         self.stop_grace = stop_grace
         self.running: dict[int, RunningTrial] = {}
-        self.pruned: set[int] = set()  # trials the source decided to stop
         self.events: queue.SimpleQueue[ReportBatch | Outcome | TaskEnded] = queue.SimpleQueue()
         self.recent: list[float] = []  # durations of the last few completed trials, to spot short ones
         self.held: TrialSpec | None = None  # a trial waiting until it can be placed
@@ -102,21 +94,31 @@ class TrialLoop:
         self.stop_deadline: float | None = None
         self.completed_any = False
         self.watcher = watcher
-        self.stop_rule = stop_rule  # a trial whose report meets it is stopped and ends completed
-        self.target = target  # a completed trial reaching it ends the experiment
-        self.constraints = constraints  # evaluated on each completed trial's metrics
-        self.reached: set[int] = set()  # trials stopped by the stop rule
-        self.target_reached: str | None = None  # what reached the target, once a trial has
-        # The objective's scope over each running trial's current attempt: (attempt id, its reports so far).
-        self.scoped: dict[int, tuple[str, ScopedValue]] | None = {} if objective.scope != "last" else None
+        # Which trials to stop on their reports, what each ended as, and whether the target is reached.
+        self.decisions = TrialDecisions(
+            objective,
+            source,
+            sink,
+            launcher,
+            self.stop,
+            watcher=watcher,
+            stop_rule=stop_rule,
+            target=target,
+            constraints=constraints,
+        )
         # Reports reach the loop's thread only when something decides on or hears of them: routing them costs
         # a queue hop per batch, which runs that need none do not pay.
         self.hears_reports = (
             source.prunes
             or stop_rule is not None
-            or self.scoped is not None
+            or self.decisions.scoped is not None
             or (watcher is not None and watcher.wants_reports)
         )
+
+    @property
+    def target_reached(self) -> str | None:
+        """What reached the run's target (ending the experiment), once a trial has."""
+        return self.decisions.target_reached
 
     # --- the loop ----------------------------------------------------------------------------------------
     def run(self, idle: Callable[[], None] = lambda: None) -> None:
@@ -257,48 +259,11 @@ class TrialLoop:
         if trial is None:
             return  # already finished through another path
         if isinstance(event, ReportBatch):
-            self._reports(trial, event)
+            self.decisions.reports(trial, event)
             return
         outcome = self.launcher.settle(trial, event)
         if outcome is not None:
             self._finish(trial, outcome)
-
-    def _reports(self, trial: RunningTrial, batch: ReportBatch) -> None:
-        trial_id, rows = trial.trial_id, batch.rows
-        if self.scoped is not None:
-            rows = self._scope(batch)
-        if self.watcher is not None and self.watcher.wants_reports:
-            self.watcher.trial_reported(trial_id, batch.rows)
-        if trial_id in self.pruned or trial_id in self.reached:
-            return
-        rule = self.stop_rule
-        if rule is not None and any(rule.met(trial_id, metrics) for _, metrics, _ in batch.rows):
-            # It reached its goal: stopped as a pruned trial is (its next report() raises), but completed.
-            self.reached.add(trial_id)
-            trial.told_to_stop = True
-            self.launcher.stop([trial_id])
-        elif self.source.prunes and self.source.report(trial_id, rows):
-            self._prune(trial)
-
-    def _scope(self, batch: ReportBatch) -> list[ReportRow]:
-        """Feed the attempt's reports of the objective to its scope; the rows as the pruner is to see them, the
-        objective's value at each step being the scope over the reports up to that step."""
-        attempt, scoped = self.scoped.get(batch.trial_id, (None, None))
-        if attempt != batch.attempt:  # its first reports, or a re-run attempt's (its curve starts over)
-            scoped = self.objective.tracker()
-            self.scoped[batch.trial_id] = (batch.attempt, scoped)
-        metric, rows = self.objective.metric, []
-        for step, metrics, sent_at in batch.rows:
-            if metric in metrics:
-                metrics = {**metrics, metric: scoped.add(metrics[metric])}
-            rows.append([step, metrics, sent_at])
-        return rows
-
-    def _prune(self, trial: RunningTrial) -> None:
-        self.pruned.add(trial.trial_id)
-        trial.told_to_stop = True
-        self.sink.trial_pruned(trial.trial_id)
-        self.launcher.stop([trial.trial_id])
 
     def _finish(self, trial: RunningTrial, outcome: Outcome) -> None:
         del self.running[trial.trial_id]
@@ -311,42 +276,13 @@ class TrialLoop:
             # Only trials that ran to their end say the function is cheap: pruned ones are short by decision.
             self.recent.append(outcome.duration)
             del self.recent[:-8]
-        ended = (TrialState.COMPLETED, TrialState.PRUNED)
-        if trial.trial_id in self.reached and outcome.state in ended:
-            outcome.state = TrialState.COMPLETED  # it met the stop rule: it reached its goal
-        elif trial.trial_id in self.pruned and outcome.state in ended:
-            outcome.state = TrialState.PRUNED  # a trial that never reported again is pruned when it returns
-        elif outcome.state is TrialState.PRUNED:
-            outcome.state = TrialState.STOPPED  # told to stop by the experiment, not by the pruner
-        attempt, scoped = (self.scoped or {}).pop(trial.trial_id, (None, None))
-        outcome = self.objective.judge(outcome, scoped if attempt == outcome.attempt else None)
-        if self.constraints is not None and outcome.state is TrialState.COMPLETED:
-            returned = outcome.returned if isinstance(outcome.returned, dict) else {}
-            outcome.constraints = self.constraints.values({**outcome.last, **returned})
+        outcome = self.decisions.judged(trial.trial_id, outcome)
         self.sink.trial_finished(outcome)
         if outcome.error_kind is ErrorKind.METRIC and not self.completed_any:
             # The first trial to complete could not be judged: every other would fail the same way.
             raise MetricError(outcome.error)
         self.completed_any = self.completed_any or outcome.state is TrialState.COMPLETED
         self.source.tell(outcome)
-        self._check_target(outcome)
+        self.decisions.check_target(outcome)
         if self.watcher is not None:
             self.watcher.trial_ended(trial.trial_id)
-
-    def _check_target(self, outcome: Outcome) -> None:
-        """A completed trial at the target ends the experiment: no new trials, the running ones stopped."""
-        if (
-            self.target is None
-            or self.target_reached is not None
-            or self.stop.requested
-            or outcome.state is not TrialState.COMPLETED
-            or outcome.value is None
-            or not self.objective.reaches(outcome.value, self.target)
-        ):
-            return
-        sign = ">=" if self.objective.direction is Direction.MAX else "<="
-        self.target_reached = (
-            f"target {self.objective.metric} {sign} {self.target:g} reached by trial {outcome.trial_id} "
-            f"({self.objective.metric}={outcome.value:.4g})"
-        )
-        self.stop.request()
