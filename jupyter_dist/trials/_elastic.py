@@ -2,7 +2,7 @@
 can still have, and one that finds workers free grows at its next checkpoint.
 
 torchrun's elastic agent and Horovod Elastic restart a job's worker processes in place. Here a job's ranks are Dask
-tasks, so regrouping is the launcher's (trials/_launcher.py): once every rank of the job has ended it places a new
+tasks, so regrouping is the launcher's (trials/_gang_jobs.py): once every rank of the job has ended it places a new
 job, of the size the free workers allow (``min_ranks`` to ``max_ranks``), under the same trial; the training
 function runs again on every rank and ``restore()`` brings back its newest checkpoint (and the prepared
 DataLoader's place in its epoch, ddp/_loader.py). Growing waits for a checkpoint, so that no step is redone: the
