@@ -157,7 +157,7 @@ class ReportView:
 
     def start(self) -> None:
         self.exp.add_report_listener(self.received)
-        if self.live:
+        if self.live is not None:
             self.live.start()
 
     def received(self, trial_id, rows) -> None:
@@ -176,11 +176,11 @@ class ReportView:
 
     def idle(self) -> None:
         self.idles += 1
-        if self.live:
+        if self.live is not None:
             self.live.idle()
 
     def finish(self) -> None:
-        if self.live:
+        if self.live is not None:
             self.live.finish()
 
     def delivered(self) -> int:
