@@ -27,9 +27,10 @@ from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
 from .trials import DaskLauncher, HookFailed, StopSignal, TrialLoop, interrupts_stop, quiet_collector
 
 
-def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: Any) -> Experiment:
-    """Run ``fn`` as an experiment of ``kind`` (a registered Kind, or its name) with the kind's own
-    ``arguments``, and return the finished Experiment. Every argument is checked before any work starts."""
+def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, args: Any) -> Experiment:
+    """Run ``fn`` as an experiment of ``kind`` (a registered Kind, or its name) with the kind's own arguments
+    (``args``: its ``Kind.arguments`` dataclass), and return the finished Experiment. Every argument is checked
+    before any work starts."""
     kind = kind if isinstance(kind, Kind) else kind_of(kind)
     check_callable(fn)
     options.check()
@@ -40,7 +41,7 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, **arguments: A
         prior = prior_run(store, options.name, kind.name)
         # What the call leaves out is what the stored run had: its control, and how its trials used the cluster.
         options = as_resumed(options, prior).resumed(prior.definition.details)
-    plan = kind.plan(fn, options, **arguments)
+    plan = kind.plan(fn, options, args)
     if prior is not None:
         plan = kind.resume(prior, plan, options)
     control = RunControl.of(options, plan.definition.objective, plan.source)

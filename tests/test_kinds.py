@@ -3,6 +3,8 @@ the API's run, loads back from the store and runs from %%distribute, with no oth
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from IPython.core.error import UsageError
 from IPython.testing import globalipapp
@@ -12,7 +14,7 @@ from jupyter_dist import kinds
 from jupyter_dist._orchestrate import run_kind
 from jupyter_dist.errors import ArgumentError
 from jupyter_dist.experiment import Experiment
-from jupyter_dist.kinds import Kind, MagicSpec, RunOptions, TrialPlan, option
+from jupyter_dist.kinds import Kind, RunOptions, TrialPlan, option
 from jupyter_dist.protocol import Objective
 from jupyter_dist.store import ExperimentDefinition
 from jupyter_dist.trials import TrialSpec
@@ -49,35 +51,38 @@ class Averaged(Experiment):
         return sum(values) / len(values)
 
 
+@dataclass(frozen=True)
+class RepeatArguments:
+    times: int = option(
+        3, help="How many runs.", short="repeat: how many runs (default 3)", magic={"type": int}
+    )
+    metric: str = option("score", help="The metric averaged.", short="the metric to average")
+
+
 class Repeat(Kind):
     """A toy kind: run the function several times and average its metric."""
 
     name = "repeat"
     metric_for = "average"
-    magic = MagicSpec(
-        options=(option("--times", type=int, help="repeat: how many runs (default 3)"),),
-        refuses=("direction", "parallel", "seed", "gpus_per_trial"),
-    )
+    arguments = RepeatArguments
 
-    def plan(self, fn, options: RunOptions, *, times: int, metric: str) -> TrialPlan:
-        if times < 1:
-            raise ArgumentError(f"times={times!r}: give a positive number of runs")
+    def plan(self, fn, options: RunOptions, args: RepeatArguments) -> TrialPlan:
+        if args.times < 1:
+            raise ArgumentError(f"times={args.times!r}: give a positive number of runs")
         definition = ExperimentDefinition(
-            self.name, options.experiment_name(fn), Objective(metric), total=times, timeout=options.timeout
+            self.name,
+            options.experiment_name(fn),
+            Objective(args.metric),
+            total=args.times,
+            timeout=options.timeout,
         )
-        return TrialPlan(definition, fn, Runs(times))
+        return TrialPlan(definition, fn, Runs(args.times))
 
     def resume(self, prior, plan, options):
         raise ArgumentError("a repeat cannot be resumed")
 
     def experiment(self, record, stop=None, source=None) -> Experiment:
         return Averaged(record, stop)
-
-    def entry_point(self):
-        def repeat(fn, times=3, metric="score", progress="auto", **options):
-            return run_kind(self, fn, RunOptions(progress=progress, **options), times=times, metric=metric)
-
-        return repeat
 
 
 def score(base=1.0):
@@ -94,7 +99,10 @@ def repeat_kind(monkeypatch):
 
 def test_a_registered_kind_runs_stores_and_loads_as_its_own_experiment(repeat_kind, client):
     exp = run_kind(
-        "repeat", score, RunOptions(cluster=client, progress=False, name="twice"), times=2, metric="score"
+        "repeat",
+        score,
+        RunOptions(cluster=client, progress=False, name="twice"),
+        RepeatArguments(times=2, metric="score"),
     )
     assert isinstance(exp, Averaged) and exp.kind == "repeat" and exp.state == "completed"
     assert exp.mean == 2.0 and len(exp.trials) == 2

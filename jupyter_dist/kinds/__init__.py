@@ -6,20 +6,20 @@ new kind is one new entry, registered below."""
 from ._ablation import AblationStudy
 from ._base import (
     Kind,
-    MagicOption,
     MagicSpec,
     check_same_objective,
     experiment_of,
     finished_and_rerun,
     kind_of,
-    option,
     register,
     registered,
 )
 from ._ddp import DataParallelRun
 from ._hpo import HyperparameterSearch
-from ._options import RunOptions, TrialPlan
 from ._pbt import PopulationBasedTraining
+from ._plan import TrialPlan
+from ._run_options import RunOptions
+from ._spec import Entry, Spec, option
 
 # The magic lists the kinds' options in this order.
 register(HyperparameterSearch())
@@ -29,9 +29,10 @@ register(DataParallelRun())
 
 __all__ = [
     "Kind",
-    "MagicOption",
+    "Entry",
     "MagicSpec",
     "RunOptions",
+    "Spec",
     "TrialPlan",
     "check_same_objective",
     "experiment_of",

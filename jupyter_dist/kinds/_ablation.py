@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .._validate import check_metric, check_positive
@@ -13,72 +14,119 @@ from ..experiment import Experiment
 from ..protocol import Direction, ExperimentKind, Objective
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ..trials import TrialSource
-from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
-from ._control import CALLBACKS, OBJECTIVE_SCOPE
-from ._options import RunOptions, TrialPlan
-from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
+from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun
+from ._plan import TrialPlan
+from ._run_options import RunOptions
+from ._shared_arguments import METRIC_SHORT, MODE_MAGIC, MODE_SHORT, SEED_SHORT
+from ._spec import option
+
+
+def _comma_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _groups(specs: list[str]) -> dict[str, list[str]] | None:
+    groups = {}
+    for spec in specs:
+        name, sep, members = spec.partition("=")
+        if not sep or not name.strip():
+            raise ArgumentError(f"--group {spec}: write it as NAME=component,component")
+        groups[name.strip()] = _comma_list(members)
+    return groups or None
+
+
+@dataclass(frozen=True)
+class AblationArguments:
+    """``ablation()``'s own arguments."""
+
+    features: list[str] | None = option(
+        None,
+        help="Names of input features. ``fn`` takes a ``features`` argument: the baseline gets the whole list, "
+        "the trial that leaves feature f out gets the list without f (order kept).",
+        short="ablation: features to leave out, comma-separated",
+        parse=_comma_list,
+    )
+    modules: list[str] | None = option(
+        None,
+        help="Dotted submodule names, as in ``model.named_modules()``. ``fn`` calls ``model = "
+        "jupyter_dist.ablate(model)`` once it has built the model; in the trial that leaves a module out it is "
+        "replaced by an identity.",
+        short="ablation: modules (dotted names) to leave out, comma-separated",
+        parse=_comma_list,
+    )
+    flags: list[str] | None = option(
+        None,
+        help="Boolean arguments of ``fn`` that default to True; the trial that leaves flag g out passes "
+        "``g=False``.",
+        short="ablation: boolean arguments to set False, comma-separated",
+        parse=_comma_list,
+    )
+    groups: dict[str, list[str]] | None = option(
+        None,
+        help="``{name: [component, ...]}``: components (from the three lists) left out together in one more "
+        "trial.",
+        short="ablation: NAME=a,b leaves a and b out together",
+        flags=("--group",),
+        magic={"action": "append"},
+        parse=_groups,
+    )
+    metric: str | None = option(
+        None,
+        help='The metric to compare (reported or returned by ``fn``) and whether higher ("max") or lower is '
+        "better.",
+        short=METRIC_SHORT,
+    )
+    mode: str = option("max", short=MODE_SHORT, magic=MODE_MAGIC, with_option="metric")
+    repeats: int = option(
+        1,
+        help="Runs per variant. Repeat r passes ``seed=seed + r`` to every variant when ``fn`` takes ``seed``, so "
+        "each comparison with the baseline is paired; the summary then has a mean and a std per component.",
+        short="ablation: runs per variant (default 1)",
+        magic={"type": int},
+    )
+    params: dict[str, Any] | None = option(
+        None, help="Fixed arguments for every trial (e.g. the best hyperparameters an HPO experiment found)."
+    )
+    seed: int = option(
+        0, help="The seed of repeat 0 (see ``repeats``).", short=SEED_SHORT, magic={"type": int}
+    )
 
 
 class AblationStudy(Kind):
     name = ExperimentKind.ABLATION
     metric_for = "compare"
-    magic = MagicSpec(
-        options=(
-            option("--features", help="ablation: features to leave out, comma-separated"),
-            option("--modules", help="ablation: modules (dotted names) to leave out, comma-separated"),
-            option("--flags", help="ablation: boolean arguments to set False, comma-separated"),
-            option("--group", action="append", help="ablation: NAME=a,b leaves a and b out together"),
-            option("--repeats", type=int, help="ablation: runs per variant (default 1)"),
-            CALLBACKS,
-            OBJECTIVE_SCOPE,
-            *TRIAL_RUNTIME_OPTIONS,
-        ),
-        view_shows_summary=True,
-    )
+    arguments = AblationArguments
+    magic = MagicSpec(view_shows_summary=True)
 
-    def plan(
-        self,
-        fn: Callable,
-        options: RunOptions,
-        *,
-        features: list[str] | None,
-        modules: list[str] | None,
-        flags: list[str] | None,
-        groups: dict[str, list[str]] | None,
-        metric: str | None,
-        mode: str,
-        repeats: int,
-        params: dict[str, Any] | None,
-        seed: int,
-    ) -> TrialPlan:
+    def plan(self, fn: Callable, options: RunOptions, args: AblationArguments) -> TrialPlan:
         from ..ablation import AblationSource, AblationTrial, plan_study
 
-        check_metric(self.name, metric, self.metric_for)
-        objective = Objective(metric, Direction.parse(mode), options.scope)
+        check_metric(self.name, args.metric, self.metric_for)
+        objective = Objective(args.metric, Direction.parse(args.mode), options.scope)
         check_positive("gpus_per_trial", options.gpus)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ArgumentError(f"seed={seed!r}: give an int")
+        if isinstance(args.seed, bool) or not isinstance(args.seed, int):
+            raise ArgumentError(f"seed={args.seed!r}: give an int")
         study = plan_study(
             fn,
-            features=features,
-            modules=modules,
-            flags=flags,
-            groups=groups,
-            repeats=repeats,
-            params=params,
-            seed=seed,
+            features=args.features,
+            modules=args.modules,
+            flags=args.flags,
+            groups=args.groups,
+            repeats=args.repeats,
+            params=args.params,
+            seed=args.seed,
         )
         definition = ExperimentDefinition(
             self.name,
             options.experiment_name(fn),
             objective,
-            dict(params or {}),
+            dict(args.params or {}),
             total=len(study.trials),
             timeout=options.timeout,
             details={
                 "variants": [dataclasses.asdict(v) for v in study.variants],
-                "repeats": repeats,
-                "seed": seed,
+                "repeats": args.repeats,
+                "seed": args.seed,
             },
         )
         trial_fn = AblationTrial(fn, study.modules, study.removed_modules())
@@ -111,15 +159,6 @@ class AblationStudy(Kind):
         study = source.plan if source is not None else plan_of(record)
         return AblationExperiment(record, stop, plan=study)
 
-    def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        arguments = runtime_arguments(given)
-        for name in ("features", "modules", "flags"):
-            if name in arguments:
-                arguments[name] = _comma_list(arguments[name])
-        if "group" in arguments:
-            arguments["groups"] = _groups(arguments.pop("group"))
-        return arguments
-
     def magic_needs(self, arguments: dict[str, Any]) -> Iterable[str]:
         return (["features"] if arguments.get("features") else []) + (arguments.get("flags") or [])
 
@@ -133,17 +172,3 @@ def plan_of(record: ExperimentRecord):
         for d in record.definition.details.get("variants", [])
     )
     return Plan(variants, (), ())
-
-
-def _comma_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _groups(specs: list[str]) -> dict[str, list[str]] | None:
-    groups = {}
-    for spec in specs:
-        name, sep, members = spec.partition("=")
-        if not sep or not name.strip():
-            raise ArgumentError(f"--group {spec}: write it as NAME=component,component")
-        groups[name.strip()] = _comma_list(members)
-    return groups or None

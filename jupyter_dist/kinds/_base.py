@@ -8,9 +8,10 @@ run; the Experiment class that reads its record; and what ``%%distribute`` offer
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ArgumentError
@@ -18,50 +19,26 @@ from ..experiment import Experiment
 from ..protocol import ExperimentKind, Objective, TrialState
 from ..store import ExperimentRecord, InMemoryRecord, TrialRecord
 from ..trials import TrialSource
-from ._options import RunOptions, TrialPlan
+from ._plan import TrialPlan
+from ._run_options import RunOptions
+from ._spec import Entry, entries
 
 __all__ = [
     "Kind",
-    "MagicOption",
     "MagicSpec",
     "check_same_objective",
     "experiment_of",
     "finished_and_rerun",
     "kind_of",
-    "option",
     "register",
     "registered",
 ]
 
 
 @dataclass(frozen=True)
-class MagicOption:
-    """An option of ``%%distribute`` that only its kind reads: ``add_argument``'s flags and keywords (the magic
-    builds its parser from them; nothing here imports IPython)."""
-
-    flags: tuple[str, ...]
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    # The option names a variable of the notebook (``--enqueue known_good``): the magic passes the entry point
-    # that variable's value, looked up once the cell has run (the cell may define it).
-    variable: bool = False
-
-    @property
-    def dest(self) -> str:
-        return self.settings.get("dest") or self.flags[0].lstrip("-").replace("-", "_")
-
-
-def option(*flags: str, variable: bool = False, **settings: Any) -> MagicOption:
-    """``option("--trials", type=int, help=...)``, as argparse's ``add_argument`` is called; ``variable=True``:
-    its value names a notebook variable (``MagicOption.variable``)."""
-    return MagicOption(flags, {"default": None, **settings}, variable)
-
-
-@dataclass(frozen=True)
 class MagicSpec:
     """What ``%%distribute KIND`` offers for a kind."""
 
-    options: tuple[MagicOption, ...] = ()  # the kind's own options
-    refuses: tuple[str, ...] = ()  # the shared options it has no use for (as the parser names them)
     takes_space: bool = False  # the cell's search space (--space) is the entry point's second argument
     # The view ends with what the Experiment would show (an ablation study's summary): the cell returns None.
     view_shows_summary: bool = False
@@ -71,13 +48,18 @@ class Kind(ABC):
     """One kind of experiment: everything about it that is not the same for every kind."""
 
     name: ExperimentKind | str  # the definition's kind, the store's, and the magic's MODE
+    # Its own arguments: a dataclass of options (_spec.option), each defined once for its entry point's docstring
+    # and the magic; the RunOptions it takes are those whose Spec names it.
+    arguments: type
+    # Run options it does not let its user set, and their values (a data-parallel run is one trial at a time).
+    fixed: Mapping[str, Any] = {}
     # What its metric is for ("optimise", "compare"): it cannot run without one (metric=, --metric); None: a
     # metric is optional.
     metric_for: str | None = None
     magic: MagicSpec = MagicSpec()
 
     @abstractmethod
-    def plan(self, fn: Callable, options: RunOptions, **arguments: Any) -> TrialPlan:
+    def plan(self, fn: Callable, options: RunOptions, args: Any) -> TrialPlan:
         """Check the kind's own arguments (an ArgumentError naming the one that cannot work, before any work
         starts) and say what to run; its definition's details leave out the checkpoint settings (the run adds
         them, as ``options`` say)."""
@@ -96,11 +78,41 @@ class Kind(ABC):
         """The Experiment over ``record``: a live run's (``source`` is its trial source) or one read back."""
         return Experiment(record, stop)
 
-    # --- what %%distribute needs -----------------------------------------------------------------------------
+    # --- its options, as the entry point and %%distribute take them -------------------------------------------
+    def entries(self) -> list[Entry]:
+        """Its own arguments, then the run options it takes, as its entry point names them."""
+        kind = str(self.name)
+        return entries(self.arguments, kind, shared=False) + [
+            e for e in entries(RunOptions, kind, shared=True) if e.field not in self.fixed
+        ]
+
+    def sort(self, given: Mapping[str, Any]) -> tuple[RunOptions, Any]:
+        """The entry point's arguments (or the magic's) as RunOptions and the kind's own; what ``given`` leaves out
+        is the entry's default."""
+        found = self.entries()
+        unknown = sorted(set(given) - {entry.name for entry in found})
+        if unknown:
+            raise ArgumentError(f"{unknown[0]}= is not an argument of a {self.name} experiment")
+        own: dict[str, Any] = {}
+        run: dict[str, Any] = dict(self.fixed)
+        for entry in found:
+            if entry.name in given:
+                value = given[entry.name]
+            elif entry.default is dataclasses.MISSING:
+                raise ArgumentError(f"{self.name} needs {entry.name}=")
+            else:
+                value = entry.default
+            (run if entry.shared else own)[entry.field] = value
+        return RunOptions(**run), self.arguments(**own)
+
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        """The options the line gave (the entry point's own defaults stand for the rest), as the entry point's
-        keyword arguments; an ArgumentError naming a malformed one."""
-        return given
+        """The options the line gave, as the entry point takes them (each Spec's ``parse``); an ArgumentError
+        naming a malformed one. The entries' defaults stand for the rest."""
+        parsed = dict(given)
+        for entry in self.entries():
+            if entry.spec.parse is not None and parsed.get(entry.name) is not None:
+                parsed[entry.name] = entry.spec.parse(parsed[entry.name])
+        return parsed
 
     def magic_needs(self, arguments: dict[str, Any]) -> Iterable[str]:
         """Arguments the training function must take, to tell it from helpers the cell defines beside it."""

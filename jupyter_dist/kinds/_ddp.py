@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .._validate import check_positive
@@ -14,114 +15,138 @@ from ..protocol import ExperimentKind, Objective
 from ..space import validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ..trials import Elastic, TrialSource
-from ._base import Kind, MagicSpec, option
-from ._control import CALLBACKS, STOP
-from ._options import RunOptions, TrialPlan
-from ._runtime_options import RESOURCES_OPTION, runtime_arguments
+from ._base import Kind
+from ._plan import TrialPlan
+from ._run_options import RunOptions
+from ._shared_arguments import METRIC_SHORT
+from ._spec import option
+
+
+@dataclass(frozen=True)
+class DataParallelArguments:
+    """``data_parallel()``'s own arguments."""
+
+    workers: int = option(
+        2,
+        help="Ranks, each on its own Dask worker process (two ranks in one process would deadlock).",
+        short="ddp: ranks, one per Dask worker (default 2)",
+        magic={"type": int},
+    )
+    backend: str | None = option(
+        None,
+        help='"gloo" or "nccl"; None picks NCCL with GPUs and gloo without.',
+        short="ddp: gloo or nccl (default: nccl with GPUs, else gloo)",
+    )
+    metric: str | None = option(
+        None, help="The metric drawn live (default: the first one rank 0 reports).", short=METRIC_SHORT
+    )
+    threads_per_rank: int | None = option(
+        None, help="torch's intra-op threads in each rank (default: the worker's, 1 under a Dask nanny)."
+    )
+    rendezvous_timeout: float = option(
+        60.0,
+        help="Seconds for every rank to join; more than that means not enough workers were free at once.",
+    )
+    strategy: str = option(
+        "ddp",
+        help='What ``prepare(model)`` does in this run unless told otherwise: "ddp" (DistributedDataParallel: '
+        'every rank holds the whole model) or "fsdp" (FSDP2\'s ``fully_shard``: each rank holds a shard of every '
+        "parameter, its gradient and its optimizer state).",
+        short="ddp: what prepare(model) does: ddp (each rank holds the model, default) or fsdp (a shard each)",
+        magic={"choices": STRATEGIES},
+    )
+    mixed_precision: str | None = option(
+        None,
+        help='What ``prepare()`` applies in this run unless told otherwise: "bf16" or "fp16" (the model\'s '
+        "forward under ``torch.autocast``; with fp16 a gradient scaler: call ``jupyter_dist.backward(loss)``), or "
+        "None.",
+        short="ddp: bf16 or fp16: prepare(model)'s forward runs under autocast (default: full precision)",
+        magic={"choices": MIXED_PRECISIONS},
+    )
+    min_workers: int | None = option(
+        None,
+        help="Make the job elastic (either bound given; the other defaults to ``workers``). When a rank's worker "
+        "dies, is retired or is cut off, the job starts again by itself from its newest checkpoint on the workers "
+        "it still has (at least ``min_workers``); when workers are free it grows, up to ``max_workers``, at its "
+        "next checkpoint. ``jupyter_dist.world_size()`` and the prepared DataLoader follow the new size (the "
+        "loader goes on from its place in the epoch). A job below ``min_workers`` for ``elastic_timeout`` seconds "
+        "(default 300) ends, naming its newest checkpoint. Needs ``checkpoint()``/``restore()`` in ``fn``; every "
+        "regroup is recorded (``exp.restarts``).",
+        short="ddp: elastic: the job goes on from its newest checkpoint with as few ranks as this when it loses "
+        "workers",
+        magic={"type": int},
+    )
+    max_workers: int | None = option(
+        None,
+        short="ddp: elastic: the job grows up to this many ranks, at a checkpoint, as workers come",
+        magic={"type": int},
+        with_option="min_workers",
+    )
+    elastic_timeout: float | None = option(
+        None,
+        short="ddp: elastic: seconds the job may wait below --min-workers before it ends (default 300)",
+        magic={"type": float},
+        with_option="min_workers",
+    )
+    # data_parallel(**kwargs_for_train): the function's own arguments (the docstring's introduction says so).
+    kwargs_for_train: dict[str, Any] | None = option(None)
 
 
 class DataParallelRun(Kind):
     name = ExperimentKind.DDP
-    magic = MagicSpec(
-        options=(
-            option("--workers", type=int, help="ddp: ranks, one per Dask worker (default 2)"),
-            option(
-                "--min-workers",
-                type=int,
-                help="ddp: elastic: the job goes on from its newest checkpoint with as few ranks as this when it "
-                "loses workers",
-            ),
-            option(
-                "--max-workers",
-                type=int,
-                help="ddp: elastic: the job grows up to this many ranks, at a checkpoint, as workers come",
-            ),
-            option(
-                "--elastic-timeout",
-                type=float,
-                help="ddp: elastic: seconds the job may wait below --min-workers before it ends (default 300)",
-            ),
-            option("--gpus-per-worker", type=float, help="ddp: GPUs per rank (default 0: CPU)"),
-            option("--backend", help="ddp: gloo or nccl (default: nccl with GPUs, else gloo)"),
-            option(
-                "--strategy",
-                choices=STRATEGIES,
-                help="ddp: what prepare(model) does: ddp (each rank holds the model, default) or fsdp (a shard "
-                "each)",
-            ),
-            option(
-                "--mixed-precision",
-                choices=MIXED_PRECISIONS,
-                help="ddp: bf16 or fp16: prepare(model)'s forward runs under autocast (default: full precision)",
-            ),
-            CALLBACKS,
-            STOP,
-            RESOURCES_OPTION,
-        ),
-        # One run: nothing to optimise in a direction, nothing to run side by side, no sampler to seed; its GPUs
-        # are each rank's (--gpus-per-worker).
-        refuses=("direction", "parallel", "seed", "gpus_per_trial"),
-    )
+    arguments = DataParallelArguments
+    # One run, one trial: nothing to run side by side.
+    fixed = {"parallel": 1}
 
-    def plan(
-        self,
-        fn: Callable,
-        options: RunOptions,
-        *,
-        workers: int,
-        backend: str | None,
-        min_workers: int | None,
-        max_workers: int | None,
-        elastic_timeout: float | None,
-        metric: str | None,
-        threads_per_rank: int | None,
-        rendezvous_timeout: float,
-        strategy: str,
-        mixed_precision: str | None,
-        kwargs_for_train: dict[str, Any],
-    ) -> TrialPlan:
+    def plan(self, fn: Callable, options: RunOptions, args: DataParallelArguments) -> TrialPlan:
         from ..ddp import DataParallelTrial, SingleRun, check_data_parallel
 
-        check_positive("workers", workers, optional=False)
+        kwargs_for_train = args.kwargs_for_train or {}
+
+        check_positive("workers", args.workers, optional=False)
         elastic = Elastic.of(
-            workers,
-            min_workers,
-            max_workers,
-            elastic_timeout,
+            args.workers,
+            args.min_workers,
+            args.max_workers,
+            args.elastic_timeout,
             names=("workers", "min_workers", "max_workers", "elastic_timeout"),
         )
-        check_positive("threads_per_rank", threads_per_rank)
-        check_positive("rendezvous_timeout", rendezvous_timeout, integer=False, optional=False)
-        if metric is not None and (not isinstance(metric, str) or not metric):
-            raise ArgumentError(f"metric={metric!r}: give the name of a metric rank 0 reports, or None")
-        check_data_parallel(options.gpus, backend, strategy=strategy, mixed_precision=mixed_precision)
+        check_positive("threads_per_rank", args.threads_per_rank)
+        check_positive("rendezvous_timeout", args.rendezvous_timeout, integer=False, optional=False)
+        if args.metric is not None and (not isinstance(args.metric, str) or not args.metric):
+            raise ArgumentError(f"metric={args.metric!r}: give the name of a metric rank 0 reports, or None")
+        check_data_parallel(
+            options.gpus, args.backend, strategy=args.strategy, mixed_precision=args.mixed_precision
+        )
         validate_space(fn, kwargs_for_train)
         definition = ExperimentDefinition(
             self.name,
             options.experiment_name(fn),
-            Objective(metric),
+            Objective(args.metric),
             dict(kwargs_for_train),
             total=1,
             timeout=options.timeout,
             details={
-                "workers": workers,
+                "workers": args.workers,
                 "gpus_per_worker": options.gpus,
-                "backend": backend,
-                "strategy": strategy,
-                "mixed_precision": mixed_precision,
+                "backend": args.backend,
+                "strategy": args.strategy,
+                "mixed_precision": args.mixed_precision,
                 **(elastic.to_details() if elastic else {}),
             },
         )
         trial_fn = DataParallelTrial(
             fn,
-            backend=backend,
+            backend=args.backend,
             gpus_per_worker=options.gpus,
-            threads=threads_per_rank,
-            rendezvous_timeout=rendezvous_timeout,
-            strategy=strategy,
-            mixed_precision=mixed_precision,
+            threads=args.threads_per_rank,
+            rendezvous_timeout=args.rendezvous_timeout,
+            strategy=args.strategy,
+            mixed_precision=args.mixed_precision,
         )
-        return TrialPlan(definition, trial_fn, SingleRun(kwargs_for_train), ranks=workers, elastic=elastic)
+        return TrialPlan(
+            definition, trial_fn, SingleRun(kwargs_for_train), ranks=args.workers, elastic=elastic
+        )
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """The run again, as its next attempt: the same id and name, so the same checkpoints; this call's
@@ -143,6 +168,3 @@ class DataParallelRun(Kind):
         from ..experiment import DataParallelExperiment
 
         return DataParallelExperiment(record, stop, workers=record.definition.details.get("workers"))
-
-    def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        return runtime_arguments(given)

@@ -4,155 +4,201 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .._validate import check_metric, check_positive
 from ..errors import ArgumentError
 from ..protocol import ExperimentKind, Objective
+from ..search import DEFAULT_PRUNER
 from ..space import is_space_function, searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ..trials import Elastic
-from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun, option
-from ._control import CALLBACKS, OBJECTIVE_SCOPE, STOP, TARGET
-from ._options import RunOptions, TrialPlan
-from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
+from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun
+from ._plan import TrialPlan
+from ._run_options import RunOptions
+from ._shared_arguments import METRIC_SHORT, MODE_MAGIC, MODE_SHORT, SEED_SHORT
+from ._spec import option
 
 # The definition's details key that marks a define-by-run space (the function's name).
 SPACE_FUNCTION = "space_function"
-SPACE = option(
-    "--space",
-    help="hpo, pbt: the search-space dict (hpo: or a function space(trial)); default: the one the cell defines",
+
+
+def _one_or_list(text: str) -> str | list[str]:
+    """Several objectives on the magic's line: ``--metric val_acc,latency_ms --mode max,min``."""
+    return [part.strip() for part in text.split(",")] if "," in text else text
+
+
+SPACE_SHORT = (
+    "hpo, pbt: the search-space dict (hpo: or a function space(trial)); default: the one the cell defines"
 )
-MAX_STEPS = option(
-    "--max-steps",
-    type=int,
-    help="hpo: the most steps a trial reports (ASHA rungs); pbt: the steps each member trains",
-)
+MAX_STEPS_SHORT = "hpo: the most steps a trial reports (ASHA rungs); pbt: the steps each member trains"
+
+
+@dataclass(frozen=True)
+class HpoArguments:
+    """``hpo()``'s own arguments."""
+
+    search_space: dict[str, Any] | Callable = option(
+        help="``{argument: space.uniform(...) | space.loguniform(...) | space.integer(...) | space.choice([...])}``; "
+        "plain values are constants passed to every trial. Or a function ``space(trial)`` taking an "
+        "``optuna.Trial`` (Optuna's define-by-run idiom, for conditional parameters): it calls "
+        "``trial.suggest_*``, only where its branch needs them, and may return a dict of further arguments; each "
+        "trial gets exactly what it suggested plus that dict (a parameter not suggested is absent, so its default "
+        "applies). It is run on a throwaway study before any work starts.",
+        short=SPACE_SHORT,
+        flags=("--space",),
+    )
+    trials: int | None = option(
+        32,
+        help='How many trials to run (with ``sampler="grid"``: at most the grid\'s size; None means the whole '
+        "grid, or, with ``timeout``, as many as fit in the time).",
+        short="hpo: number of trials (default 32; with --timeout: no limit)",
+        magic={"type": int},
+    )
+    metric: str | list[str] | None = option(
+        None,
+        help='The objective\'s name and whether to maximise ("max") or minimise ("min") it. Several objectives: '
+        'lists, one mode each (``metric=["val_acc", "latency_ms"], mode=["max", "min"]``): Optuna\'s '
+        "multi-objective samplers search them, ``exp.pareto`` is the front of non-dominated trials, and "
+        "``exp.best`` is refused (there is no one best). Each trial's value of each objective is what it "
+        "returned, else its last report.",
+        short=METRIC_SHORT,
+        parse=_one_or_list,
+    )
+    mode: str | list[str] = option(
+        "max", short=MODE_SHORT, magic=MODE_MAGIC, parse=_one_or_list, with_option="metric"
+    )
+    sampler: Any = option(
+        "tpe",
+        help='"tpe", "random", "grid", "gp", "cmaes", "nsga2", "nsga3", or an ``optuna.samplers.BaseSampler`` '
+        'instance (several objectives: any but "cmaes").',
+        short="hpo: tpe, random, grid, gp, cmaes, nsga2 or nsga3 (default tpe)",
+    )
+    pruner: Any = option(
+        DEFAULT_PRUNER,
+        help='Early stopping of running trials: "asha" (the default), "median", "hyperband", an '
+        "``optuna.pruners.BasePruner`` instance, or None (every trial runs to its end). Decided in the kernel "
+        "from the streamed reports of ``metric``; the trial's next ``report()`` raises ``TrialPruned``. Several "
+        'objectives: "pareto" (the default then: successive halving on the non-dominated rank, where Optuna '
+        "cannot prune) or None; a single-objective pruner is refused.",
+        short="hpo: asha (default), median, hyperband or none; with several metrics pareto (default) or none",
+        parse=lambda text: None if text == "none" else text,
+    )
+    seed: int | None = option(
+        None, help="Seeds the sampler, making the search reproducible.", short=SEED_SHORT, magic={"type": int}
+    )
+    max_steps: int | None = option(
+        None,
+        help="The most steps a trial reports (its budget): places the ASHA/Hyperband rungs and measures the "
+        "compute pruning saved.",
+        short=MAX_STEPS_SHORT,
+        magic={"type": int},
+    )
+    workers_per_trial: int = option(
+        1,
+        help="k > 1 makes every trial a k-rank data-parallel job, as ``data_parallel(fn, workers=k)`` runs it "
+        "(``prepare()`` inside the function); ``parallel`` then defaults to the workers // k.",
+    )
+    min_workers_per_trial: int | None = option(
+        None,
+        help="Make those jobs elastic, as ``data_parallel(min_workers=, max_workers=, elastic_timeout=)`` does: a "
+        "trial that loses a rank's worker goes on from its newest checkpoint with the ranks left, and grows onto "
+        "free workers at its next checkpoint.",
+    )
+    max_workers_per_trial: int | None = option(None, with_option="min_workers_per_trial")
+    elastic_timeout: float | None = option(None, with_option="min_workers_per_trial")
+    enqueue: list[dict[str, Any]] | None = option(
+        None,
+        help='Known configurations to run first, in order, e.g. ``[{"lr": 1e-3, "layers": 2}, {"lr": 3e-4}]`` '
+        "(Optuna's ``study.enqueue_trial``, Ray Tune's ``points_to_evaluate``). A partial one has the rest "
+        "sampled; each counts towards ``trials`` and is told to the sampler as its own trial; its trial carries "
+        "the configuration as the label ``enqueued``. Unknown names and values outside their space are refused "
+        "before any work starts; a resumed run skips the configurations that already ran.",
+        short="hpo: a list of configurations (dicts) to run first, e.g. known good ones",
+        variable=True,
+    )
 
 
 class HyperparameterSearch(Kind):
     name = ExperimentKind.HPO
     metric_for = "optimise"
-    magic = MagicSpec(
-        options=(
-            option("--trials", type=int, help="hpo: number of trials (default 32; with --timeout: no limit)"),
-            option("--sampler", help="hpo: tpe, random, grid, gp, cmaes, nsga2 or nsga3 (default tpe)"),
-            option(
-                "--constraints",
-                variable=True,
-                help="hpo: a function in the notebook of a trial's metrics, a number per constraint (<= 0: met)",
-            ),
-            option(
-                "--pruner",
-                help="hpo: asha (default), median, hyperband or none; with several metrics pareto (default) or none",
-            ),
-            MAX_STEPS,
-            SPACE,
-            option(
-                "--enqueue",
-                variable=True,
-                help="hpo: a list of configurations (dicts) to run first, e.g. known good ones",
-            ),
-            CALLBACKS,
-            STOP,
-            TARGET,
-            OBJECTIVE_SCOPE,
-            *TRIAL_RUNTIME_OPTIONS,
-        ),
-        takes_space=True,
-    )
+    arguments = HpoArguments
+    magic = MagicSpec(takes_space=True)
 
-    def plan(
-        self,
-        fn: Callable,
-        options: RunOptions,
-        *,
-        search_space: dict[str, Any] | Callable,
-        trials: int | None,
-        metric: str | None,
-        mode: str,
-        sampler: Any,
-        pruner: Any,
-        seed: int | None,
-        max_steps: int | None,
-        workers_per_trial: int,
-        enqueue: list[dict[str, Any]] | None = None,
-        min_workers_per_trial: int | None = None,
-        max_workers_per_trial: int | None = None,
-        elastic_timeout: float | None = None,
-    ) -> TrialPlan:
+    def plan(self, fn: Callable, options: RunOptions, args: HpoArguments) -> TrialPlan:
         from ..search import OptunaSearch
 
-        if not isinstance(metric, (list, tuple)):
-            check_metric(self.name, metric, self.metric_for)
-        objective = Objective.of(metric, mode, options.scope)
-        check_positive("max_steps", max_steps)
-        check_positive("workers_per_trial", workers_per_trial, optional=False)
+        if not isinstance(args.metric, (list, tuple)):
+            check_metric(self.name, args.metric, self.metric_for)
+        objective = Objective.of(args.metric, args.mode, options.scope)
+        check_positive("max_steps", args.max_steps)
+        check_positive("workers_per_trial", args.workers_per_trial, optional=False)
         elastic = Elastic.of(
-            workers_per_trial,
-            min_workers_per_trial,
-            max_workers_per_trial,
-            elastic_timeout,
+            args.workers_per_trial,
+            args.min_workers_per_trial,
+            args.max_workers_per_trial,
+            args.elastic_timeout,
             names=("workers_per_trial", "min_workers_per_trial", "max_workers_per_trial", "elastic_timeout"),
         )
         check_positive("gpus_per_trial", options.gpus)
-        if options.gpus and workers_per_trial > 1:
+        if options.gpus and args.workers_per_trial > 1:
             raise ArgumentError(
                 "gpus_per_trial= places single-process trials; it is not combined with workers_per_trial > 1 "
                 "(GPUs for each rank of an HPO trial): use one or the other"
             )
-        space_function = is_space_function(search_space)
+        space_function = is_space_function(args.search_space)
         if not space_function:
-            validate_space(fn, search_space)
-        if workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
+            validate_space(fn, args.search_space)
+        if args.workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
             raise ArgumentError(
                 "max_failures= and cpus_per_trial= are for single-process trials; with workers_per_trial > 1 "
                 "each trial is a data-parallel job (its ranks' threads: a DataParallelTrial's own): leave them out"
             )
         search = OptunaSearch(
-            search_space,
-            trials=trials,
+            args.search_space,
+            trials=args.trials,
             objective=objective,
-            sampler=sampler,
-            pruner=pruner,
-            max_steps=max_steps,
-            seed=seed,
+            sampler=args.sampler,
+            pruner=args.pruner,
+            max_steps=args.max_steps,
+            seed=args.seed,
             unlimited=options.timeout is not None,
             fn=fn,
-            enqueue=enqueue,
+            enqueue=args.enqueue,
         )
         definition = ExperimentDefinition(
             self.name,
             options.experiment_name(fn),
             objective,
-            {} if space_function else dict(search_space),
+            {} if space_function else dict(args.search_space),
             total=search.total,
-            max_steps=max_steps,
+            max_steps=args.max_steps,
             timeout=options.timeout,
             details={
-                "sampler": repr(sampler),
+                "sampler": repr(args.sampler),
                 # what prunes: with several objectives, the Pareto pruner or none (_optuna_search.pareto_pruner)
-                "pruner": repr(pruner)
+                "pruner": repr(args.pruner)
                 if not objective.several
                 else repr("pareto" if search.pareto else None),
-                "seed": seed,
-                "workers_per_trial": workers_per_trial,
+                "seed": args.seed,
+                "workers_per_trial": args.workers_per_trial,
                 **(elastic.to_details() if elastic else {}),
                 # A define-by-run space: its function's name (each trial keeps its own distributions).
                 **(
-                    {SPACE_FUNCTION: getattr(search_space, "__qualname__", repr(search_space))}
+                    {SPACE_FUNCTION: getattr(args.search_space, "__qualname__", repr(args.search_space))}
                     if space_function
                     else {}
                 ),
                 **({"enqueue": search.enqueued} if search.enqueued else {}),
             },
         )
-        if workers_per_trial == 1 and elastic is None:
+        if args.workers_per_trial == 1 and elastic is None:
             return TrialPlan(definition, fn, search)
         from ..ddp import DataParallelTrial
 
         ranks = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
-        return TrialPlan(definition, ranks, search, ranks=workers_per_trial, elastic=elastic)
+        return TrialPlan(definition, ranks, search, ranks=args.workers_per_trial, elastic=elastic)
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """Tell the search the stored trials; the trials the last run left unfinished run again first."""
@@ -184,13 +230,7 @@ class HyperparameterSearch(Kind):
         return dataclasses.replace(plan, definition=continued)
 
     def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        arguments = runtime_arguments(given)
+        arguments = super().magic_arguments(given)
         if "timeout" in arguments:  # --timeout without --trials: as many trials as fit in the time
             arguments.setdefault("trials", None)
-        if arguments.get("pruner") == "none":
-            arguments["pruner"] = None
-        # several objectives: --metric val_acc,latency_ms --mode max,min
-        for name in ("metric", "mode"):
-            if isinstance(arguments.get(name), str) and "," in arguments[name]:
-                arguments[name] = [part.strip() for part in arguments[name].split(",")]
         return arguments

@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .._validate import check_metric, check_positive
@@ -16,132 +17,155 @@ from ..protocol import Direction, ExperimentKind, Objective
 from ..space import is_space_function, validate_space
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ..trials import TrialSource
-from ._base import Kind, MagicSpec, check_same_objective, option
-from ._control import CALLBACKS, TARGET
-from ._hpo import MAX_STEPS, SPACE
-from ._options import RunOptions, TrialPlan
-from ._runtime_options import TRIAL_RUNTIME_OPTIONS, runtime_arguments
+from ._base import Kind, MagicSpec, check_same_objective
+from ._hpo import MAX_STEPS_SHORT, SPACE_SHORT
+from ._plan import TrialPlan
+from ._run_options import RunOptions
+from ._shared_arguments import METRIC_SHORT, MODE_MAGIC, MODE_SHORT, SEED_SHORT
+from ._spec import option
+
+
+@dataclass(frozen=True)
+class PbtArguments:
+    """``pbt()``'s own arguments."""
+
+    search_space: dict[str, Any] = option(
+        help="``{argument: space object or constant}``: the members' starting hyperparameters are sampled from "
+        "it, and (unless ``mutations`` says otherwise) every searched argument is perturbed within its space.",
+        short=SPACE_SHORT,
+        flags=("--space",),
+    )
+    population: int = option(
+        8,
+        help="Members (at least 2). With fewer worker slots than members, the member furthest behind runs next.",
+        short="pbt: members training at once (default 8)",
+        magic={"type": int},
+    )
+    metric: str | None = option(
+        None, help="The objective members are ranked by (their newest value of it).", short=METRIC_SHORT
+    )
+    mode: str = option("max", short=MODE_SHORT, magic=MODE_MAGIC, with_option="metric")
+    perturbation_interval: int = option(
+        4,
+        help="Steps between a member's decisions: a segment ends at its first checkpoint of step k * interval - 1 "
+        "(steps counted from 0, as ``report()`` numbers them) or later.",
+        short="pbt: steps between a member's exploit/explore decisions (default 4)",
+        magic={"type": int},
+    )
+    quantile: float = option(
+        0.25,
+        help="The fraction of members (by rank) that copy (the bottom) and are copied (the top), 0 < quantile <= "
+        "0.5.",
+        short="pbt: the bottom/top fraction that copies/is copied (0.25)",
+        magic={"type": float},
+    )
+    resample_probability: float = option(
+        0.25,
+        help="The chance that explore draws a value afresh from its space instead of perturbing it (×0.8 or ×1.2 "
+        "for numbers, a neighbouring option for a ``choice``).",
+        short="pbt: chance that explore resamples a value instead of perturbing it (0.25)",
+        magic={"type": float},
+    )
+    max_steps: int | None = option(
+        None,
+        help="The steps each member trains (required): a member ends once it has checkpointed step max_steps - 1.",
+        short=MAX_STEPS_SHORT,
+        magic={"type": int},
+    )
+    mutations: dict[str, Any] | None = option(
+        None,
+        help="``{argument: space object, list of options, or function returning a new value}``: what to perturb, "
+        "and within what; default: every searched argument of ``search_space``.",
+        short="pbt: a dict in the notebook of what to perturb (default: every searched argument)",
+        variable=True,
+    )
+    seed: int | None = option(
+        None,
+        help="Seeds the starting points, the choice of donors and the perturbations.",
+        short=SEED_SHORT,
+        magic={"type": int},
+    )
+    workers_per_trial: int = option(
+        1, help="k > 1 makes every member a k-rank data-parallel job (``prepare()`` inside the function)."
+    )
 
 
 class PopulationBasedTraining(Kind):
     name = ExperimentKind.PBT
     metric_for = "optimise"
-    magic = MagicSpec(
-        options=(
-            option("--population", type=int, help="pbt: members training at once (default 8)"),
-            option(
-                "--perturbation-interval",
-                type=int,
-                help="pbt: steps between a member's exploit/explore decisions (default 4)",
-            ),
-            option(
-                "--quantile", type=float, help="pbt: the bottom/top fraction that copies/is copied (0.25)"
-            ),
-            option(
-                "--resample-probability",
-                type=float,
-                help="pbt: chance that explore resamples a value instead of perturbing it (0.25)",
-            ),
-            option(
-                "--mutations",
-                variable=True,
-                help="pbt: a dict in the notebook of what to perturb (default: every searched argument)",
-            ),
-            SPACE,
-            MAX_STEPS,
-            CALLBACKS,
-            TARGET,
-            *TRIAL_RUNTIME_OPTIONS,
-        ),
-        takes_space=True,
-    )
+    arguments = PbtArguments
+    magic = MagicSpec(takes_space=True)
 
-    def plan(
-        self,
-        fn: Callable,
-        options: RunOptions,
-        *,
-        search_space: dict[str, Any],
-        population: int,
-        metric: str | None,
-        mode: str,
-        perturbation_interval: int,
-        quantile: float,
-        resample_probability: float,
-        max_steps: int | None,
-        mutations: dict[str, Any] | None,
-        seed: int | None,
-        workers_per_trial: int,
-    ) -> TrialPlan:
+    def plan(self, fn: Callable, options: RunOptions, args: PbtArguments) -> TrialPlan:
         from ..search import Explorer, PopulationSearch, check_mutations
 
-        check_metric(self.name, metric, self.metric_for)
-        objective = Objective(metric, Direction.parse(mode), options.scope)
-        if isinstance(population, bool) or not isinstance(population, int) or population < 2:
-            raise ArgumentError(f"population={population!r}: give a whole number of members, at least 2")
-        check_positive("perturbation_interval", perturbation_interval, optional=False)
-        if max_steps is None:
+        check_metric(self.name, args.metric, self.metric_for)
+        objective = Objective(args.metric, Direction.parse(args.mode), options.scope)
+        if isinstance(args.population, bool) or not isinstance(args.population, int) or args.population < 2:
+            raise ArgumentError(f"population={args.population!r}: give a whole number of members, at least 2")
+        check_positive("perturbation_interval", args.perturbation_interval, optional=False)
+        if args.max_steps is None:
             raise ArgumentError(
                 "pbt() needs max_steps=, the steps each member trains (its budget): members are compared, "
                 "copied and perturbed every perturbation_interval steps until then"
             )
-        check_positive("max_steps", max_steps)
-        _check_fraction("quantile", quantile, upper=0.5, open_low=True)
-        _check_fraction("resample_probability", resample_probability, upper=1.0, open_low=False)
-        check_positive("workers_per_trial", workers_per_trial, optional=False)
+        check_positive("max_steps", args.max_steps)
+        _check_fraction("quantile", args.quantile, upper=0.5, open_low=True)
+        _check_fraction("resample_probability", args.resample_probability, upper=1.0, open_low=False)
+        check_positive("workers_per_trial", args.workers_per_trial, optional=False)
         check_positive("gpus_per_trial", options.gpus)
-        if options.gpus and workers_per_trial > 1:
+        if options.gpus and args.workers_per_trial > 1:
             raise ArgumentError(
                 "gpus_per_trial= places single-process members; it is not combined with workers_per_trial > 1: "
                 "use one or the other"
             )
-        if workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
+        if args.workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
             raise ArgumentError(
                 "max_failures= and cpus_per_trial= are for single-process members; with workers_per_trial > 1 "
                 "each member is a data-parallel job: leave them out"
             )
-        if is_space_function(search_space):
+        if is_space_function(args.search_space):
             raise SearchSpaceError(
                 "pbt() perturbs the values of a dict search space within its space objects: give a dict, not a "
                 "function space(trial)"
             )
-        validate_space(fn, search_space)
-        mutated = check_mutations(fn, search_space, mutations)
+        validate_space(fn, args.search_space)
+        mutated = check_mutations(fn, args.search_space, args.mutations)
         check_checkpoints(fn)
         search = PopulationSearch(
-            dict(search_space),
-            population=population,
+            dict(args.search_space),
+            population=args.population,
             objective=objective,
-            perturbation_interval=perturbation_interval,
-            quantile=quantile,
-            max_steps=max_steps,
-            explorer=Explorer(mutated, resample_probability, seed),
-            seed=seed,
+            perturbation_interval=args.perturbation_interval,
+            quantile=args.quantile,
+            max_steps=args.max_steps,
+            explorer=Explorer(mutated, args.resample_probability, args.seed),
+            seed=args.seed,
         )
         definition = ExperimentDefinition(
             self.name,
             options.experiment_name(fn),
             objective,
-            dict(search_space),
+            dict(args.search_space),
             total=None,
-            max_steps=max_steps,
+            max_steps=args.max_steps,
             timeout=options.timeout,
             details={
-                "population": population,
-                "perturbation_interval": perturbation_interval,
-                "quantile": quantile,
-                "resample_probability": resample_probability,
+                "population": args.population,
+                "perturbation_interval": args.perturbation_interval,
+                "quantile": args.quantile,
+                "resample_probability": args.resample_probability,
                 "mutations": {name: repr(how) for name, how in mutated.items()},
-                "seed": seed,
-                "workers_per_trial": workers_per_trial,
+                "seed": args.seed,
+                "workers_per_trial": args.workers_per_trial,
             },
         )
-        if workers_per_trial == 1:
+        if args.workers_per_trial == 1:
             return TrialPlan(definition, fn, search)
         from ..ddp import DataParallelTrial
 
         ranks = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
-        return TrialPlan(definition, ranks, search, ranks=workers_per_trial)
+        return TrialPlan(definition, ranks, search, ranks=args.workers_per_trial)
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """Each member goes on from its newest checkpoint, with the hyperparameters of its last segment; a member
@@ -173,9 +197,6 @@ class PopulationBasedTraining(Kind):
         from ..experiment import PopulationExperiment
 
         return PopulationExperiment(record, stop)
-
-    def magic_arguments(self, given: dict[str, Any]) -> dict[str, Any]:
-        return runtime_arguments(given)
 
 
 def _check_fraction(name: str, value: Any, *, upper: float, open_low: bool) -> None:

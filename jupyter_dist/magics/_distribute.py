@@ -1,7 +1,8 @@
 """``%%distribute`` and ``%distribute_cluster``: a thin notebook layer over the Python API.
 
 ``%%distribute MODE`` runs an experiment of the kind MODE names (hpo, pbt, ablation, ddp): the registered kinds
-(jupyter_dist/kinds/) say which options each reads, what the cell must define, and which entry point runs it.
+(jupyter_dist/kinds/) say which options each reads (each option defined once, there) and what the cell must
+define; the magic runs the kind as its entry point would.
 In the code the MODE is the experiment's ``kind``, and ``--mode`` (max or min) its ``direction``.
 """
 
@@ -16,81 +17,43 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
 from IPython.utils.process import arg_split
 
-from .. import api
+from .._orchestrate import run_kind
+from ..cluster import cluster_info, use_cluster
 from ..errors import ArgumentError, ExperimentFailed
-from ..kinds import Kind, registered
-from ..protocol import ExperimentKind
+from ..kinds import Entry, Kind, registered
 from ._cell import new_names, pick_function, pick_space, pick_variable
 
-# The public function each kind's cell calls: ``(fn, [space,] progress="auto", **arguments)``, as a user would.
-ENTRY_POINTS = {
-    ExperimentKind.HPO: api.hpo,
-    ExperimentKind.PBT: api.pbt,
-    ExperimentKind.ABLATION: api.ablation,
-    ExperimentKind.DDP: api.data_parallel,
-}
-
-# The options of every kind (or of several); a kind that has no use for one says so (MagicSpec.refuses).
-SHARED_OPTIONS = (
-    argument(
-        "--metric", help="the metric to optimise or compare, reported or returned by the function (required)"
-    ),
-    argument("--mode", dest="direction", default=None, help="max or min (default max)"),
+# The magic's own options (the rest are the kinds', each defined once with its kind: jupyter_dist/kinds/_spec.py).
+CELL_ARGUMENTS = (
     argument("--fn", default=None, help="the training function (default: the one the cell defines)"),
     argument("--out", default="exp", help="variable to bind the finished Experiment to (default exp)"),
-    argument("--cluster", default=None, help="'local' or a scheduler address, e.g. tcp://host:8786"),
-    argument("--parallel", type=int, default=None, help="trials at once (default: the cluster's threads)"),
-    argument("--name", default=None, help="experiment name (default: the function's name)"),
-    argument("--seed", type=int, default=None, help="hpo: seed of the sampler; ablation: seed of repeat 0"),
-    argument(
-        "--resume",
-        action="store_true",
-        default=None,
-        help="continue the stored experiment --name (after a restart, a crash, a stop or a failure)",
-    ),
-    argument(
-        "--checkpoint-dir",
-        default=None,
-        help="where jupyter_dist.checkpoint() saves (a path or fsspec URL; default: beside the store)",
-    ),
-    argument("--keep-checkpoints", type=int, default=None, help="checkpoints each trial keeps (default 2)"),
-    argument(
-        "--store", default=None, help="the experiment store file (default: JUPYTER_DIST_STORE or Jupyter's)"
-    ),
-    argument(
-        "--no-store",
-        dest="store",
-        action="store_false",
-        default=None,
-        help="record this run in memory only, not in the store",
-    ),
-    argument("--timeout", type=float, default=None, help="seconds for the whole experiment"),
-    argument(
-        "--gpus-per-trial",
-        type=int,
-        default=None,
-        help="hpo, ablation: GPUs each trial holds, on workers declaring GPU resources",
-    ),
 )
-# Options the magic reads itself; the rest go to the kind's entry point.
-CELL_OPTIONS = ("fn", "out")
 
 
-def _shared_dests() -> list[str]:
-    return [arg.kwds.get("dest") or arg.args[0].lstrip("-").replace("-", "_") for arg in SHARED_OPTIONS]
+def _offered(kind: Kind) -> list[Entry]:
+    """The options of ``kind`` that the magic offers (those with a one-line help)."""
+    return [entry for entry in kind.entries() if entry.spec.short is not None]
 
 
 def _arguments(kinds: tuple[Kind, ...]) -> list[argument]:
-    """The magic's arguments: MODE, the shared options, then each kind's own, in the order kinds registered."""
+    """The magic's arguments: MODE, its own, then each kind's options in the order kinds registered (an option
+    several kinds take, once)."""
     names = [str(kind.name) for kind in kinds]
     listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
-    arguments = [argument("kind", metavar="MODE", help=listed), *SHARED_OPTIONS]
-    seen = set(_shared_dests())
+    arguments = [argument("kind", metavar="MODE", help=listed), *CELL_ARGUMENTS]
+    seen = set()
     for kind in kinds:
-        for option in kind.magic.options:
-            if option.dest not in seen:
-                seen.add(option.dest)
-                arguments.append(argument(*option.flags, **option.settings))
+        for entry in _offered(kind):
+            if entry.name in seen:
+                continue
+            seen.add(entry.name)
+            spec = entry.spec
+            arguments.append(
+                argument(*entry.flags, dest=entry.name, default=None, help=spec.short, **spec.magic)
+            )
+            arguments += [
+                argument(*flags, dest=entry.name, default=None, **more) for flags, more in spec.also
+            ]
     return arguments
 
 
@@ -139,22 +102,20 @@ def _parser(kinds: tuple[Kind, ...]) -> MagicArgumentParser:
 
 
 def _foreign(kind: Kind, kinds: tuple[Kind, ...]) -> list[str]:
-    """The options ``kind`` does not read, as the parser names them: the other kinds' own, then the shared
-    ones it refuses."""
-    own = {option.dest for option in kind.magic.options}
-    others = [o.dest for k in kinds if k is not kind for o in k.magic.options if o.dest not in own]
-    return list(dict.fromkeys([*others, *kind.magic.refuses]))
+    """The options ``kind`` does not read, as the parser names them (their dests), in the parser's order."""
+    own = {entry.name for entry in _offered(kind)}
+    offered = [entry.name for k in kinds for entry in _offered(k)]
+    return [name for name in dict.fromkeys(offered) if name not in own]
 
 
 def _given(args, kind: Kind) -> dict[str, Any]:
-    """The options the line gave that ``kind`` reads, as its entry point names them: the entry point's own
-    defaults stand for the rest (they are written there only)."""
-    names = [d for d in _shared_dests() if d not in kind.magic.refuses and d not in CELL_OPTIONS]
-    names += [option.dest for option in kind.magic.options]
-    given = {name: getattr(args, name) for name in dict.fromkeys(names) if getattr(args, name) is not None}
-    if "direction" in given:  # --mode (max or min) is the entry point's mode=
-        given["mode"] = given.pop("direction")
-    return given
+    """The options the line gave that ``kind`` reads, by their entry-point names: the options' own defaults
+    stand for the rest."""
+    return {e.name: getattr(args, e.name) for e in _offered(kind) if getattr(args, e.name) is not None}
+
+
+def _flag(parser: MagicArgumentParser, dest: str) -> str:
+    return next(a.option_strings[0] for a in parser._actions if a.dest == dest and a.option_strings)
 
 
 @magics_class
@@ -168,7 +129,8 @@ class DistributeMagics(Magics):
         search space) is picked up and the experiment starts. The finished Experiment is bound to ``--out``.
         """
         kinds = registered()
-        args = _parser(kinds).parse_argstring(line)
+        parser = _parser(kinds)
+        args = parser.parse_argstring(line)
         kind = next((k for k in kinds if k.name == args.kind), None)
         if kind is None:
             names = [str(k.name) for k in kinds]
@@ -178,16 +140,14 @@ class DistributeMagics(Magics):
             )
         foreign = [name for name in _foreign(kind, kinds) if getattr(args, name) is not None]
         if foreign:
-            options = ", ".join(
-                "--" + {"direction": "mode"}.get(name, name).replace("_", "-") for name in foreign
-            )
+            options = ", ".join(_flag(parser, name) for name in foreign)
             raise UsageError(f"{options}: not an option of %%distribute {args.kind}")
         if not args.metric and kind.metric_for:
             raise UsageError(f"%%distribute {args.kind} needs --metric NAME, the metric to {kind.metric_for}")
         if not args.out.isidentifier():
             raise UsageError(f"--out {args.out}: not a valid variable name")
         given = _given(args, kind)
-        space_name = given.pop("space", None) if kind.magic.takes_space else None
+        space_name = given.pop("search_space", None) if kind.magic.takes_space else None
         try:
             arguments = kind.magic_arguments(given)  # a malformed option fails before the cell runs
         except ArgumentError as exc:
@@ -200,15 +160,16 @@ class DistributeMagics(Magics):
         before = {k: id(v) for k, v in namespace.items()}
         self._run_body(cell)
         new = new_names(before, namespace)
-        for name in (o.dest for o in kind.magic.options if o.variable and o.dest in arguments):
+        for name in (e.name for e in _offered(kind) if e.spec.variable and e.name in arguments):
             arguments[name] = pick_variable(name, arguments[name], namespace)
         if kind.magic.takes_space:
-            space = pick_space(space_name, namespace, new)
-            picked = (pick_function(args.fn, namespace, new, space), space)
+            arguments["search_space"] = pick_space(space_name, namespace, new)
+            fn = pick_function(args.fn, namespace, new, arguments["search_space"])
         else:
-            picked = (pick_function(args.fn, namespace, new, kind.magic_needs(arguments)),)
+            fn = pick_function(args.fn, namespace, new, kind.magic_needs(arguments))
+        options, kind_arguments = kind.sort({**arguments, "progress": "auto"})
         try:
-            exp = ENTRY_POINTS[kind.name](*picked, progress="auto", **arguments)
+            exp = run_kind(kind, fn, options, kind_arguments)
         except ExperimentFailed as exc:
             namespace[args.out] = exc.experiment  # what was recorded stays reachable
             raise
@@ -266,5 +227,5 @@ class DistributeMagics(Magics):
         """
         args = parse_argstring(self.distribute_cluster, line)
         if args.target is not None or args.workers is not None or args.adapt is not None:
-            api.use_cluster(args.target, workers=args.workers, adapt=args.adapt)
-        return api.cluster_info()
+            use_cluster(args.target, workers=args.workers, adapt=args.adapt)
+        return cluster_info()
