@@ -39,7 +39,8 @@ from .errors import (
     TrialFunctionError,
     TrialPruned,
 )
-from .experiment import Best, DataParallelExperiment, Experiment, PopulationExperiment
+from .experiment import Best, DataParallelExperiment, Experiment
+from .population import PopulationExperiment
 from .protocol import Direction, ExperimentState, TrialState
 from .trials import with_parameters
 

@@ -1,5 +1,5 @@
 """Population-based training as a kind: a population of members whose hyperparameters become schedules found
-while training (search/_population.py decides, segment by segment)."""
+while training (population/_search.py decides, segment by segment)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ class PopulationBasedTraining(Kind):
     magic = MagicSpec(takes_space=True)
 
     def plan(self, fn: Callable, options: RunOptions, args: PbtArguments) -> TrialPlan:
-        from ..search import Explorer, PopulationSearch, check_mutations
+        from ..population import Explorer, PopulationSearch, check_mutations
 
         check_metric(self.name, args.metric, self.metric_for)
         objective = Objective(args.metric, Direction.parse(args.mode), options.scope)
@@ -194,7 +194,7 @@ class PopulationBasedTraining(Kind):
         stop: Callable[[], None] | None = None,
         source: TrialSource | None = None,
     ) -> Experiment:
-        from ..experiment import PopulationExperiment
+        from ..population import PopulationExperiment
 
         return PopulationExperiment(record, stop)
 

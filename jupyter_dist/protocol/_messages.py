@@ -127,7 +127,7 @@ class TrialTask:
     report_wait: float  # how long a report may wait for others to travel with (trials/_trial_context.py)
     cpus: int | None = None  # torch's intra-op threads while it runs (cpus_per_trial=); None: the worker's
     # A population-based-training member's segment: it ends (completed) once it has checkpointed this step or a
-    # later one, and the population decides where the member goes on from (search/_population.py).
+    # later one, and the population decides where the member goes on from (population/_search.py).
     until_step: int | None = None
     # One rank of an elastic data-parallel job: at each checkpoint its ranks agree whether to end there and regroup
     # at another size (trials/_elastic.py).

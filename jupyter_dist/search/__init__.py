@@ -1,10 +1,8 @@
 """Search: sampler wiring, the ask/tell trial source for HPO, and an experiment's trials as an Optuna study
 (Optuna does the searching); population-based training's trial source and its explore step."""
 
-from ._explore import Explorer, check_mutations
 from ._optuna_search import DEFAULT_PRUNER, OptunaSearch
 from ._pareto import hypervolume, minimised, non_dominated, ranks
-from ._population import PopulationSearch
 from ._pruners import PRUNERS, make_pruner
 from ._samplers import SAMPLERS, grid_size, make_sampler
 from ._study import (
@@ -20,12 +18,9 @@ __all__ = [
     "DEFAULT_PRUNER",
     "IMPORTANCE_EVALUATOR",
     "MIN_TRIALS_FOR_IMPORTANCE",
-    "Explorer",
     "OptunaSearch",
-    "PopulationSearch",
     "PRUNERS",
     "SAMPLERS",
-    "check_mutations",
     "grid_size",
     "hypervolume",
     "importances_report",

@@ -296,7 +296,7 @@ def test_a_helper_that_checkpoints_counts():
 
 # --- explore ------------------------------------------------------------------------------------------------------
 def test_explore_perturbs_within_each_space():
-    from jupyter_dist.search import Explorer
+    from jupyter_dist.population import Explorer
 
     spaces = {
         "lr": space.loguniform(1e-4, 1e-1),
@@ -326,7 +326,7 @@ def test_explore_perturbs_within_each_space():
 
 
 def test_a_function_mutation_is_resampled_by_calling_it():
-    from jupyter_dist.search import Explorer, check_mutations
+    from jupyter_dist.population import Explorer, check_mutations
 
     mutations = check_mutations(pbt_toy, TOY_SPACE, {"lr": lambda: 0.5})
     explorer = Explorer(mutations, resample_probability=1.0, seed=0)
@@ -425,8 +425,8 @@ def saved(plan, trial_id: int, step: int, **state) -> None:
 
 
 def population(tmp_path, members=4):
+    from jupyter_dist.population import Explorer, PopulationSearch
     from jupyter_dist.protocol import CheckpointPlan, Direction, Objective
-    from jupyter_dist.search import Explorer, PopulationSearch
 
     source = PopulationSearch(
         {"lr": space.uniform(0.01, 0.1)},

@@ -108,7 +108,6 @@ def test_the_stop_button_stops_the_experiment_gracefully(client):
         views[0].stop_button.click()
 
     threading.Thread(target=press_stop, daemon=True).start()
-    started = time.monotonic()
     exp = jd.hpo(
         slow,
         {"x": space.uniform(0, 1)},
@@ -118,7 +117,7 @@ def test_the_stop_button_stops_the_experiment_gracefully(client):
         cluster=client,
         progress=_live(views),
     )
-    assert exp.state == "stopped" and time.monotonic() - started < 5
+    assert exp.state == "stopped" and exp.trials.steps.max() < 100  # no trial ran to its end
     assert views[0].stop_button.description == "Stopped"  # not "Stopping…" forever
 
 
@@ -234,8 +233,10 @@ def test_a_trial_queued_on_a_worker_reads_queued_until_it_begins():
     assert "· 1 running · 1 queued" in view.counts.value
     cells = [row.split("</td><td>") for row in view.table.html.split("<tr>")[2:]]
     assert sorted(row[1] for row in cells) == ["queued", "running"]
-    running_for = time.time() - record.trial(0).started
-    assert abs(exp.compute()["trial_seconds"] - running_for) < 0.05  # none for the queued one
+    at_least = time.time() - record.trial(0).started
+    trial_seconds = exp.compute()["trial_seconds"]
+    at_most = time.time() - record.trial(0).started
+    assert at_least <= trial_seconds <= at_most  # trial 0's time so far, and none for the queued one
     began_after = time.time()
     record.trial_began(1)
     assert "2 running" in exp.status_line() and "queued" not in exp.status_line()
@@ -252,8 +253,8 @@ def climbing(lr=0.05, steps=8):
 
 
 def test_the_live_view_colours_a_population_by_lineage_and_draws_its_schedules(client, tmp_path):
-    from jupyter_dist.experiment._lineage import lineage_origins
-    from jupyter_dist.experiment._pbt_plots import lineage_colour
+    from jupyter_dist.population._lineage import lineage_origins
+    from jupyter_dist.population._plots import lineage_colour
 
     views = []
     exp = jd.pbt(

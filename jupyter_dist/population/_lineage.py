@@ -1,5 +1,5 @@
 """A population's segments read as members and lineages (labels ``member``, ``donor``, ``from_trial``,
-``from_step``: search/_population.py), shared by ``PopulationExperiment`` and its plots."""
+``from_step``: population/_search.py), shared by ``PopulationExperiment`` and its plots."""
 
 from __future__ import annotations
 

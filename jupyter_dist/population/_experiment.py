@@ -2,7 +2,7 @@
 their weights, the best member's final checkpoint.
 
 Everything is read from the segments' records (one trial per segment; labels ``member``, ``donor``,
-``from_trial``, ``from_step``: search/_population.py), so a live run and one loaded from the store read the same.
+``from_trial``, ``from_step``: population/_search.py), so a live run and one loaded from the store read the same.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from ..errors import NoResultError
+from ..experiment import Best, Experiment
 from ..protocol import TrialState
 from ..store import TrialRecord
-from ._experiment import Best, Experiment
 from ._lineage import first_step, is_exploit, lineage_origins, member_segments
 
 __all__ = ["PopulationExperiment"]
@@ -134,7 +134,7 @@ class PopulationExperiment(Experiment):
 
     def curve_style(self, rec: TrialRecord) -> dict:
         """Coloured by lineage (the member whose first weights the segment carries on), as in ``plot()``."""
-        from ._pbt_plots import lineage_colour
+        from ._plots import lineage_colour
 
         records = self.trial_records()
         if self._origins[0] != len(records):  # a new segment since: the lineage read again
@@ -179,7 +179,7 @@ class PopulationExperiment(Experiment):
     def plot(self):
         """A plotly figure: the learning curves coloured by lineage (the member whose first weights each segment
         carries on), with each exploit marked, and each perturbed hyperparameter's schedule over the steps."""
-        from ._pbt_plots import population_figure
+        from ._plots import population_figure
 
         self.record.load_details()
         return population_figure(self.record.definition, self.trial_records(), self.status_line())
