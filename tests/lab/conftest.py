@@ -94,7 +94,9 @@ def _prepare(folder: Path, settings: dict) -> None:
     for name in (NOTEBOOKS, USER_SETTINGS, WORKSPACES):
         (folder / name).mkdir(exist_ok=True)
     for plugin, values in settings.items():
-        (folder / USER_SETTINGS / f"{plugin}.jupyterlab-settings").write_text(json.dumps(values))
+        path = folder / USER_SETTINGS / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
 
 
 @pytest.fixture(scope="module")

@@ -133,18 +133,19 @@ def _listening(port: int) -> bool:
 @pytest.fixture
 def sshfs_folder(tmp_path):
     """A folder of ``tmp_path`` served by an sshd of this test's own and mounted back with sshfs (FUSE): a
-    network filesystem over loopback. Skipped, saying why, where that cannot be done here."""
+    network filesystem over loopback. It fails, saying why, where sshd or sshfs is missing or does not start
+    (`make sshfs` installs them, and CI does); it is skipped only on a machine that cannot mount FUSE at all."""
     install = "scripts/install_system_packages.sh sshfs installs them"
     sshd = shutil.which("sshd") or shutil.which("sshd", path="/usr/sbin:/usr/local/sbin")
     sshfs, fusermount = shutil.which("sshfs"), shutil.which("fusermount3") or shutil.which("fusermount")
     if not (sshd and sshfs and fusermount and shutil.which("ssh-keygen")):
-        pytest.skip(
+        pytest.fail(
             f"sshd, sshfs, fusermount and ssh-keygen are needed to mount sshfs over loopback ({install})"
         )
     if not os.path.exists("/dev/fuse"):
         pytest.skip("no /dev/fuse: this machine (or container) cannot mount a FUSE filesystem")
     if os.geteuid() == 0 and not os.path.isdir("/run/sshd"):
-        pytest.skip(f"sshd run as root needs /run/sshd, its privilege separation folder ({install} makes it)")
+        pytest.fail(f"sshd run as root needs /run/sshd, its privilege separation folder ({install} makes it)")
     keys = tmp_path / "ssh"
     keys.mkdir()
     for name in ("host", "client"):
@@ -166,7 +167,7 @@ def sshfs_folder(tmp_path):
     mount = None
     try:
         if not _wait(lambda: _listening(port) or daemon.poll() is not None, 15) or daemon.poll() is not None:
-            pytest.skip(f"sshd did not start: {(keys / 'sshd.log').read_text()[-500:]}")
+            pytest.fail(f"sshd did not start: {(keys / 'sshd.log').read_text()[-500:]}")
         options = f"IdentityFile={keys / 'client'},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes"
         # -f: sshfs stays in the foreground, this child, until unmounted.
         mount = subprocess.Popen(
@@ -180,7 +181,7 @@ def sshfs_folder(tmp_path):
             return found is not None and found.point == str(mounted) and found.fstype == "fuse.sshfs"
 
         if not _wait(lambda: is_mounted() or mount.poll() is not None, 20) or not is_mounted():
-            pytest.skip(f"sshfs could not mount over loopback: {(keys / 'sshfs.log').read_text()[-500:]}")
+            pytest.fail(f"sshfs could not mount over loopback: {(keys / 'sshfs.log').read_text()[-500:]}")
         yield mounted, served
     finally:
         if mount is not None:
