@@ -15,11 +15,9 @@ class DataParallelExperiment(Experiment):
     """What ``data_parallel()`` returns: an Experiment of one trial run by ``workers`` ranks; ``result`` is rank
     0's return value, ``rank_results`` every rank's, ``history`` rank 0's reports."""
 
-    def __init__(
-        self, record: ExperimentRecord, stop: Callable[[], None] | None = None, *, workers: int
-    ) -> None:
+    def __init__(self, record: ExperimentRecord, stop: Callable[[], None] | None = None) -> None:
         super().__init__(record, stop)
-        self.workers = workers
+        self.workers: int | None = record.definition.details.get("workers")
 
     @property
     def result(self) -> Any:

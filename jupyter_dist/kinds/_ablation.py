@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._validate import check_metric, check_positive
+from ..ablation import AblationExperiment
 from ..errors import ArgumentError
 from ..experiment import Experiment
 from ..protocol import Direction, ExperimentKind, Objective
@@ -96,6 +97,7 @@ class AblationStudy(Kind):
     name = ExperimentKind.ABLATION
     metric_for = "compare"
     arguments = AblationArguments
+    experiment_class = AblationExperiment
     magic = MagicSpec(view_shows_summary=True)
 
     def plan(self, fn: Callable, options: RunOptions, args: AblationArguments) -> TrialPlan:
@@ -154,10 +156,9 @@ class AblationStudy(Kind):
         stop: Callable[[], None] | None = None,
         source: TrialSource | None = None,
     ) -> Experiment:
-        from ..ablation import AblationExperiment
-
+        # A live study's Experiment has its whole plan; a stored one reads its variants back from the record.
         study = source.plan if source is not None else plan_of(record)
-        return AblationExperiment(record, stop, plan=study)
+        return self.experiment_class(record, stop, plan=study)
 
     def magic_needs(self, arguments: dict[str, Any]) -> Iterable[str]:
         return (["features"] if arguments.get("features") else []) + (arguments.get("flags") or [])

@@ -57,6 +57,8 @@ class Kind(ABC):
     # metric is optional.
     metric_for: str | None = None
     magic: MagicSpec = MagicSpec()
+    # What its run returns and a stored run of it loads as.
+    experiment_class: type[Experiment] = Experiment
 
     @abstractmethod
     def plan(self, fn: Callable, options: RunOptions, args: Any) -> TrialPlan:
@@ -76,7 +78,7 @@ class Kind(ABC):
         source: TrialSource | None = None,
     ) -> Experiment:
         """The Experiment over ``record``: a live run's (``source`` is its trial source) or one read back."""
-        return Experiment(record, stop)
+        return self.experiment_class(record, stop)
 
     # --- its options, as the entry point and %%distribute take them -------------------------------------------
     def entries(self) -> list[Entry]:

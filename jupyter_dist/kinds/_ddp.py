@@ -10,11 +10,11 @@ from typing import Any
 from .._validate import check_positive
 from ..ddp import MIXED_PRECISIONS, STRATEGIES
 from ..errors import ArgumentError
-from ..experiment import Experiment
+from ..experiment import DataParallelExperiment
 from ..protocol import ExperimentKind, Objective
 from ..space import validate_space
-from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
-from ..trials import Elastic, TrialSource
+from ..store import ExperimentDefinition, InMemoryRecord
+from ..trials import Elastic
 from ._base import Kind
 from ._plan import TrialPlan
 from ._run_options import RunOptions
@@ -95,6 +95,7 @@ class DataParallelArguments:
 class DataParallelRun(Kind):
     name = ExperimentKind.DDP
     arguments = DataParallelArguments
+    experiment_class = DataParallelExperiment
     # One run, one trial: nothing to run side by side.
     fixed = {"parallel": 1}
 
@@ -158,13 +159,3 @@ class DataParallelRun(Kind):
             details=plan.definition.details,
         )
         return dataclasses.replace(plan, definition=definition)
-
-    def experiment(
-        self,
-        record: ExperimentRecord,
-        stop: Callable[[], None] | None = None,
-        source: TrialSource | None = None,
-    ) -> Experiment:
-        from ..experiment import DataParallelExperiment
-
-        return DataParallelExperiment(record, stop, workers=record.definition.details.get("workers"))

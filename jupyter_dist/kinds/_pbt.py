@@ -12,11 +12,10 @@ from typing import Any
 
 from .._validate import check_metric, check_positive
 from ..errors import ArgumentError, SearchSpaceError
-from ..experiment import Experiment
+from ..population import PopulationExperiment
 from ..protocol import Direction, ExperimentKind, Objective
 from ..space import is_space_function, validate_space
-from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
-from ..trials import TrialSource
+from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective
 from ._hpo import MAX_STEPS_SHORT, SPACE_SHORT
 from ._plan import TrialPlan
@@ -94,6 +93,7 @@ class PopulationBasedTraining(Kind):
     name = ExperimentKind.PBT
     metric_for = "optimise"
     arguments = PbtArguments
+    experiment_class = PopulationExperiment
     magic = MagicSpec(takes_space=True)
 
     def plan(self, fn: Callable, options: RunOptions, args: PbtArguments) -> TrialPlan:
@@ -187,16 +187,6 @@ class PopulationBasedTraining(Kind):
             details=given,
         )
         return dataclasses.replace(plan, definition=continued)
-
-    def experiment(
-        self,
-        record: ExperimentRecord,
-        stop: Callable[[], None] | None = None,
-        source: TrialSource | None = None,
-    ) -> Experiment:
-        from ..population import PopulationExperiment
-
-        return PopulationExperiment(record, stop)
 
 
 def _check_fraction(name: str, value: Any, *, upper: float, open_low: bool) -> None:
