@@ -156,7 +156,7 @@ class ReportView:
         ReportView.last = self
 
     def start(self) -> None:
-        self.exp.add_report_listener(self.received)
+        self.exp._add_report_listener(self.received)
         if self.live is not None:
             self.live.start()
 

@@ -1,7 +1,7 @@
 """Streaming: reports/s delivered to the kernel and report()->handler latency, with the live widget drawing.
 
 Two trials (parallel=2) each call ``jupyter_dist.report(step=i, v=float(i))`` in a tight loop for SECONDS. A
-report listener registered on the Experiment (``exp.add_report_listener``) records ``time.time() - sent_at`` in
+report listener registered on the Experiment (``exp._add_report_listener``) records ``time.time() - sent_at`` in
 the kernel, where ``sent_at`` is the worker's ``time.time()`` inside ``report()`` (same host, same clock). The
 view passed as ``progress=`` (``_runner.ReportView(live=True)``) also drives the real ``LiveView``, so its
 throttled redraws (5 Hz) run on the main thread during the measurement. Each trial returns how many reports it sent; these are compared with what

@@ -4,8 +4,6 @@ or data-parallel training on Dask, live in Jupyter.
 ``%load_ext jupyter_dist`` registers the ``%%distribute`` magic; the Python API below is what it calls.
 """
 
-from __future__ import annotations
-
 from . import _config, space  # noqa: F401 - _config: dask config defaults, loaded first
 from ._callbacks import Callback
 from ._report import Reporter, report
@@ -101,6 +99,16 @@ __all__ = [
 # ExperimentFailed, a rank's RendezvousError reaches the kernel as a failed trial's traceback. ``from jupyter_dist
 # import MetricError`` keeps working for code written then; they live on in jupyter_dist.errors.
 _NOT_EXPORTED = ("ClusterLost", "MetricError", "RendezvousError")
+
+
+# The subpackages a user imports from (jupyter_dist.integrations.MLflow, jupyter_dist.errors.MetricError);
+# the rest are the package's own layers.
+PUBLIC_SUBPACKAGES = ("errors", "integrations", "space")
+
+
+def __dir__() -> list[str]:
+    """What a user finds here: the API (``__all__``) and the public subpackages, not the package's inner modules."""
+    return sorted({*__all__, *PUBLIC_SUBPACKAGES, "__version__"})
 
 
 def __getattr__(name: str):

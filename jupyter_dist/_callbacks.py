@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .errors import ArgumentError
-from .trials import HookFailed
+from .errors import ArgumentError, HookFailed
 
 if TYPE_CHECKING:
     from .experiment import Experiment

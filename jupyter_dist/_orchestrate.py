@@ -19,12 +19,12 @@ from ._tracebacks import in_user_terms
 from ._validate import check_callable
 from .checkpoints import checkpoint_plan, checkpoint_settings
 from .cluster import check_kernel_cuda, dashboard_link, get_client
-from .errors import ClusterLost, ExperimentFailed, MetricError
+from .errors import ClusterLost, ExperimentFailed, HookFailed, MetricError
 from .experiment import Experiment
 from .kinds import Kind, RunOptions, TrialPlan, experiment_of, kind_of
 from .protocol import ExperimentState, TrialState
 from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
-from .trials import DaskLauncher, HookFailed, StopSignal, TrialLoop, interrupts_stop, quiet_collector
+from .trials import DaskLauncher, StopSignal, TrialLoop, interrupts_stop, quiet_collector
 
 
 def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, args: Any) -> Experiment:

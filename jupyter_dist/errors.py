@@ -4,8 +4,8 @@
 Each class also derives from the builtin a caller would have caught before (``ValueError`` for bad input,
 ``RuntimeError`` for a cluster that cannot serve), so code written against earlier versions keeps working.
 
-The package exports (``jupyter_dist.X``) the ones a caller of the API can catch. ``MetricError`` and ``ClusterLost``
-end a run inside the trial loop, which turns them into ``ExperimentFailed``; ``RendezvousError`` is raised in a
+The package exports (``jupyter_dist.X``) the ones a caller of the API can catch. ``MetricError``, ``ClusterLost`` and
+``HookFailed`` end a run inside the trial loop, which turns them into ``ExperimentFailed``; ``RendezvousError`` is raised in a
 data-parallel rank on a worker and reaches the kernel as the failed trial's traceback: they are importable from
 here only.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "HookFailed",
     "AblationError",
     "ArgumentError",
     "ClusterError",
@@ -87,6 +88,11 @@ class NotRunning(JupyterDistError, RuntimeError):
 
 class ClusterLost(ClusterError):
     """The cluster went away while an experiment ran (the scheduler stopped answering)."""
+
+
+class HookFailed(JupyterDistError, RuntimeError):
+    """A function the user gave the run (a callback's hook, a stop rule) raised: the run fails with this message,
+    which names it, and the user's exception as its cause (the run ends as ``ExperimentFailed``)."""
 
 
 class PlacementError(JupyterDistError, RuntimeError):

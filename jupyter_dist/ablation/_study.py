@@ -131,10 +131,10 @@ class AblationExperiment(Experiment):
         )
         return fig
 
-    def final_outputs(self) -> list:
+    def _final_outputs(self) -> list:
         return [self.summary(), self.plot()]
 
-    def highlight(self) -> str | None:
+    def _highlight(self) -> str | None:
         runs = self._values().get(BASELINE)
         if not runs:
             return None

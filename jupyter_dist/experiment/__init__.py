@@ -2,7 +2,8 @@
 run's ``DataParallelExperiment`` (a population's and an ablation study's live with their kinds: population/, ablation/)."""
 
 from ._data_parallel import DataParallelExperiment
-from ._experiment import SHOWN_COUNTS, Best, Experiment, best_first
+from ._experiment import SHOWN_COUNTS, Best, Experiment
+from ._frames import best_first
 from ._plots import curve_style
 
 __all__ = [

@@ -33,7 +33,7 @@ class DataParallelExperiment(Experiment):
         records = self.trial_records()
         return list(records[0].rank_results or []) if records else []
 
-    def highlight(self) -> str | None:
+    def _highlight(self) -> str | None:
         """The headline result so far: the ranks, and the last metrics rank 0 reported."""
         records = self.trial_records()
         if not records or not records[0].last:

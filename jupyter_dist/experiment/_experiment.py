@@ -7,15 +7,15 @@ serves a live run and one read back from the store (``load()``) alike.
 from __future__ import annotations
 
 import html
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, NoResultError
-from ..protocol import Direction, ExperimentKind, ExperimentState, Objective, TrialState
+from ..protocol import ExperimentKind, ExperimentState
 from ..store import ExperimentRecord, TrialRecord
+from ._frames import best_first, history_frame, pareto_frame, restarts_frame, trials_frame
 
 if TYPE_CHECKING:
     import optuna
@@ -101,7 +101,7 @@ class Experiment:
         return self.record.definition.dashboard_link
 
     @property
-    def curve_metric(self) -> str | None:
+    def _curve_metric(self) -> str | None:
         """The metric drawn as learning curves (the objective's, or the first one reported)."""
         return self.record.curve_metric
 
@@ -157,26 +157,13 @@ class Experiment:
         """The Pareto front of a search with several objectives: the completed trials (meeting ``constraints=``,
         if given) that no other beats in every objective, a DataFrame of trial_id, values_<metric> per objective,
         params_<name>..., the first objective's best first."""
-        import pandas as pd
-
-        from ._pareto import front
-
         objective = self.record.definition.objective
         if not objective.several:
             raise ArgumentError(
                 f"experiment {self.name!r} optimises one objective ({objective.metric!r}): exp.best is its best "
                 "trial (exp.pareto is for metric=[...] with several)"
             )
-        rows = [
-            {
-                "trial_id": rec.trial_id,
-                **{f"values_{m}": v for m, v in zip(objective.metrics, vector, strict=True)},
-                **{f"params_{k}": v for k, v in rec.params.items()},
-            }
-            for rec, vector in front(self.trial_records(), objective)
-        ]
-        columns = None if rows else ["trial_id", *(f"values_{m}" for m in objective.metrics)]
-        return pd.DataFrame(rows, columns=columns)
+        return pareto_frame(self.trial_records(), objective)
 
     def checkpoint(self, trial_id: int | None = None) -> str | None:
         """The folder of a trial's newest checkpoint (``jupyter_dist.checkpoint()``), by default the best
@@ -196,32 +183,13 @@ class Experiment:
     def trials(self):
         """One row per trial, a DataFrame of trial_id, [labels...], state, value, params_<name>..., duration,
         steps, attempts, error."""
-        import pandas as pd
-
-        rows = []
-        for rec in self.trial_records():
-            row = {"trial_id": rec.trial_id, **rec.labels, "state": rec.state.value, "value": rec.value}
-            row.update({f"params_{k}": v for k, v in rec.params.items()})
-            row.update(duration=rec.duration, steps=rec.steps, attempts=rec.attempts, error=rec.error)
-            rows.append(row)
-        columns = ["trial_id", "state", "value", "duration", "steps", "attempts", "error"]
-        frame = pd.DataFrame(rows, columns=None if rows else columns)
-        # pandas would store a missing traceback as NaN in a string column; the contract says None.
-        frame["error"] = pd.Series([r["error"] for r in rows], dtype=object, index=frame.index)
-        return frame
+        return trials_frame(self.trial_records())
 
     @property
     def history(self):
         """One row per reported metric, a DataFrame of trial_id, attempt, step, metric, value, time (when it was
         reported)."""
-        import pandas as pd
-
-        frame = pd.DataFrame(
-            list(self.record.report_rows()),
-            columns=["trial_id", "attempt", "step", "metric", "value", "time"],
-        )
-        frame["time"] = pd.to_datetime(frame["time"], unit="s")
-        return frame
+        return history_frame(self.record.report_rows())
 
     @property
     def restarts(self):
@@ -229,14 +197,7 @@ class Experiment:
         ``max_workers=``), a DataFrame of trial_id, at (when), why, lost (the ranks lost), world_before,
         world_after, lost_at (its newest step then), from_step (the checkpoint it went on from), steps_redone and
         message (as the views say it)."""
-        import pandas as pd
-
-        columns = ["trial_id", "at", "why", "lost", "world_before", "world_after", "lost_at", "from_step"]
-        columns += ["steps_redone", "message"]
-        rows = [{"trial_id": rec.trial_id, **r} for rec in self.trial_records() for r in rec.restarts]
-        frame = pd.DataFrame(rows, columns=columns)
-        frame["at"] = pd.to_datetime(frame["at"], unit="s")
-        return frame
+        return restarts_frame(self.trial_records())
 
     @property
     def reports(self) -> int:
@@ -333,7 +294,7 @@ class Experiment:
         if self._request_stop is not None and self.state is ExperimentState.RUNNING:
             self._request_stop()
 
-    def add_report_listener(self, listener: Callable[[int, list], None]) -> None:
+    def _add_report_listener(self, listener: Callable[[int, list], None]) -> None:
         """Call ``listener(trial_id, rows)`` as reports arrive, ``rows`` a list of ``[step, metrics, sent_at]``;
         on the Dask IO thread, so it must be quick and must not draw."""
         self.record.add_report_listener(listener)
@@ -349,31 +310,31 @@ class Experiment:
             return table
         return table.set_index("trial_id").loc[order].reset_index()
 
-    def curve_style(self, rec: TrialRecord) -> dict:
+    def _curve_style(self, rec: TrialRecord) -> dict:
         """How a view draws the trial's learning curve (plotly line settings): pruned and failed ones dimmed."""
         from ._plots import curve_style
 
         return curve_style(rec)
 
-    def live_figure_title(self) -> str | None:
+    def _live_figure_title(self) -> str | None:
         """The title of the tab in which the widget view draws ``plot()`` live, for the runs whose figure says
         what their curves do not (several objectives: the front and the hypervolume); None: no such tab."""
         return "Pareto front" if self.record.definition.objective.several else None
 
-    def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
+    def _curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
         """The trials whose learning curves a saved view keeps, about ``limit`` of them: the best first."""
         return best_first(records, self.record.definition.objective)[:limit]
 
-    def resume_is_news(self, rec: TrialRecord) -> bool:
+    def _resume_is_news(self, rec: TrialRecord) -> bool:
         """Whether a view should say that ``rec``'s attempt resumed from a checkpoint: it went on after a lost
         worker, a failure or a resumed run (a PBT segment's planned start from its member's checkpoint is not)."""
         return True
 
-    def final_outputs(self) -> list:
+    def _final_outputs(self) -> list:
         """What a view shows below itself when the experiment ends (an ablation study: its table and chart)."""
         return []
 
-    def highlight(self) -> str | None:
+    def _highlight(self) -> str | None:
         """The headline result so far: the best trial (an ablation study: its baseline; several objectives: the
         Pareto front)."""
         if self.record.definition.objective.several:
@@ -392,7 +353,7 @@ class Experiment:
         c = self.counts()
         parts = [f"{self.kind} {self.name!r} {self.state}: {self.done}/{self.total or '?'} trials done"]
         parts += [f"{c[s]} {s}" for s in SHOWN_COUNTS if c[s]]
-        highlight = self.highlight()
+        highlight = self._highlight()
         if highlight:
             parts.append(highlight)
         if (
@@ -431,20 +392,3 @@ def _seconds(rec: TrialRecord, now: float) -> float:
 
 def _format_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())
-
-
-def best_first(records: list[TrialRecord], objective: Objective) -> list[TrialRecord]:
-    """Completed trials best first, then running ones (newest first), then the rest by id; by id when there
-    is nothing to optimise (a data-parallel run)."""
-    if objective.metric is None:
-        return sorted(records, key=lambda r: r.trial_id)
-    sign = -1.0 if objective.direction is Direction.MAX else 1.0
-
-    def rank(r: TrialRecord) -> tuple:
-        if r.state is TrialState.COMPLETED and r.value is not None and math.isfinite(r.value):
-            return (0, sign * r.value, r.trial_id)
-        if r.state is TrialState.RUNNING:
-            return (1, -r.trial_id, 0)
-        return (2, r.trial_id, 0)
-
-    return sorted(records, key=rank)

@@ -68,7 +68,7 @@ class TrackingCallback(Callback):
         # Reports are heard as the record takes them, a batch at a time with the time each was sent, rather than
         # by on_trial_report: that hook is a call per report on the loop's thread, and overriding it makes the run
         # send every report to the loop (measured: a fifth of a tight report loop's rate, bench_tracking).
-        exp.add_report_listener(exporter.report)
+        exp._add_report_listener(exporter.report)
 
     def on_trial_start(self, exp: Experiment, trial: TrialRecord) -> None:
         self._exporters[exp.id].put(TrialStarted(TrialInfo.of(trial)))

@@ -132,7 +132,7 @@ class PopulationExperiment(Experiment):
         """The folder of a segment's newest checkpoint; by default the best member's final one."""
         return super().checkpoint(self.best.trial_id if trial_id is None else trial_id)
 
-    def curve_style(self, rec: TrialRecord) -> dict:
+    def _curve_style(self, rec: TrialRecord) -> dict:
         """Coloured by lineage (the member whose first weights the segment carries on), as in ``plot()``."""
         from ._plots import lineage_colour
 
@@ -141,15 +141,15 @@ class PopulationExperiment(Experiment):
             self._origins = (len(records), lineage_origins(records))
         return {"line": {"color": lineage_colour(self._origins[1].get(rec.trial_id, 0)), "width": 1.5}}
 
-    def live_figure_title(self) -> str | None:
+    def _live_figure_title(self) -> str | None:
         return "Lineage and schedules"
 
-    def curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
+    def _curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
         """The newest segments: short pieces of the members' curves, ten times as many as a run's best trials
         (the lab extension draws as many: MAX_SEGMENT_CURVES)."""
         return sorted(records, key=lambda r: r.trial_id)[-10 * limit :]
 
-    def resume_is_news(self, rec: TrialRecord) -> bool:
+    def _resume_is_news(self, rec: TrialRecord) -> bool:
         return rec.attempts > 1 or rec.resumed_from != rec.labels.get("from_step")
 
     def compute(self) -> dict[str, float]:
@@ -158,7 +158,7 @@ class PopulationExperiment(Experiment):
         used.pop("saved", None)
         return used
 
-    def highlight(self) -> str | None:
+    def _highlight(self) -> str | None:
         try:
             best = self.best
         except NoResultError:

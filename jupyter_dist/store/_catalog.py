@@ -23,7 +23,8 @@ from ..protocol import ExperimentState, TrialState
 from ._base import experiment_seconds
 from ._codec import definition_from_json, trial_from_json
 from ._memory import InMemoryRecord
-from ._sqlite import Database, owner_alive
+from ._schema import owner_alive
+from ._sqlite import Database
 from ._wire import ExperimentSummary
 
 STALE_AFTER_S = 30.0

@@ -24,7 +24,8 @@ from ..errors import StoreError
 from ..protocol import ExperimentState, TrialState
 from ._base import EARLIER_RUNS_S, RUN_STARTED, ExperimentDefinition, TrialRecord, experiment_seconds
 from ._codec import definition_to_json, dumps, fields_to_json, trial_fields
-from ._sqlite import Database, owner
+from ._schema import owner
+from ._sqlite import Database
 
 FLUSH_INTERVAL_S = 0.5
 # Captured output kept per trial; past it one line says how much was left out (the live view keeps it all).

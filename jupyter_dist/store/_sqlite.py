@@ -1,5 +1,5 @@
 """The experiment store on disk: one SQLite file in WAL mode, shared by every kernel of a user. Every SQL statement
-of jupyter_dist is in this module and in _chunks.py (how reports lie in the file); the rest of the package reads
+of jupyter_dist is in this module, _schema.py and _chunks.py (how reports lie in the file); the rest of the package reads
 and writes through ``Database``.
 
 WAL lets readers (``experiments()``, ``load()``, another kernel, the server extension) read while a run writes;
@@ -25,10 +25,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
 import sqlite3
 import time
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,86 +35,9 @@ from ..errors import StoreError
 from . import _chunks
 from ._chunks import Batch
 from ._filesystem import journal_mode, say_once
+from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA, SCHEMA_VERSION
 
-SCHEMA_VERSION = 3
-APPLICATION_ID = 0x4A445354  # "JDST"
 BUSY_TIMEOUT_S = 30.0
-
-# One statement per ";" (the schema is applied statement by statement): no ";" inside comments.
-SCHEMA = """
-CREATE TABLE experiments (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    state TEXT NOT NULL,
-    error TEXT,                    -- what its end says: a failed run's error, or how a planned end came
-    definition TEXT NOT NULL,      -- JSON: _codec.definition_to_json
-    about TEXT NOT NULL,           -- JSON: function, source, versions, cluster, search settings
-    created REAL NOT NULL,
-    ended REAL,
-    heartbeat REAL NOT NULL,       -- the owning kernel writes it while the run is alive
-    owner_host TEXT NOT NULL,
-    owner_pid INTEGER NOT NULL,
-    owner_started REAL NOT NULL    -- the owner process's start time: a recycled pid is not the owner
-);
-CREATE TABLE trials (
-    experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    trial_id INTEGER NOT NULL,
-    state TEXT NOT NULL,           -- also in record: as columns, listings need no JSON parsing
-    value REAL,
-    record TEXT NOT NULL,          -- JSON: _codec.trial_to_json (NaN allowed, so not for SQLite's JSON functions)
-    result BLOB,                   -- a data-parallel trial's return values, pickled, when they pickle
-    PRIMARY KEY (experiment_id, trial_id)
-);
-CREATE TABLE logs (
-    seq INTEGER PRIMARY KEY,
-    experiment_id TEXT NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
-    trial_id INTEGER NOT NULL,
-    stream TEXT NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE INDEX logs_by_trial ON logs (experiment_id, trial_id, seq);
-"""
-
-# Schema 2: a Stop button (JupyterLab's, through the server) asks here, and the run's writer acts on it.
-STOP_REQUESTS = """
-CREATE TABLE stop_requests (
-    experiment_id TEXT PRIMARY KEY REFERENCES experiments(id) ON DELETE CASCADE,
-    requested REAL NOT NULL
-)"""
-SCHEMA += STOP_REQUESTS + ";"
-# Schema 3: reports in chunks of batches (_chunks.py), where schema 2 had a row per report.
-SCHEMA += _chunks.TABLE + ";"
-
-# What brings a store of schema version N up to N + 1 (a store is migrated when opened, in one transaction).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: lambda conn: conn.execute(STOP_REQUESTS),
-    2: _chunks.migrate_from_schema_2,
-}
-
-
-def owner() -> dict[str, Any]:
-    """This process, as the owner of the runs it records."""
-    try:
-        import psutil
-
-        started = psutil.Process().create_time()
-    except Exception:  # noqa: BLE001 - liveness then rests on the pid and the heartbeat
-        started = 0.0
-    return {"owner_host": socket.gethostname(), "owner_pid": os.getpid(), "owner_started": started}
-
-
-def owner_alive(host: str, pid: int, started: float) -> bool | None:
-    """Whether the process that owns a run still runs: None when that cannot be told from here (another host)."""
-    if host != socket.gethostname():
-        return None
-    try:
-        import psutil
-
-        proc = psutil.Process(pid)
-        return not started or abs(proc.create_time() - started) < 1.0
-    except Exception:  # noqa: BLE001 - no such process (or not ours to see): not alive
-        return False
 
 
 class Database:

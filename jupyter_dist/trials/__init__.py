@@ -9,7 +9,7 @@ from ._by_reference import WithParameters, with_parameters
 from ._collector import quiet_collector
 from ._devices import release_gpu_memory
 from ._elastic import Elastic
-from ._goals import Constraints, HookFailed, StopRule, check_target
+from ._goals import Constraints, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
 from ._loop import TrialLoop
@@ -20,7 +20,6 @@ __all__ = [
     "Constraints",
     "DaskLauncher",
     "Elastic",
-    "HookFailed",
     "Reporter",
     "RunningTrial",
     "StopRule",

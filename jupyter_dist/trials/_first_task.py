@@ -20,7 +20,7 @@ import time
 from ..cluster._current import adaptive_maximum, workers_refused
 from ..cluster._gateway import gateway_cluster, gateway_size
 from ..cluster.slurm import slurm_size, why_no_workers
-from ..errors import TrialFunctionError
+from ..errors import ClusterError, TrialFunctionError
 from ._worker_cache import probe_function
 
 # The module the trial tasks' functions come from: what a worker must be able to import.
@@ -60,7 +60,7 @@ def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes, key: str, 
         raise TrialFunctionError(problem)
 
 
-class _Refused(Exception):
+class _Refused(ClusterError):
     """The cluster said it cannot start the workers the task waits for."""
 
 

@@ -7,15 +7,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, HookFailed
 from ..protocol import Direction, Objective
 
-__all__ = ["Constraints", "HookFailed", "StopRule", "check_target"]
-
-
-class HookFailed(Exception):
-    """A function the user gave the run (a callback's hook, a stop rule) raised: the run fails with this message,
-    which names it, and the user's exception as its cause."""
+__all__ = ["Constraints", "StopRule", "check_target"]
 
 
 class StopRule:

@@ -93,7 +93,7 @@ def experiment_snapshot(exp: Experiment) -> ExperimentDetail:
 def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
     """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
     records = [r for r in exp.record.trial_records() if r.curve_values]
-    kept = exp.curves_kept(records, SNAPSHOT_CURVES)
+    kept = exp._curves_kept(records, SNAPSHOT_CURVES)
     trials = []
     for rec in sorted(kept, key=lambda r: r.trial_id):
         n = min(len(rec.curve_steps), len(rec.curve_values))
@@ -101,7 +101,7 @@ def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
         trials.append(
             [rec.trial_id, rec.attempts - 1, rec.curve_steps[:n:stride], rec.curve_values[:n:stride]]
         )
-    return finite({"metric": exp.curve_metric, "trials": trials})
+    return finite({"metric": exp._curve_metric, "trials": trials})
 
 
 class LabView(ExperimentView):
@@ -149,7 +149,7 @@ class LabView(ExperimentView):
             bundle = self._bundle(ended=True)
             bundle["text/html"] = self.exp._repr_html_()  # the final table, for GitHub, nbviewer, nbconvert
             self._handle.update(bundle, raw=True)
-        for output in self.exp.final_outputs():
+        for output in self.exp._final_outputs():
             display(output)
         if self._preamble is not None:  # several experiments in one cell: one says busy at a time
             self._preamble.busy.stop()

@@ -62,9 +62,9 @@ class LiveView(ExperimentView):
                 height=320,
                 margin={"l": 50, "r": 10, "t": 30, "b": 40},
                 template="plotly_white",
-                title={"text": f"{exp.curve_metric or 'metric'} per step", "font": {"size": 13}},
+                title={"text": f"{exp._curve_metric or 'metric'} per step", "font": {"size": 13}},
                 xaxis={"title": "step"},
-                yaxis={"title": exp.curve_metric or ""},
+                yaxis={"title": exp._curve_metric or ""},
                 showlegend=False,
             )
         )
@@ -74,7 +74,7 @@ class LiveView(ExperimentView):
         self.log_text = ScrollPane(follow=True)
         # What this kind of run draws beyond its curves (a PBT run's lineage and schedules, a multi-objective
         # search's front and hypervolume): exp.plot(), redrawn in a tab of its own at most every FIGURE_EVERY_S.
-        self.extra_title = exp.live_figure_title()
+        self.extra_title = exp._live_figure_title()
         self.extra = go.FigureWidget(layout=go.Layout(template="plotly_white")) if self.extra_title else None
         self._extra_key: tuple | None = None
         self._extra_drawn = 0.0
@@ -126,7 +126,7 @@ class LiveView(ExperimentView):
             bundle = self.box._repr_mimebundle_()
             bundle["text/plain"] = self.exp.status_line()
             self._display.update(bundle, raw=True)
-        for output in self.exp.final_outputs():
+        for output in self.exp._final_outputs():
             display(output)
         importances = importances_table(self.exp)
         if importances is not None:
@@ -165,7 +165,7 @@ class LiveView(ExperimentView):
         self.counts.value = f"&nbsp;{done}/{exp.total or '?'} done" + "".join(
             f" · {c[s]} {s}" for s in SHOWN_COUNTS if c[s]
         )
-        highlight = exp.highlight()
+        highlight = exp._highlight()
         best = f"<b>{html.escape(highlight)}</b> · " if highlight else ""
         link = (
             f" · <a href='{html.escape(exp.dashboard_link)}' target='_blank' style='{LINK_STYLE}'>Dask dashboard</a>"
@@ -192,21 +192,21 @@ class LiveView(ExperimentView):
         if not changed:
             return
         with self.figure.batch_update():
-            if self.figure.layout.yaxis.title.text != self.exp.curve_metric:  # known once reports arrive
-                self.figure.layout.yaxis.title.text = self.exp.curve_metric
-                self.figure.layout.title.text = f"{self.exp.curve_metric} per step"
+            if self.figure.layout.yaxis.title.text != self.exp._curve_metric:  # known once reports arrive
+                self.figure.layout.yaxis.title.text = self.exp._curve_metric
+                self.figure.layout.title.text = f"{self.exp._curve_metric} per step"
             for rec in changed:
                 x, y = _stride(rec.curve_steps, rec.curve_values)
                 index = self._trace_index.get(rec.trial_id)
                 if index is None:
                     self.figure.add_scatter(
-                        x=x, y=y, mode="lines", name=f"trial {rec.trial_id}", **self.exp.curve_style(rec)
+                        x=x, y=y, mode="lines", name=f"trial {rec.trial_id}", **self.exp._curve_style(rec)
                     )
                     self._trace_index[rec.trial_id] = len(self.figure.data) - 1
                 else:
                     trace = self.figure.data[index]
                     trace.x, trace.y = x, y
-                    trace.update(self.exp.curve_style(rec))
+                    trace.update(self.exp._curve_style(rec))
                 self._drawn[rec.trial_id] = (len(rec.curve_values), rec.state)
 
     def _draw_extra(self, records: list[TrialRecord]) -> None:
@@ -238,7 +238,7 @@ class LiveView(ExperimentView):
                 "trial",
                 *labels,
                 "state",
-                self.exp.curve_metric or "value",
+                self.exp._curve_metric or "value",
                 *names,
                 "steps",
                 "duration",
@@ -246,7 +246,7 @@ class LiveView(ExperimentView):
         )
         rows = []
         now = time.time()
-        metric = self.exp.curve_metric
+        metric = self.exp._curve_metric
         for r in best_first(records, self.exp.record.definition.objective)[:MAX_TABLE_ROWS]:
             running = r.state is TrialState.RUNNING
             value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
@@ -257,7 +257,7 @@ class LiveView(ExperimentView):
                 *(_fmt(r.labels.get(n)) for n in labels),
                 (
                     f"{state} · resumed from step {r.resumed_from}"
-                    if r.resumed_from is not None and self.exp.resume_is_news(r)
+                    if r.resumed_from is not None and self.exp._resume_is_news(r)
                     else state
                 ),
                 _fmt(value),

@@ -42,7 +42,7 @@ class TextView(ExperimentView):
             if (
                 rec.resumed_from is not None
                 and (rec.trial_id, rec.attempts) not in self._reported_resumes
-                and self.exp.resume_is_news(rec)
+                and self.exp._resume_is_news(rec)
             ):
                 self._reported_resumes.add((rec.trial_id, rec.attempts))
                 self._print(
@@ -55,7 +55,7 @@ class TextView(ExperimentView):
 
     def finish(self) -> None:
         self.draw()
-        for output in [*self.exp.final_outputs(), importances_table(self.exp)]:
+        for output in [*self.exp._final_outputs(), importances_table(self.exp)]:
             if hasattr(output, "to_string"):  # a table; figures need a notebook
                 self._print(output.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep=""))
 

@@ -83,7 +83,7 @@ def test_the_study_ranks_components_by_their_known_importance(run_ablation):
         "weak_and_noise": 3,
     }
     assert trials.set_index("trial_id").loc[2, "params_features"] == ["strong", "noise"]
-    assert exp.highlight().startswith("baseline val_loss=")
+    assert exp._highlight().startswith("baseline val_loss=")
 
     figure = exp.plot()
     bars = figure.data[0]
@@ -92,7 +92,7 @@ def test_the_study_ranks_components_by_their_known_importance(run_ablation):
         == [f"{c} ({k})" for c, k in zip(summary.component[1:], summary.kind[1:], strict=True)][::-1]
     )
     assert bars.error_x.visible and list(bars.x) == list(summary.delta[1:][::-1])
-    assert exp.final_outputs()[0].equals(summary)
+    assert exp._final_outputs()[0].equals(summary)
 
 
 def flagged(features=("a", "b"), augment=True, seed=0):

@@ -76,7 +76,7 @@ def test_without_an_nvidia_driver_the_embedded_cluster_declares_no_gpus():
 
     import pytest
 
-    from jupyter_dist.cluster._current import local_gpus
+    from jupyter_dist.cluster._embedded import local_gpus
 
     if os.path.exists("/dev/nvidiactl"):
         pytest.skip("this machine has an NVIDIA driver (tests/gpu covers the embedded cluster there)")

@@ -113,7 +113,7 @@ def test_reports_a_pruner_decides_on_arrive_within_its_latency_target(many_threa
     def listener_view(exp):
         class Listen:
             def start(self):
-                exp.add_report_listener(
+                exp._add_report_listener(
                     lambda trial_id, rows: waited.extend(time.time() - r[2] for r in rows)
                 )
 

@@ -15,7 +15,8 @@ from jupyter_dist.protocol import ExperimentState, Objective, ReportBatch
 from jupyter_dist.search._study import objective_curves
 from jupyter_dist.store import ExperimentDefinition, InMemoryRecord, StoreReader, finite
 from jupyter_dist.store._codec import dumps
-from jupyter_dist.store._sqlite import SCHEMA_VERSION, Database
+from jupyter_dist.store._schema import SCHEMA_VERSION
+from jupyter_dist.store._sqlite import Database
 
 SPACE = {"lr": space.uniform(0.01, 0.3)}
 PAGE = 7  # an odd size: pages start and end inside batches and inside chunks
