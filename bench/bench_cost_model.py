@@ -169,7 +169,7 @@ def _event_times(dask_scheduler=None) -> list[float]:
 def _preimport() -> None:
     """On each worker once it starts: what a trial's task imports, which would otherwise land in the first
     point's ramp on every worker (~1 s of CPU each)."""
-    import jupyter_dist.runtime  # noqa: F401
+    import jupyter_dist.trials  # noqa: F401
 
 
 # --- one point, in a fresh kernel process -------------------------------------------------------------------

@@ -158,7 +158,7 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
         runs["direct"].append(channel_figures(direct_client))
         runs["gateway"].append(channel_figures(gateway_client))
     direct_client.close()
-    jupyter_dist.runtime.forget_cluster("gateway")
+    jupyter_dist.cluster.forget_cluster("gateway")
     channel = {side: _runner.medians(rs) for side, rs in runs.items()}
     first = {side: median(values) for side, values in startup.items()}
     result["parameters"].update(
