@@ -75,7 +75,9 @@ def test_a_resource_no_worker_declares_is_refused_before_anything_runs(client, r
         run_hpo(threads_used, {"x": space.uniform(0, 1)}, metric="x", resources={"MEM": 4e9})
     with pytest.raises(jd.PlacementError, match=r"2 workers with 1 MEM each"):
         run_ddp(threads_used, workers=2, resources={"MEM": 1})
-    assert time.monotonic() - started < 10
+    assert (
+        time.monotonic() - started < 60
+    )  # refused, where a task waiting for such a worker would wait forever
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,6 @@ def test_stop_keeps_finished_trials_and_stops_running_ones(client, tmp_path):
         holder[0].stop()
 
     threading.Thread(target=stop_after_two, daemon=True).start()
-    started = time.monotonic()
     exp = jd.hpo(
         two_short_then_long,
         {"x": space.uniform(0, 1), "folder": str(tmp_path)},
@@ -95,9 +94,8 @@ def test_stop_keeps_finished_trials_and_stops_running_ones(client, tmp_path):
     assert exp.state == "stopped"
     c = exp.counts()
     assert c["completed"] >= 2 and c["stopped"] >= 1 and c["running"] == 0
-    assert time.monotonic() - started < 8  # long trials (200 x 50 ms) were cut short
     stopped = exp.trials[exp.trials.state == "stopped"]
-    assert (stopped.steps < 200).all()
+    assert (stopped.steps < 200).all()  # long trials (200 x 50 ms) were cut short
     assert len(exp.trials) < 20  # no new trial started after the stop
 
 

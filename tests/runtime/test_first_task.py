@@ -87,7 +87,7 @@ def test_workers_that_cannot_import_jupyter_dist_are_named_within_seconds_and_su
             ),
         ):
             jd.hpo(lambda x=0.0: x, {"x": space.uniform(0, 1)}, metric="x", cluster=address, progress=False)
-        assert time.monotonic() - started < 15
+        assert time.monotonic() - started < 30  # not the 60 s wait it was
         assert len(jd.get_client(address).scheduler_info()["workers"]) == 1  # still there
 
 

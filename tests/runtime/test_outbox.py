@@ -3,6 +3,8 @@
 import threading
 import time
 
+from waiting import wait_until
+
 from jupyter_dist.protocol import LogLine, Outcome, ReportBatch, TrialState, decode_all, encode_outcome
 from jupyter_dist.trials._outbox import BUSY_GAP, FRESH, RELAXED
 from jupyter_dist.trials._trial_context import TrialContext, forget_experiment
@@ -19,10 +21,8 @@ class Events:
         self.sent.append((time.monotonic(), decode_all(msg)))
         self.wall.append(time.time())
 
-    def wait_for(self, n: int, timeout: float = 3.0) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.sent) < n and time.monotonic() < deadline:
-            time.sleep(0.002)
+    def wait_for(self, n: int, timeout: float = 30.0) -> None:
+        wait_until(lambda: len(self.sent) >= n, timeout, f"{n} events", poll=0.002)
 
     def messages(self) -> list:
         return [m for _, ms in self.sent for m in ms]
@@ -39,7 +39,7 @@ def test_the_trials_of_a_process_share_one_event_per_interval():
         for step in range(3):
             for ctx in trials:
                 ctx.report(step, {"v": float(ctx.trial_id)})
-        events.wait_for(1, timeout=RELAXED * 5)
+        events.wait_for(1)
         time.sleep(RELAXED / 4)
         # 60 reports of 20 trials: one event, once the first report had waited RELAXED
         assert len(events.sent) == 1
@@ -124,7 +124,9 @@ def test_fresh_reports_of_many_trials_wait_at_most_the_busy_gap():
             for m in ms
             for row in m.rows
         )
-        assert waited[len(waited) // 2] <= BUSY_GAP  # what a pruner is handed: well within its 50 ms
+        # What a pruner is handed: within its 50 ms (BUSY_GAP's 25 ms, with room for 16 threads on 2 busy cores;
+        # the reports left to wait as relaxed ones would take RELAXED, 200 ms).
+        assert waited[len(waited) // 2] <= 2 * BUSY_GAP, waited[len(waited) // 2]
     finally:
         stop.set()
         forget_experiment("exp-outbox-4")
@@ -143,9 +145,7 @@ def test_a_failed_send_leaves_the_process_sending_the_next_events(caplog):
     ctx = TrialContext("exp-outbox-fail", 0, "a0", "topic", emit, max_wait=FRESH)
     try:
         ctx.report(0, {"v": 1.0})
-        deadline = time.monotonic() + 3
-        while not failures and time.monotonic() < deadline:
-            time.sleep(0.002)
+        wait_until(lambda: failures, 30, "the first send to fail", poll=0.002)
         ctx.report(1, {"v": 2.0})  # sent by the same background thread, which lived on
         events.wait_for(1)
         assert [r[0] for m in events.messages() for r in m.rows] == [1]

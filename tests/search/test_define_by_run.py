@@ -85,8 +85,8 @@ def test_a_space_function_is_checked_before_any_work_starts(run_hpo):
         run_hpo(train, returns_a_list, trials=2, metric="acc")
     with pytest.raises(jd.SearchSpaceError, match="sampler='grid' needs a dict of space.choice"):
         run_hpo(train, conditional, trials=2, metric="acc", sampler="grid")
-    assert time.monotonic() - started < 5  # refused without running a trial
-    assert jd.experiments().empty
+    assert time.monotonic() - started < 30
+    assert jd.experiments().empty  # refused without running a trial: no run was recorded
 
 
 def test_a_function_space_run_resumes_with_its_stored_distributions(run_hpo):

@@ -128,7 +128,8 @@ def test_timeout_with_unlimited_trials_searches_until_time_is_up(run_hpo):
         pruner=None,
     )
     assert exp.state == "completed"
-    assert 1.5 <= time.monotonic() - started < 6
+    assert exp.elapsed >= 1.5  # searched until the time was up...
+    assert time.monotonic() - started < 60  # ...and then ended, where trials=None alone would search on
     assert len(exp.trials) >= 4
     assert set(exp.trials.state) <= {"completed", "stopped"}
 
@@ -154,7 +155,6 @@ def floods(x=0.0, seconds=1.5):
 
 def test_a_pruner_keeps_up_with_a_trial_reporting_as_fast_as_it_can(run_hpo):
     # ~20,000 reports/s per trial: asking the pruner at every step (30-140 us) would fall seconds behind.
-    started = time.monotonic()
     exp = run_hpo(
         floods,
         {"x": space.uniform(0, 1)},
@@ -163,5 +163,7 @@ def test_a_pruner_keeps_up_with_a_trial_reporting_as_fast_as_it_can(run_hpo):
         metric="acc",
         pruner="asha",
     )
-    assert time.monotonic() - started < 1.5 + 1.5  # the trials' own 1.5 s, and little more
+    # Behind, the kernel would take in the trials' last reports (and so end the run) seconds after they were sent.
+    last_sent = max(row[-1] for row in exp.record.report_rows())
+    assert exp.ended - last_sent < 1.0, exp.ended - last_sent
     assert exp.reports == exp.trials.steps.sum() > 10_000
