@@ -4,7 +4,15 @@ for the kernel, ``StoreReader`` for the server extension, ``experiment_detail`` 
 is declared here (the wire types) and nowhere else; every SQL statement of the package is in this subpackage."""
 
 from ..errors import NotInStore, NotRunning
-from ._base import QUEUED, ExperimentDefinition, ExperimentRecord, TrialRecord, new_experiment_id, param_names
+from ._base import (
+    QUEUED,
+    ExperimentDefinition,
+    ExperimentRecord,
+    TrialRecord,
+    TrialSink,
+    new_experiment_id,
+    param_names,
+)
 from ._catalog import STALE_AFTER_S, list_experiments, read_record, store_path
 from ._codec import finite
 from ._detail import experiment_detail, trial_summary
@@ -54,6 +62,7 @@ __all__ = [
     "StoreReader",
     "TrialLogs",
     "TrialRecord",
+    "TrialSink",
     "TrialSummary",
     "experiment_detail",
     "finite",

@@ -13,7 +13,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..protocol import (
     CheckpointEvent,
@@ -27,6 +27,7 @@ from ..protocol import (
 )
 
 __all__ = [
+    "TrialSink",
     "EARLIER_RUNS_S",
     "RUN_STARTED",
     "ExperimentDefinition",
@@ -124,7 +125,7 @@ class TrialRecord:
     # An elastic data-parallel trial's regroups, oldest first: each {"at", "why", "lost" (ranks), "world_before",
     # "world_after", "lost_at" (its newest step then), "from_step" (the checkpoint it went on from),
     # "steps_redone", "message"}.
-    restarts: list[dict[str, Any]] = field(default_factory=list)
+    restarts: list[Restart] = field(default_factory=list)
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     # The curve metric's learning curve of the current attempt, for live plots.
@@ -174,27 +175,12 @@ def _only_attempt_lines(text: str) -> bool:
     return all(not line or line.startswith("--- attempt ") for line in text.splitlines())
 
 
-class ExperimentRecord(ABC):
-    """Everything recorded about one experiment while it runs and after.
+class TrialSink(Protocol):
+    """What the trial loop writes to (jupyter_dist.trials names it among its seams): the experiment's record. A
+    Protocol, so the loop's tests can hand it a fake; declared once, here, with the record that implements it.
+    ``reports_arrived``, ``log_arrived`` and ``checkpoint_arrived`` come on the launcher's IO thread (quick, never
+    waiting on a disk), the rest on the loop's thread."""
 
-    Written by the trial loop: ``reports_arrived`` and ``log_arrived`` on the Dask IO thread (they must be quick
-    and never wait on a disk), the rest on the kernel's main thread. Read by ``Experiment`` and the views.
-    """
-
-    def __init__(self, definition: ExperimentDefinition) -> None:
-        self.definition = definition
-        self.state = ExperimentState.RUNNING
-        # What its end says: a failed or interrupted run's error, or how a planned end came (a target reached).
-        self.message: str | None = None
-        # The experiment's first start (a resumed run keeps it); how long it has run is duration().
-        self.started = definition.created
-        self.ended: float | None = None
-        # The metric drawn as learning curves: the objective's, or (a data-parallel run needs none) the first
-        # one reported.
-        self.curve_metric: str | None = definition.objective.metric
-        self._report_listeners: list[Callable[[int, list], None]] = []
-
-    # --- written by the trial loop --------------------------------------------------------------------------
     @abstractmethod
     def trial_started(
         self,
@@ -226,6 +212,26 @@ class ExperimentRecord(ABC):
     @abstractmethod
     def trial_finished(self, outcome: Outcome) -> TrialRecord:
         """Record a finished trial (its value already judged by the objective) and return its record."""
+
+
+class ExperimentRecord(TrialSink, ABC):
+    """Everything recorded about one experiment while it runs and after.
+
+    Written by the trial loop, through ``TrialSink``'s methods; read by ``Experiment`` and the views.
+    """
+
+    def __init__(self, definition: ExperimentDefinition) -> None:
+        self.definition = definition
+        self.state = ExperimentState.RUNNING
+        # What its end says: a failed or interrupted run's error, or how a planned end came (a target reached).
+        self.message: str | None = None
+        # The experiment's first start (a resumed run keeps it); how long it has run is duration().
+        self.started = definition.created
+        self.ended: float | None = None
+        # The metric drawn as learning curves: the objective's, or (a data-parallel run needs none) the first
+        # one reported.
+        self.curve_metric: str | None = definition.objective.metric
+        self._report_listeners: list[Callable[[int, list], None]] = []
 
     @property
     def error(self) -> str | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, ReportRow
+from ..store import TrialSink  # declared with the record that implements it
 
 __all__ = [
     "RunningTrial",
@@ -76,33 +77,6 @@ class TrialSource(Protocol):
 
     def tell(self, outcome: Outcome) -> None:
         """How a trial ended: its final state and (``value``) its objective, as the record keeps them."""
-
-
-class TrialSink(Protocol):
-    """What the loop writes to (the experiment's record): ``reports_arrived``/``log_arrived``/
-    ``checkpoint_arrived`` on the launcher's IO thread, the rest on the loop's thread."""
-
-    def trial_started(
-        self,
-        trial_id: int,
-        params: dict[str, Any],
-        labels: dict[str, Any],
-        queued: bool = False,
-        distributions: dict[str, Any] | None = None,
-    ) -> None:
-        """A trial was sent to run; ``queued``: it waits on a worker behind another one until trial_began()."""
-
-    def trial_began(self, trial_id: int) -> None: ...
-
-    def reports_arrived(self, batch: ReportBatch) -> None: ...
-
-    def log_arrived(self, line: LogLine) -> None: ...
-
-    def checkpoint_arrived(self, event: CheckpointEvent) -> None: ...
-
-    def trial_pruned(self, trial_id: int) -> None: ...
-
-    def trial_finished(self, outcome: Outcome) -> object: ...
 
 
 class TrialWatcher(Protocol):
