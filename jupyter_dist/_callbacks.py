@@ -110,7 +110,7 @@ class OptunaCallback(Callback):
         # The trial's intermediate values as the pruner was given them (the objective under its scope), kept here:
         # Optuna's own trial holds only those a pruner judged, none without a pruner.
         objective = exp.record.definition.objective
-        value = metrics.get(objective.metric)
+        value = metrics.get(objective.metric) if objective.metric is not None else None
         if value is None:
             return
         curve = self._curves.get(trial.trial_id)

@@ -13,6 +13,7 @@ import platform
 from collections.abc import Callable
 from typing import Any
 
+from ._callbacks import CallbackHooks
 from ._control import RunControl, as_resumed
 from ._stored import prior_run
 from ._tracebacks import in_user_terms
@@ -161,7 +162,7 @@ def run_experiment(
         with interrupts_stop(stop), quiet_collector():
             try:
                 view.start()
-                _run(loop, record, exp, view)
+                _run(loop, record, exp, view, watcher)
             finally:
                 # the view failed: the store must not say "running"
                 if record.state is ExperimentState.RUNNING:
@@ -180,8 +181,8 @@ def _retried(record: InMemoryRecord, watcher, outcome, why: str) -> None:
         watcher.trial_retried(outcome.trial_id, in_user_terms(outcome.error))
 
 
-def _run(loop: TrialLoop, record: InMemoryRecord, exp: Experiment, view) -> None:
-    hooks = loop.watcher
+def _run(loop: TrialLoop, record: InMemoryRecord, exp: Experiment, view, hooks: CallbackHooks | None) -> None:
+    """Run the loop; ``hooks``: the run's callbacks, the loop's watcher."""
     try:
         if hooks is not None:
             hooks.experiment_started()
@@ -278,7 +279,7 @@ def _installed_versions() -> dict[str, str | None]:
     package's METADATA file (~8 ms each, 39 ms of every hpo() call's set-up when asked every time)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("jupyter_dist", "torch", "dask", "distributed", "optuna"):
         try:
             versions[package] = version(package)

@@ -24,6 +24,7 @@ import re
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 __all__ = ["full_tracebacks", "in_user_terms", "trial_traceback", "where_it_failed"]
 
@@ -129,7 +130,7 @@ def _user_files() -> list[tuple[str, str]]:
     # Only when IPython is already there (a notebook, IPython): this module must not bring it in.
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
-    compiler = getattr(shell, "compile", None)
+    compiler: Any = getattr(shell, "compile", None)  # IPython's cell compiler, read by name only
     cells = getattr(compiler, "_filename_map", None) or {}
     for filename, count in sorted(cells.items(), key=lambda item: -item[1]):
         label = compiler.format_code_name(filename) if hasattr(compiler, "format_code_name") else None

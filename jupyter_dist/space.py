@@ -13,7 +13,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing's own from Python 3.13; the annotation is never evaluated
+    from typing_extensions import TypeIs
 
 from .errors import SearchSpaceError
 
@@ -24,6 +27,10 @@ class Space:
     """Base class of the space objects; ``isinstance(x, Space)`` tells a searched argument from a constant."""
 
     def to_optuna(self, name: str):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def validate(self, name: str) -> None:  # pragma: no cover - every subclass defines it
+        """Refuse a malformed space object, naming the argument ``name`` it is for."""
         raise NotImplementedError
 
     def from_optuna(self, value: Any) -> Any:
@@ -216,16 +223,17 @@ def validate_space(fn: Callable, space: Mapping[str, Any]) -> None:
             value.validate(name)
 
 
-def check_argument(fn: Callable, name: Any, accepted: set[str] | None) -> None:
-    """Refuse ``name`` unless it is an argument ``fn`` takes by keyword (``accepted``: accepted_arguments(fn))."""
+def check_argument(fn: Callable | None, name: Any, accepted: set[str] | None) -> None:
+    """Refuse ``name`` unless it is an argument ``fn`` takes by keyword (``accepted``: accepted_arguments(fn),
+    None when ``fn`` takes any name or there is no function to check against)."""
     if not isinstance(name, str) or not name.isidentifier():
         raise SearchSpaceError(f"{name!r}: search-space keys are argument names")
-    if accepted is not None and name not in accepted:
+    if fn is not None and accepted is not None and name not in accepted:
         known = ", ".join(sorted(accepted)) or "none"
         raise SearchSpaceError(f"{name}: {fn.__name__}() has no argument {name!r} (it accepts: {known})")
 
 
-def is_space_function(space: Any) -> bool:
+def is_space_function(space: Any) -> TypeIs[Callable[..., Any]]:
     """Whether ``space`` is a define-by-run space: a function ``space(trial)`` that calls Optuna's
     ``trial.suggest_*`` (conditionally) and may return a dict of further arguments."""
     return callable(space) and not isinstance(space, Mapping)

@@ -170,14 +170,14 @@ def plan_study(
                 **{f"{kind}s": tuple(m for m in members if kind_of[m] == kind) for kind in KINDS},
             )
         )
-    same = {}
+    same: dict[tuple[frozenset[str], frozenset[str], frozenset[str]], str] = {}
     for variant in variants[1:]:
         key = (frozenset(variant.features), frozenset(variant.modules), frozenset(variant.flags))
         if key in same:
             raise AblationError(f"{variant.name!r} leaves out the same components as {same[key]!r}")
         same[key] = variant.name
 
-    trials = []
+    trials: list[PlannedTrial] = []
     for repeat in range(repeats):  # repeat-major: a stopped study still has every variant as often as it can
         for variant in variants:
             kwargs = dict(fixed)

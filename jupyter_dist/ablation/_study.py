@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from ..experiment import Experiment
 from ..protocol import ErrorKind, Outcome, ReportRow, TrialState
@@ -22,7 +22,7 @@ class AblationSource:
 
     prunes = False
 
-    def __init__(self, plan: Plan, done: set[int] = frozenset()) -> None:
+    def __init__(self, plan: Plan, done: Collection[int] = frozenset()) -> None:
         """``done``: trial ids a resumed study already finished."""
         self.plan = plan
         self._planned = [t for t in plan.trials if t.trial_id not in done]

@@ -47,7 +47,7 @@ class DataParallelExperiment(Experiment):
         return line
 
     @property
-    def world_size(self) -> int:
+    def world_size(self) -> int | None:
         """How many ranks the job runs on now (or ended on): ``workers``, unless an elastic job regrouped."""
         records = self.trial_records()
         if records and records[0].restarts:

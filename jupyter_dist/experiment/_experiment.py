@@ -144,11 +144,11 @@ class Experiment:
         if objective.several:
             raise ArgumentError(
                 f"experiment {self.name!r} optimises {len(objective.metrics)} objectives "
-                f"({', '.join(objective.metrics)}): no one trial is best. exp.pareto has the trials no other beats "
+                f"({', '.join(map(str, objective.metrics))}): no one trial is best. exp.pareto has the trials no other beats "
                 "in every objective (the Pareto front)"
             )
         rec = self.record.best()
-        if rec is None:
+        if rec is None or rec.value is None:  # (the best trial is one with a value)
             raise NoResultError(f"experiment {self.name!r} has no completed trial yet (state: {self.state})")
         return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
 

@@ -64,7 +64,8 @@ def pareto_report(records: list[TrialRecord], objective: Objective) -> dict:
     report["reference"] = [
         -r if d is Direction.MAX else r for r, d in zip(reference, objective.directions, strict=True)
     ]
-    history, found, volume = [], [], 0.0
+    found: list[list[float]] = []  # the front so far, minimised
+    history, volume = [], 0.0
     for (rec, _), vector in zip(done, minimal, strict=True):
         if not any(all(x <= y for x, y in zip(f, vector, strict=True)) for f in found):  # it moves the front
             found = [f for f in found if not all(x <= y for x, y in zip(vector, f, strict=True))] + [vector]

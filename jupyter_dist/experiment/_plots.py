@@ -6,6 +6,8 @@ and for one read back from a store.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..protocol import Direction, TrialState
 from ..space import Choice, Uniform
 from ..store import ExperimentDefinition, TrialRecord, param_names
@@ -75,7 +77,7 @@ def experiment_figure(
 
     done = [r for r in records if r.state is TrialState.COMPLETED and r.value is not None]
     ids = [r.trial_id for r in done]
-    values = [r.value for r in done]
+    values = [r.value for r in done if r.value is not None]  # (every one of them)
     fig.add_trace(
         go.Scatter(x=ids, y=values, mode="markers", name="completed trial", marker={"size": 7}), row=1, col=2
     )
@@ -151,7 +153,7 @@ def _parameter_dimensions(done: list[TrialRecord], space: dict) -> list[dict]:
 
     dims = []
     for name in param_names(done):
-        raw = [r.params.get(name) for r in done]
+        raw: list[Any] = [r.params.get(name) for r in done]  # whatever the trials were given
         searched_on_log = isinstance(space.get(name), Uniform) and space[name].log
         chosen = space.get(name)
         if searched_on_log and all(isinstance(v, (int, float)) and v > 0 for v in raw):

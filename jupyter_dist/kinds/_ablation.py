@@ -148,6 +148,7 @@ class AblationStudy(Kind):
             )
         done = {rec.trial_id for rec in finished_and_rerun(prior)[0]}
         definition = dataclasses.replace(prior.definition, timeout=options.timeout)
+        assert isinstance(plan.source, AblationSource)  # the source plan() made
         return dataclasses.replace(plan, definition=definition, source=AblationSource(plan.source.plan, done))
 
     def experiment(
@@ -156,7 +157,11 @@ class AblationStudy(Kind):
         stop: Callable[[], None] | None = None,
         source: TrialSource | None = None,
     ) -> Experiment:
+        from ..ablation import AblationSource
+
         # A live study's Experiment has its whole plan; a stored one reads its variants back from the record.
+        if source is not None:
+            assert isinstance(source, AblationSource)  # the source plan() made
         study = source.plan if source is not None else plan_of(record)
         return self.experiment_class(record, stop, plan=study)
 
@@ -168,8 +173,9 @@ def plan_of(record: ExperimentRecord):
     """A stored study's variants, as its definition keeps them (enough for its summary and chart)."""
     from ..ablation import Plan, Variant
 
-    variants = tuple(
-        Variant(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
-        for d in record.definition.details.get("variants", [])
-    )
+    def variant(stored: dict[str, Any]) -> Variant:
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()}
+        return Variant(**fields)
+
+    variants = tuple(variant(d) for d in record.definition.details.get("variants", []))
     return Plan(variants, (), ())

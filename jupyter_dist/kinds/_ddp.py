@@ -136,6 +136,7 @@ class DataParallelRun(Kind):
                 **(elastic.to_details() if elastic else {}),
             },
         )
+        assert options.gpus is not None  # check_data_parallel refused anything but a number
         trial_fn = DataParallelTrial(
             fn,
             backend=args.backend,

@@ -148,7 +148,7 @@ class HyperparameterSearch(Kind):
                 "(GPUs for each rank of an HPO trial): use one or the other"
             )
         space_function = is_space_function(args.search_space)
-        if not space_function:
+        if not is_space_function(args.search_space):
             validate_space(fn, args.search_space)
         if args.workers_per_trial > 1 and (options.max_failures or options.cpus_per_trial):
             raise ArgumentError(
@@ -171,7 +171,7 @@ class HyperparameterSearch(Kind):
             self.name,
             options.experiment_name(fn),
             objective,
-            {} if space_function else dict(args.search_space),
+            {} if is_space_function(args.search_space) else dict(args.search_space),
             total=search.total,
             max_steps=args.max_steps,
             timeout=options.timeout,
@@ -202,7 +202,10 @@ class HyperparameterSearch(Kind):
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """Tell the search the stored trials; the trials the last run left unfinished run again first."""
+        from ..search import OptunaSearch
+
         definition, search = plan.definition, plan.source
+        assert isinstance(search, OptunaSearch)  # the source plan() made
         check_same_objective(prior, definition.objective, options.name)
         was_function = SPACE_FUNCTION in prior.definition.details
         if was_function != (search.space_function is not None):

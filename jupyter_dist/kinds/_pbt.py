@@ -179,6 +179,9 @@ class PopulationBasedTraining(Kind):
                     f"{prior.definition.name!r} ran with {setting}={stored.get(setting)!r}; resume it with the "
                     f"same {setting}, not {given.get(setting)!r}"
                 )
+        from ..population import PopulationSearch
+
+        assert isinstance(plan.source, PopulationSearch)  # the source plan() made
         plan.source.resume(prior.trial_records())
         continued = dataclasses.replace(
             prior.definition,

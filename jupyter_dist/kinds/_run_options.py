@@ -262,7 +262,7 @@ class RunOptions:
         gpus = (
             (self.worker_resources or {}).get("GPU") if isinstance(self.worker_resources, Mapping) else None
         )
-        if gpus is not None and not self.gpus:
+        if gpus is not None and not self.gpus and self.worker_resources is not None:
             rest = {k: v for k, v in self.worker_resources.items() if k != "GPU"}
             whole = isinstance(gpus, float) and gpus.is_integer()
             object.__setattr__(self, "gpus", int(gpus) if whole else gpus)

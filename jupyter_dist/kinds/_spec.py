@@ -98,12 +98,12 @@ def parameters_doc(found: list[Entry], order: list[str], before: dict[str, str] 
         lines.append(name)
         lines += _wrapped(text)
     for name in order:
-        entry = by_name.get(name)
-        if entry is None or not entry.help:
+        named = by_name.get(name)
+        if named is None or not named.help:
             continue
-        names = [entry.name] + [e.name for e in joining.get(entry.field, []) if e.name in order]
+        names = [named.name] + [e.name for e in joining.get(named.field, []) if e.name in order]
         lines.append(", ".join(names))
-        lines += _wrapped(entry.help)
+        lines += _wrapped(named.help)
     return textwrap.indent("\n".join(lines), "    ")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..errors import SearchSpaceError
 from ..space import Choice, Integer, Space, Uniform, accepted_arguments, check_argument, choice
@@ -27,7 +27,9 @@ def check_mutations(
     """What PBT perturbs: ``mutations`` ({argument: space object, list of options, or a function returning a new
     value}) or, when None, every searched argument of ``space``; refused, naming the entry, when one cannot work."""
     if mutations is None:
-        found = {name: value for name, value in space.items() if isinstance(value, Space)}
+        found: dict[str, Space | Callable] = {
+            name: value for name, value in space.items() if isinstance(value, Space)
+        }
         if not found:
             raise SearchSpaceError(
                 "pbt() perturbs hyperparameters: give the search space at least one space object (e.g. "
@@ -131,7 +133,7 @@ def _index_of(space: Choice, value: Any) -> int:
     return 0  # a value from outside the options (a mutation's start): move from the first
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

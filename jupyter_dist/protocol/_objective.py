@@ -114,7 +114,8 @@ class Objective:
         return bool(self.others)
 
     @property
-    def metrics(self) -> tuple[str, ...]:
+    def metrics(self) -> tuple[str | None, ...]:
+        """Each objective's metric, in order; ``(None,)`` with nothing to optimise."""
         return (self.metric, *(name for name, _ in self.others))
 
     @property
@@ -124,7 +125,8 @@ class Objective:
     def values(self, value: float | None, last: dict[str, float]) -> list[float] | None:
         """A judged trial's value of every objective, in order; None when one is missing."""
         vector = [value, *(last.get(name) for name, _ in self.others)]
-        return None if any(v is None for v in vector) else [float(v) for v in vector]
+        present = [float(v) for v in vector if v is not None]
+        return present if len(present) == len(vector) else None
 
     def better(self, a: float, b: float) -> bool:
         return self.direction.better(a, b)
@@ -159,19 +161,20 @@ class Objective:
             final = returned[self.metric]
         else:
             final = None
-        scoped = self.scope != "last" and reports is not None and reports.count
+        # the attempt's reports, when the scope values the trial by them
+        scoped = reports if self.scope != "last" and reports is not None and reports.count else None
         if outcome.state is not TrialState.COMPLETED:
-            value = reports.value if scoped else outcome.last.get(self.metric)
+            value = scoped.value if scoped is not None else outcome.last.get(self.metric)
             return dataclasses.replace(outcome, value=value)
-        if scoped:
+        if scoped is not None:
             # a returned value counts as the attempt's final report (on a copy: a pruner may ask again)
-            value = reports.value if final is None else reports.copy().add(final)
+            value = scoped.value if final is None else scoped.copy().add(final)
         elif final is not None:
             value = final
         elif self.metric in outcome.last:
             value = outcome.last[self.metric]
         else:
-            seen = sorted(set(outcome.last) | set(returned or {}))
+            seen = sorted(set(outcome.last) | set(returned if isinstance(returned, dict) else {}))
             close = difflib.get_close_matches(self.metric, seen, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             return self._failed(
@@ -180,6 +183,7 @@ class Objective:
                 f"(it reported/returned: {', '.join(seen) or 'nothing'}); {hint}report it with "
                 f"jupyter_dist.report({self.metric}=...) or return it, or pick another metric",
             )
+        assert value is not None  # a scope over one report or more has a value
         if math.isnan(value):
             return self._failed(outcome, f"the objective {self.metric!r} is NaN")
         if self.others:

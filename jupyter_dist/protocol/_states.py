@@ -4,7 +4,7 @@ strings keep working, and the store keeps their plain values."""
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ArgumentError
 
@@ -77,7 +77,7 @@ class Direction(_StrEnum):
             raise ArgumentError(f"mode={mode!r}: use 'max' or 'min'") from None
 
     @property
-    def optuna(self) -> str:
+    def optuna(self) -> Literal["maximize", "minimize"]:
         """As Optuna names it, ``"maximize"`` or ``"minimize"``."""
         return "maximize" if self is Direction.MAX else "minimize"
 

@@ -26,7 +26,7 @@ def space_name(space_fn: Callable) -> str:
     return getattr(space_fn, "__name__", type(space_fn).__name__)
 
 
-def suggest(space_fn: Callable, trial: Any, fn: Callable, accepted: set[str] | None) -> dict[str, Any]:
+def suggest(space_fn: Callable, trial: Any, fn: Callable | None, accepted: set[str] | None) -> dict[str, Any]:
     """The arguments of the trial ``space_fn`` defines on Optuna's ``trial``: the suggested parameters, then the
     dict it returned; a SearchSpaceError that names the space function for anything ``fn`` cannot take."""
     name = space_name(space_fn)

@@ -38,7 +38,7 @@ def _listed(enqueue: Any) -> list[Mapping[str, Any]]:
 
 
 def check_enqueue(
-    enqueue: Any, space: Any, fn: Callable, trials: int | None, sampler: Any
+    enqueue: Any, space: Any, fn: Callable | None, trials: int | None, sampler: Any
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The enqueued configurations as given (the trials' labels) and as Optuna holds them (what is enqueued),
     or an ArgumentError naming the configuration's index, the argument and the value at fault. A function space
@@ -74,7 +74,9 @@ def check_enqueue(
     return [dict(config) for config in configs], as_optuna
 
 
-def dry_run(space_fn: Callable, fn: Callable, enqueue: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def dry_run(
+    space_fn: Callable, fn: Callable | None, enqueue: list[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Run ``space_fn`` on a throwaway study before any work starts: DRY_RUNS random trials, then each enqueued
     configuration (which must name parameters its branch suggests, with values inside their ranges). Returns
     the enqueued configurations, checked."""

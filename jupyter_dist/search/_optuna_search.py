@@ -60,8 +60,8 @@ class OptunaSearch:
             )
         self.fn = fn
         self._accepted = accepted_arguments(fn) if fn is not None else None
-        self.searched = {} if self.space_function else searched(space)
-        self.constants = {} if self.space_function else constants(space)
+        self.searched = {} if is_space_function(space) else searched(space)
+        self.constants = {} if is_space_function(space) else constants(space)
         self.distributions = {name: s.to_optuna(name) for name, s in self.searched.items()}
         self.objective = objective
         # Known configurations: as given (each trial's label) and as Optuna holds them (what is enqueued).
@@ -217,6 +217,7 @@ class OptunaSearch:
             params = dict(self.constants)
             params.update({name: self.searched[name].from_optuna(v) for name, v in trial.params.items()})
         continues, labels = None, {}
+        which: Any  # a re-run's TrialRecord, or a known configuration's index
         what, which = self._waiting.popleft() if self._waiting else (None, None)
         if what == "rerun":
             continues, labels = which.trial_id, dict(which.labels)
@@ -254,7 +255,7 @@ class OptunaSearch:
         if trial is None:
             return False
         if self.pareto is not None:
-            return self._report_vectors(trial_id, batch)
+            return self._report_vectors(self.pareto, trial_id, batch)
         seen = self._steps_seen.setdefault(trial_id, set())
         if len(batch) > STEP_BY_STEP_BATCH:
             now = time.monotonic()
@@ -273,14 +274,14 @@ class OptunaSearch:
                 return True
         return False
 
-    def _report_vectors(self, trial_id: int, batch: list[ReportRow]) -> bool:
+    def _report_vectors(self, pareto: ParetoPruner, trial_id: int, batch: list[ReportRow]) -> bool:
         """Several objectives: each step's vector (a metric a step leaves out keeps its newest value) to the
         Pareto pruner, step by step."""
         newest = self._vectors.setdefault(trial_id, {})
-        metrics_wanted = self.objective.metrics
+        metrics_wanted = [m for m in self.objective.metrics if m is not None]  # several objectives: all named
         for step, metrics, _ in batch:
             newest.update({name: metrics[name] for name in metrics_wanted if name in metrics})
-            if len(newest) == len(metrics_wanted) and self.pareto.report(
+            if len(newest) == len(metrics_wanted) and pareto.report(
                 trial_id, step, [newest[name] for name in metrics_wanted]
             ):
                 return True
@@ -331,7 +332,7 @@ def pareto_pruner(pruner: Any, objective: Objective, max_steps: int | None) -> P
         return ParetoPruner(objective.directions, max_steps)
     raise ArgumentError(
         f"pruner={pruner!r} judges one objective, and this search has {len(objective.metrics)} "
-        f"({', '.join(objective.metrics)}): Optuna cannot prune a multi-objective study. Use pruner='pareto' "
+        f"({', '.join(map(str, objective.metrics))}): Optuna cannot prune a multi-objective study. Use pruner='pareto' "
         "(successive halving on the non-dominated rank, the default here) or pruner=None"
     )
 

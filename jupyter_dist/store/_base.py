@@ -25,6 +25,7 @@ from ..protocol import (
     ReportBatch,
     TrialState,
 )
+from ._wire import Restart
 
 __all__ = [
     "TrialSink",

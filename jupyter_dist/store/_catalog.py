@@ -76,7 +76,7 @@ def list_experiments(path: str, experiment_id: str | None = None) -> list[Experi
         value_range = db.completed_value_range(experiment_id)
     finally:
         db.close()
-    out = []
+    out: list[ExperimentSummary] = []
     for row in rows:
         definition = json.loads(row["definition"])
         counts = by_state.get(row["id"], {})

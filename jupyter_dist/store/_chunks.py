@@ -22,7 +22,7 @@ import gc
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from ._codec import pack_reports, unpack_reports
 
@@ -69,7 +69,9 @@ def insert(conn: sqlite3.Connection, experiment_id: str, chunks: list[tuple[int,
     )
 
 
-def batches_after(conn: sqlite3.Connection, experiment_id: str, since: int) -> Iterator[tuple[int, Batch]]:
+def batches_after(
+    conn: sqlite3.Connection, experiment_id: str, since: int
+) -> Generator[tuple[int, Batch], None, None]:
     """An experiment's report batches in arrival order, without the reports numbered ``since`` or before (a batch
     that ``since`` falls inside comes cut): (its last report's sequence number, batch)."""
     rows = conn.execute(
@@ -129,7 +131,8 @@ def migrate_from_schema_2(conn: sqlite3.Connection) -> None:
         "ORDER BY experiment_id, seq"
     )
     pending: list[tuple] = []  # chunks not inserted yet: (last seq, experiment_id, count, packed batches)
-    experiment, batches, count, last = None, [], 0, -1
+    batches: list[tuple[int, int, list]] = []  # (trial_id, attempt, [[step, metrics, sent_at], ...]) each
+    experiment, count, last = None, 0, -1
     loads = json.loads
     for experiment_id, seq, trial_id, attempt, step, sent_at, metrics in rows:
         if experiment_id != experiment or seq != last + 1 or count >= CHUNK_REPORTS:

@@ -89,9 +89,11 @@ def space_from_json(stored: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, spec in stored.items():
         if "uniform" in spec:
-            out[name] = Uniform(*spec["uniform"], log=spec.get("log", False), step=spec.get("step"))
+            lo, hi = spec["uniform"]
+            out[name] = Uniform(lo, hi, log=spec.get("log", False), step=spec.get("step"))
         elif "integer" in spec:
-            out[name] = Integer(*spec["integer"], step=spec.get("step", 1), log=spec.get("log", False))
+            lo, hi = spec["integer"]
+            out[name] = Integer(lo, hi, step=spec.get("step", 1), log=spec.get("log", False))
         elif "choice" in spec:
             out[name] = Choice(tuple(spec["choice"]))
         else:
@@ -120,7 +122,7 @@ def definition_to_json(definition: ExperimentDefinition) -> str:
     )
 
 
-def _objectives(objective: Objective) -> dict[str, list[list[str]]]:
+def _objectives(objective: Objective) -> dict[str, list[list[str | None]]]:
     """A multi-objective search's every objective, [metric, mode] each (metric and mode say its first); {}."""
     if not objective.several:
         return {}

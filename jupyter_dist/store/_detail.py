@@ -66,7 +66,7 @@ def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> Ex
         "started": record.started,
         "duration": record.duration(),
         "best": None
-        if best is None
+        if best is None or best.value is None  # the best trial is one with a value
         else {
             "trial_id": best.trial_id,
             "value": best.value,

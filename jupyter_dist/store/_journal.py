@@ -205,6 +205,7 @@ def _continued(db: Database, definition: ExperimentDefinition, now: float) -> Ex
     """``definition`` of a run taking over its stored experiment: its time so far is what its earlier runs ran
     (the stored run's, to its end or last heartbeat), and this run's clock starts ``now``."""
     stored = db.find(definition.id)
+    assert stored is not None  # the run it takes over is in the store (Journal found it there)
     before = json.loads(stored["definition"]).get("details") or {}
     ended = stored["ended"] if stored["ended"] is not None else stored["heartbeat"]
     earlier = experiment_seconds(stored["created"], before, ended)

@@ -220,7 +220,14 @@ class InMemoryRecord(ExperimentRecord):
             rec.constraints = outcome.constraints
             rec.result_repr = result_repr(outcome.result)
             # Nothing to optimise (a data-parallel run): the curve's last value, for the table.
-            rec.value = outcome.value if self.definition.objective.metric else rec.last.get(self.curve_metric)
+            curve = self.curve_metric
+            rec.value = (
+                outcome.value
+                if self.definition.objective.metric
+                else rec.last.get(curve)
+                if curve is not None
+                else None
+            )
             rec.state, rec.queued = outcome.state, False
         self._consider_best(rec)
         if self._journal:
@@ -229,7 +236,8 @@ class InMemoryRecord(ExperimentRecord):
 
     def _consider_best(self, rec: TrialRecord) -> None:
         if rec.state is TrialState.COMPLETED and rec.value is not None:
-            if self._best is None or self.definition.objective.better(rec.value, self._best.value):
+            best = self._best
+            if best is None or best.value is None or self.definition.objective.better(rec.value, best.value):
                 self._best = rec
 
     def finish(self, state: ExperimentState, message: str | None = None) -> None:
@@ -240,6 +248,7 @@ class InMemoryRecord(ExperimentRecord):
             for rec in self.trial_records():
                 if rec.state is TrialState.INTERRUPTED:
                     self._journal.trial_changed(rec)
+            assert self.ended is not None  # finish() set it
             self._journal.close(state, message, self.ended)
 
     def continued(self, definition: ExperimentDefinition, journal: Journal | None) -> InMemoryRecord:

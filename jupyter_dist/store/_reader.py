@@ -100,7 +100,8 @@ def wanted_reports(
     The one place the curves read reports: the wanted trials' batches (Database.trial_report_batches, one decode
     per chunk of 1,000 reports, the others dropped), expanded into rows. 1M reports: ~0.5 s of CPU, against ~4 s
     through report_page's row per report."""
-    batches, cursor = db.trial_report_batches(experiment_id, wanted, since)
+    # A TrialSet holds ints only (its __contains__ takes an int, where Container's takes any object).
+    batches, cursor = db.trial_report_batches(experiment_id, wanted, since)  # type: ignore[arg-type]
     rows = [
         (trial_id, attempt, step, metrics)
         for _, trial_id, attempt, reports in batches
@@ -166,6 +167,7 @@ class StoreReader:
     def detail(self, experiment_id: str) -> ExperimentDetail:
         """The experiment and every trial, built as the kernel builds its snapshot (``experiment_detail``)."""
         with self._opened(experiment_id) as (db, row):
+            assert self.path is not None  # _opened refuses a reader with no store
             record = record_of(db, row, self.path, results=False)
         return experiment_detail(record, json.loads(row["about"]))
 
@@ -173,6 +175,7 @@ class StoreReader:
         """The experiment as a record read back (its reports read when first asked for), for what the server
         computes from it (parameter importances)."""
         with self._opened(experiment_id) as (db, row):
+            assert self.path is not None  # _opened refuses a reader with no store
             return record_of(db, row, self.path, results=False)
 
     def metrics_page(self, experiment_id: str, since: int = 0, limit: int = MAX_PAGE) -> MetricsPage:
@@ -208,7 +211,8 @@ class StoreReader:
         for trial_id in sorted(curves):
             attempt, steps, values = curves[trial_id]
             out.append((trial_id, attempt, *thinned(steps, values, points)))
-        return {"metric": metric, "trials": out, "cursor": cursor}
+        # The wire type allows a null point (a NaN sent as JSON); every point here is finite (list is invariant).
+        return {"metric": metric, "trials": out, "cursor": cursor}  # type: ignore[typeddict-item]
 
     def logs(self, experiment_id: str, trial_id: int) -> TrialLogs:
         """A trial's captured stdout and stderr, and its traceback if it failed."""

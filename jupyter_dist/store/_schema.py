@@ -71,7 +71,7 @@ SCHEMA += STOP_REQUESTS + ";"
 SCHEMA += _chunks.TABLE + ";"
 
 # What brings a store of schema version N up to N + 1 (a store is migrated when opened, in one transaction).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     1: lambda conn: conn.execute(STOP_REQUESTS),
     2: _chunks.migrate_from_schema_2,
 }

@@ -9,7 +9,10 @@ look at before using (``unknown``): a parameter may be any JSON value.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:  # typing's own from Python 3.11; the annotations are never evaluated, so 3.10 needs neither
+    from typing_extensions import NotRequired
 
 __all__ = [
     "BestTrial",
