@@ -15,7 +15,7 @@ def configured_trackers(given: tuple[Callback, ...]) -> tuple[Callback, ...]:
     settings = dask.config.get("jupyter_dist.tracking", default=None) or {}
     mlflow = settings.get("mlflow") or {}
     tensorboard = settings.get("tensorboard") or {}
-    wanted = []
+    wanted: list[Callback] = []
     if mlflow.get("tracking-uri") or mlflow.get("experiment"):
         from .mlflow import MLflow
 

@@ -16,7 +16,7 @@ _pl = import_framework(
 )
 
 
-class ReportCallback(LightningReporting, _pl.Callback):
+class ReportCallback(LightningReporting, _pl.Callback):  # type: ignore[name-defined]  # the framework's class: imported by name
     """Report the Trainer's logged metrics with ``jupyter_dist.report()``; stop training when the trial is pruned.
 
     ``trainer = lightning.Trainer(callbacks=[ReportCallback()])`` inside the training function is all an HPO
@@ -58,7 +58,7 @@ class ReportCallback(LightningReporting, _pl.Callback):
     """
 
 
-class DataParallelEnvironment(DataParallelRanks, _pl.plugins.ClusterEnvironment):
+class DataParallelEnvironment(DataParallelRanks, _pl.plugins.ClusterEnvironment):  # type: ignore[name-defined]  # the framework's class: imported by name
     """The cluster environment of a Lightning Trainer inside ``jupyter_dist.data_parallel()``.
 
     Each rank of the job is a Dask worker process that jupyter_dist has already joined into a process group

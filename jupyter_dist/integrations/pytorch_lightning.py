@@ -17,7 +17,7 @@ _pl = import_framework(
 )
 
 
-class ReportCallback(LightningReporting, _pl.Callback):
+class ReportCallback(LightningReporting, _pl.Callback):  # type: ignore[name-defined]  # the framework's class: imported by name
     """Report the Trainer's logged metrics with ``jupyter_dist.report()``; stop training when the trial is pruned.
 
     ``pytorch_lightning.Trainer(callbacks=[ReportCallback()])``; the parameters and behaviour are those of
@@ -25,6 +25,6 @@ class ReportCallback(LightningReporting, _pl.Callback):
     """
 
 
-class DataParallelEnvironment(DataParallelRanks, _pl.plugins.ClusterEnvironment):
+class DataParallelEnvironment(DataParallelRanks, _pl.plugins.ClusterEnvironment):  # type: ignore[name-defined]  # the framework's class: imported by name
     """The cluster environment of a ``pytorch_lightning.Trainer`` inside ``jupyter_dist.data_parallel()``; see
     ``jupyter_dist.integrations.lightning.DataParallelEnvironment``."""

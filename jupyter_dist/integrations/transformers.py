@@ -33,7 +33,7 @@ def _eval_name(name: str, logged: Mapping[str, Any]) -> str | None:
     return None
 
 
-class ReportCallback(_transformers.TrainerCallback):
+class ReportCallback(_transformers.TrainerCallback):  # type: ignore[name-defined]  # the framework's class: imported by name
     """Report a Hugging Face ``Trainer``'s evaluation metrics with ``jupyter_dist.report()``; stop training
     when the trial is pruned.
 

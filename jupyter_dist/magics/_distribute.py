@@ -140,8 +140,8 @@ class DistributeMagics(Magics):
             )
         foreign = [name for name in _foreign(kind, kinds) if getattr(args, name) is not None]
         if foreign:
-            options = ", ".join(_flag(parser, name) for name in foreign)
-            raise UsageError(f"{options}: not an option of %%distribute {args.kind}")
+            flags = ", ".join(_flag(parser, name) for name in foreign)
+            raise UsageError(f"{flags}: not an option of %%distribute {args.kind}")
         if not args.metric and kind.metric_for:
             raise UsageError(f"%%distribute {args.kind} needs --metric NAME, the metric to {kind.metric_for}")
         if not args.out.isidentifier():
@@ -156,6 +156,7 @@ class DistributeMagics(Magics):
         from ..widgets import say_busy_while_the_cell_runs
 
         say_busy_while_the_cell_runs()  # the body may import torch for seconds before the experiment shows
+        assert self.shell is not None  # a magic runs in the shell that registered it
         namespace = self.shell.user_ns
         before = {k: id(v) for k, v in namespace.items()}
         self._run_body(cell)
@@ -187,6 +188,7 @@ class DistributeMagics(Magics):
         cell shows them, the magic's line first): a traceback, and a failed trial's (rewritten in the kernel,
         jupyter_dist/_tracebacks.py), then names it ``Cell In[N]`` with the source line, not ``<string>``."""
         shell = self.shell
+        assert shell is not None  # a magic runs in the shell that registered it
         source = "\n" + cell
         # The cell running now is the one IPython cached last (its execution_count has already moved on in
         # IPython 9, not in earlier versions).

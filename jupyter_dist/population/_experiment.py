@@ -124,8 +124,10 @@ class PopulationExperiment(Experiment):
         better = self.record.definition.objective.direction.better
         rec = finals[0]
         for other in finals[1:]:
+            assert other.value is not None and rec.value is not None  # final segments have a value
             if better(other.value, rec.value):
                 rec = other
+        assert rec.value is not None
         return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
 
     def checkpoint(self, trial_id: int | None = None) -> str | None:

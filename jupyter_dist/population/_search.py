@@ -122,6 +122,7 @@ class PopulationSearch:
         for member in self.members:
             segments = stored.get(member.index)
             if not segments:
+                assert member.waiting is not None  # a member that never ran waits for its first segment
                 member.waiting = self._segment(self._new_id(), member, member.params, member.waiting.labels)
                 continue
             last = segments[-1]
@@ -150,6 +151,7 @@ class PopulationSearch:
             return None
         member = min(ready, key=lambda m: (m.step, m.index))  # the one furthest behind goes first
         spec, member.waiting = member.waiting, None
+        assert spec is not None  # it is ready
         member.running = spec.trial_id
         member.segments.append(spec.trial_id)
         if spec.continues is None:
@@ -174,6 +176,7 @@ class PopulationSearch:
         if saved is not None:
             member.step = saved.step
         if member.left_behind is not None and outcome.state is TrialState.COMPLETED:
+            assert self.checkpoints is not None  # a member leaves a directory behind only with checkpoints
             remove(self.checkpoints.trial_directory(member.left_behind))
             member.left_behind = None
         if outcome.state is not TrialState.COMPLETED:
@@ -195,6 +198,7 @@ class PopulationSearch:
             return None
         donors = [d for d in upper if d is not member]
         self.rng.shuffle(donors)
+        assert self.checkpoints is not None  # PBT runs with checkpoints (use_checkpoints came first)
         for donor in donors:
             params = self.explorer.explore(donor.params)
             changed = {k: v for k, v in params.items() if donor.params.get(k) != v}
@@ -241,7 +245,8 @@ class PopulationSearch:
         count = max(1, math.ceil(len(scored) * self.quantile))
         count = min(count, len(scored) // 2)
         better = self.objective.direction.better
-        ranked = sorted(scored, key=lambda m: m.score, reverse=better(1.0, 0.0))  # best first
+        # best first (each of them has a score)
+        ranked = sorted(scored, key=lambda m: m.score, reverse=better(1.0, 0.0))  # type: ignore[arg-type,return-value]
         return ranked[-count:], ranked[:count]
 
     def _newest(self, member: Member) -> Saved | None:

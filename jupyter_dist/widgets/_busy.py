@@ -18,6 +18,7 @@ before the kernel says idle), so no path out of the cell can leave the kernel re
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 BUSY_EVERY_S = 0.5
 
@@ -76,7 +77,7 @@ def _cell_parent() -> dict | None:
     """The request the running cell answers (None outside a kernel)."""
     from IPython import get_ipython
 
-    kernel = getattr(get_ipython(), "kernel", None)
+    kernel: Any = getattr(get_ipython(), "kernel", None)  # ipykernel's, read by name only
     return kernel.get_parent("shell") if hasattr(kernel, "get_parent") else None
 
 

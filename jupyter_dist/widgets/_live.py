@@ -40,7 +40,7 @@ class LiveView(ExperimentView):
         self._trace_index: dict[int, int] = {}
         self._display = None  # the handle of the displayed view, to leave a text summary in it at the end
         self._preamble = preamble  # the cell's "starting…" output, which the view replaces
-        self._table_key = None
+        self._table_key: tuple | None = None
         self._log_choice_by_user = False
         self._picking = False  # True while the view itself moves the trial picker
 
@@ -82,7 +82,7 @@ class LiveView(ExperimentView):
         titles = ["Learning curves", "Trials", "Output"]
         if self.extra is not None:
             children.insert(1, self.extra)
-            titles.insert(1, self.extra_title)
+            titles.insert(1, self.extra_title or "")  # (there is an extra figure only with a title)
         tabs = w.Tab(children=children, titles=titles)
         self.box = w.VBox(
             [
