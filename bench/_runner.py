@@ -1,7 +1,8 @@
 """The benchmarks' one harness: how a script runs, calls ``hpo()``, watches reports, alternates sides and writes its
 JSON, so that each bench_*.py keeps only what it measures.
 
-* ``main(name, measure, summary)``: a script's entry point (its argparse, ``--quick``, the JSON, the summary).
+* ``main(name, measure)``: a script's entry point (its argparse, ``--quick``, the JSON); ``summary()``: what it
+  prints, the performance pages' tables of the result.
 * ``measuring(name, parameters)``: the result's header, the CPU-contention monitor and the wall time around a run.
 * ``local_cluster()``: the embedded cluster most benchmarks run on (2 worker processes x 1 thread), closed after.
 * ``hpo()``: ``jupyter_dist.hpo`` as the benchmarks call it, timed.
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from _common import CpuMonitor, header, median, percentile, write_result
+from _common import CpuMonitor, contention_note, header, median, percentile, write_result
 
 CLUSTER = "jupyter_dist.get_client('local', n_workers=2, threads_per_worker=1)"
 
@@ -36,13 +37,12 @@ CLUSTER = "jupyter_dist.get_client('local', n_workers=2, threads_per_worker=1)"
 def main(
     name: str,
     measure: Callable[..., dict],
-    summary: Callable[[dict], str] | None = None,
     arguments: Callable[[argparse.ArgumentParser], None] | None = None,
     quick: dict[str, Any] | None = None,
     doc: str | None = None,
 ) -> None:
     """Parse the script's arguments (``arguments`` adds its own; their values are passed to ``measure`` by
-    name), run ``measure``, write ``results/<name>.json`` and print ``summary(result)`` and the path. A
+    name), run ``measure``, write ``results/<name>.json`` and print its summary (``summary``) and the path. A
     ``measure`` that returns None (a child process's run) has printed its answer itself.
 
     ``quick``: the module constants a ``--quick`` smoke run sets (``measure`` gets ``quick`` too if it takes
@@ -69,9 +69,38 @@ def main(
     if result is None:  # a child process's run, printed as JSON already
         return
     path = write_result(name, result)
-    if summary:
-        print(summary(result))
+    print(summary(name, json.loads(path.read_text())))
     print(f"  -> {path}")
+
+
+def summary(name: str, result: dict) -> str:
+    """What a run prints: the tables the performance pages show of this result (docs/_ext/bench_results'
+    ``TABLES[name]``, read from the JSON as written), its target and whether it was met, and the CPU other
+    processes used meanwhile. One printer for every script: the figures worth reading are chosen once, there."""
+    lines = [f"{name}:"]
+    try:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
+        from bench_results import TABLES
+    except ImportError as e:  # the docs' dependencies (sphinx) not installed: the JSON still has it all
+        TABLES, lines = {}, [*lines, f"  (no tables: {e})"]
+    for key, make in TABLES.get(name, {}).items():
+        try:
+            head, rows = make(result)
+        except Exception as e:  # a smoke run's JSON may lack what a table needs
+            lines.append(f"  {key}: not shown ({type(e).__name__}: {e})")
+            continue
+        table = [head, *rows] if head else rows
+        widths = [max(len(row[i]) for row in table if i < len(row)) for i in range(max(map(len, table)))]
+        lines += [f"  {key}:"] + [
+            "    " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+            for row in table
+        ]
+    for key in ("target", "met"):
+        if result.get(key) is not None:
+            lines.append(f"  {key}: {json.dumps(result[key])}")
+    if "cpu_contention" in result:
+        lines.append(contention_note(result["cpu_contention"]))
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager

@@ -149,19 +149,5 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    m = result["median"]
-    costs = "; ".join(
-        f"every {c['every']}: {c['checkpoint_mb']:.1f} MB in {c['save_s'] * 1000:.0f} ms ({c['mb_per_s']:.0f} MB/s), "
-        f"{c['share_of_step_time']:.1%} of step time"
-        for c in result["save_cost"]
-    )
-    return (
-        f"killed at step {DIE_AT}/{STEPS}: with checkpoints {m['with']['steps_executed']:.0f} steps, "
-        f"{m['with']['wall_s']:.1f} s; without {m['without']['steps_executed']:.0f} steps, "
-        f"{m['without']['wall_s']:.1f} s\nsave cost: {costs}"
-    )
-
-
 if __name__ == "__main__":
-    _runner.main("checkpoints", main, summary, quick={"ROUNDS": 1}, doc=__doc__)
+    _runner.main("checkpoints", main, quick={"ROUNDS": 1}, doc=__doc__)

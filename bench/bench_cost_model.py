@@ -605,56 +605,6 @@ def _line(res: dict) -> str:
     )
 
 
-def _coefficients(f: dict) -> str:
-    return ", ".join(
-        f"idle {v:.3f} cores" if k == "idle_cores" else f"{v * 1e3:.3f} ms per {UNITS[k]}"
-        for k, v in f["coefficients"].items()
-    )
-
-
-UNITS = {
-    "trials_per_s": "trial",
-    "reports_per_s": "report",
-    "running": "running trial-s",
-    "events_per_s": "event",
-}
-
-
-def summary(result: dict) -> str:
-    lines = [f"cost model on {result['parameters']['cluster']}:"]
-    for p in result["points"]:
-        lines += [f"  {p['point']['sweep']}: {p['label']}", _line(p)]
-    made = result["model"]["batching"]
-    per_report = ", ".join(f"{r:g}/s {v:.2f}" for r, v in made["events_per_report_by_rate"].items())
-    lines.append(f"  events per report: {per_report}; per trial {made['events_per_trial']:.2f}")
-    for process, m in result["model"]["by_process"].items():
-        if not m["best_form"]:
-            lines.append(f"  {process}: too few unsaturated points to fit")
-            continue
-        for label, name in (("best", m["best_form"]), ("user", m["user_form"])):
-            f = m["fits"][name]
-            lines.append(
-                f"  {process}, {label} form {name}: {_coefficients(f)}; R² {f['r2']:.3f}, leave-one-out RMS "
-                f"{f['leave_one_out_rms']:.3f} cores"
-            )
-    for key, h in result["largest_cluster_one_kernel_drives"].items():
-        ns = ", ".join(f"{k} {v:,.0f}" if v else f"{k} -" for k, v in h["trials_at_once"].items())
-        lines.append(f"  one core saturated at {key}: trials at once {ns}; first: {h['first_to_saturate']}")
-    for e in result["held_out_check"]:
-        parts = []
-        for k, v in e["processes"].items():
-            best = result["model"]["by_process"][k]["best_form"]
-            parts.append(
-                f"{k} {v['by_form'][best]['predicted_cores']:.3f} predicted / {v['measured_cores']:.3f}"
-            )
-        lines.append(f"  held out {e['label']}: {', '.join(parts)}{' (SATURATED)' if e['saturated'] else ''}")
-    lines.append(
-        f"  held-out within tolerance (kernel, scheduler): best forms {result['held_out_within_tolerance']['best_form']}, "
-        f"user forms {result['held_out_within_tolerance']['user_form']}"
-    )
-    return "\n".join(lines)
-
-
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=WORKERS)
     parser.add_argument("--threads", type=int, default=THREADS)
@@ -666,4 +616,4 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    _runner.main("cost_model", main, summary, _arguments, quick={}, doc=__doc__)  # --quick: QUICK's sizes
+    _runner.main("cost_model", main, _arguments, quick={}, doc=__doc__)  # --quick: QUICK's sizes

@@ -24,7 +24,7 @@ import os
 import time
 
 import _runner
-from _common import contention_note, median
+from _common import median
 from _runner import interleave, measuring
 
 DATA_MB = float(os.environ.get("BENCH_DATA_MB", 500))
@@ -141,18 +141,6 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    lines = [
-        f"{way:>15}: median {figures['median_wall_s']:.1f} s, {figures['median_loopback_gb']:.2f} GB"
-        for way, figures in result["by_way"].items()
-    ]
-    lines += [
-        f"pickled / {way}: {r['bytes_pickled_over_this']:.1f}x the bytes, {r['wall_pickled_over_this']:.2f}x the time"
-        for way, r in result["ratios"].items()
-    ]
-    return "\n".join([*lines, contention_note(result["cpu_contention"])])
-
-
 if __name__ == "__main__":
     quick = {"DATA_MB": 5.0, "TRIALS": 8, "ROUNDS": 1}
-    _runner.main("data_by_reference", main, summary, quick=quick, doc=__doc__)
+    _runner.main("data_by_reference", main, quick=quick, doc=__doc__)

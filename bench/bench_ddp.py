@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 import _runner
-from _common import contention_note, free_port, median
+from _common import free_port, median
 from _runner import interleave, local_cluster, measuring
 from _workloads import COMPUTE_BATCH, COMPUTE_WIDTH, data_parallel_mlp
 
@@ -134,25 +134,5 @@ def _show(repeat: int, side: str, rate: float) -> str:
     return f"  repeat {repeat}: {side} {rate:,.0f}/s"
 
 
-def summary(result: dict) -> str:
-    m = result["median_samples_per_s"]
-    return "\n".join(
-        [
-            f"data-parallel CPU scaling, MLP width {result['parameters']['width']}, batch "
-            f"{result['parameters']['per_rank_batch']} per rank, 1 torch thread per rank (medians):",
-            f"  plain loop in this process  {m['plain']:,.0f} samples/s",
-            f"  data_parallel, 1 rank       {m['ranks_1']:,.0f} samples/s "
-            f"({result['one_rank_over_plain_loop']:.2f}x the plain loop)",
-            f"  data_parallel, 2 ranks      {m['ranks_2']:,.0f} samples/s",
-            f"  plain PyTorch DDP, 2 procs  {m['torch_ddp_2']:,.0f} samples/s "
-            f"(data_parallel = {result['two_ranks_over_torch_ddp']:.2f}x of it; it scales "
-            f"{result['torch_ddp_scaling_over_plain_loop']:.2f}x over the plain loop)",
-            f"  scaling 2/1: {result['scaling_2_over_1']:.2f}x (efficiency {result['efficiency_2']:.0%}); target >= "
-            f"{TARGET_SCALING}x: {'met' if result['met'] else 'NOT met'}",
-            contention_note(result["cpu_contention"]),
-        ]
-    )
-
-
 if __name__ == "__main__":
-    _runner.main("ddp", main, summary, quick={"STEPS": 5, "REPEATS": 1}, doc=__doc__)
+    _runner.main("ddp", main, quick={"STEPS": 5, "REPEATS": 1}, doc=__doc__)

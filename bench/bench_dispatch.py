@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 import _runner
-from _common import contention_note, median, process_cpu_s
+from _common import median, process_cpu_s
 from _runner import CLUSTER, local_cluster, measuring, timed
 from _workloads import noop
 
@@ -140,24 +140,5 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    r, o, q = result["raw_dask"], result["ours"], result["optuna_in_memory_reference"]
-    ratio, target, met = result["ratio_ours_over_raw"], result["target"], result["met"]
-    return "\n".join(
-        [
-            f"dispatch, {result['parameters']['trials']} no-op trials/tasks, best/median of {len(r['seconds'])}:",
-            f"  raw Dask client.map  {r['best_per_s']:8.1f} / {r['median_per_s']:8.1f} tasks/s",
-            f"  jupyter_dist.hpo     {o['best_per_s']:8.1f} / {o['median_per_s']:8.1f} trials/s",
-            f"  ours/raw             {ratio['best']:8.2f} / {ratio['median']:8.2f}",
-            f"  kernel CPU           {r['kernel_cpu_ms_per_task']:8.2f} ms/task (raw), "
-            f"{o['kernel_cpu_ms_per_trial']:.2f} ms/trial (ours), medians",
-            f"  Optuna in-memory     {q['best_per_s']:8.1f} / {q['median_per_s']:8.1f} trials/s (reference)",
-            f"  target >= {target['trials_per_s']:.0f} trials/s: {'met' if met['trials_per_s'] else 'NOT met'}; "
-            f">= {target['ratio_ours_over_raw']:.0%} of raw: {'met' if met['ratio'] else 'NOT met'}",
-            contention_note(result["cpu_contention"]),
-        ]
-    )
-
-
 if __name__ == "__main__":
-    _runner.main("dispatch", main, summary, quick={"N": 100, "WARMUP": 10, "REPEATS": 1}, doc=__doc__)
+    _runner.main("dispatch", main, quick={"N": 100, "WARMUP": 10, "REPEATS": 1}, doc=__doc__)

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import _runner
-from _common import DaskProcessCluster, contention_note, median
+from _common import DaskProcessCluster, median
 from _runner import measuring
 from _workloads import die_once
 
@@ -251,20 +251,6 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    lines = [
-        f"k={k}: lost elastic {s['elastic']['lost_s_median']:.1f}s "
-        f"({s['elastic']['steps_redone_median']:g} redone; recovery {s['elastic']['recovery_s_median']:.2f}s, "
-        f"noticed after {s['elastic']['noticed_s_median']:.2f}s), "
-        f"by hand from the checkpoint {s['by_hand_checkpoint']['lost_s_median']:.1f}s "
-        f"(recovery {s['by_hand_checkpoint']['recovery_s_median']:.2f}s, "
-        f"noticed after {s['by_hand_checkpoint']['noticed_s_median']:.2f}s), "
-        f"from zero {s['by_hand_zero']['lost_s_median']:.1f}s"
-        for k, s in result["every"].items()
-    ]
-    return "\n".join([*lines, contention_note(result["cpu_contention"])])
-
-
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
-    _runner.main("elastic", main, summary, quick={"EVERY": (5,), "REPEATS": 1}, doc=__doc__)
+    _runner.main("elastic", main, quick={"EVERY": (5,), "REPEATS": 1}, doc=__doc__)

@@ -131,13 +131,5 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    return "\n".join(
-        f"{strategy}: {m['samples_per_s']:,.0f} samples/s; per rank: model state {m['model_state_mb_per_rank']:.0f} "
-        f"MB, peak RSS growth {m['peak_rss_growth_mb_per_rank']:.0f} MB"
-        for strategy, m in result["median"].items()
-    )
-
-
 if __name__ == "__main__":
-    _runner.main("fsdp", main, summary, quick={"ROUNDS": 1}, doc=__doc__)
+    _runner.main("fsdp", main, quick={"ROUNDS": 1}, doc=__doc__)

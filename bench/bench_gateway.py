@@ -186,16 +186,5 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
     )
 
 
-def summary(result: dict) -> str:
-    first, channel = result["first_trial_running_s"]["median"], result["channel"]["median"]
-    return (
-        f"first trial running: embedded {first['embedded']:.2f} s, gateway new {first['gateway_new']:.2f} s, "
-        f"gateway reused {first['gateway_reused']:.2f} s; dispatch {channel['gateway']['dispatch_trials_per_s']:.0f}"
-        f" vs {channel['direct']['dispatch_trials_per_s']:.0f} trials/s (gateway vs direct); streaming p50 "
-        f"{channel['gateway']['stream_p50_s'] * 1000:.1f} vs {channel['direct']['stream_p50_s'] * 1000:.1f} ms, "
-        f"p99 {channel['gateway']['stream_p99_s'] * 1000:.0f} vs {channel['direct']['stream_p99_s'] * 1000:.0f} ms"
-    )
-
-
 if __name__ == "__main__":
-    _runner.main("gateway", main, summary, doc=__doc__)
+    _runner.main("gateway", main, doc=__doc__)

@@ -296,29 +296,6 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    dp, hpo = result["data_parallel"], result["hpo"]
-    ms = dp["median_step_ms"]
-    lines = [f"on {result['gpu']['name']} (torch {result['gpu']['torch']}, CUDA {result['gpu']['cuda']}):"]
-    for p in PRECISIONS:
-        lines.append(
-            f"  {p}: plain loop {ms[f'plain_{p}']:.2f} ms/step, data_parallel world 1 "
-            f"{ms[f'data_parallel_{p}']:.2f} ms/step "
-            f"({100 * dp['overhead_per_step'][p]:+.1f}%)"
-        )
-    lines.append(
-        f"  FSDP world 1 (fp32): PyTorch's fully_shard {ms['plain_fsdp_fp32']:.2f} ms/step, data_parallel "
-        f"{ms['fsdp_fp32']:.2f} ms/step ({100 * dp['fsdp_overhead_per_step_fp32']:+.1f}%)"
-    )
-    lines.append(
-        f"  HPO, {hpo['trials']} trials on one GPU: {hpo['hpo_trials_per_s']:.2f} trials/s vs plain loop "
-        f"{hpo['plain_trials_per_s']:.2f} ({hpo['hpo_over_plain']:.3f}x)"
-    )
-    said = result["nccl_two_ranks_on_one_gpu"]
-    lines.append(f"  NCCL, two ranks on one GPU: {str(next(iter(said.values()))).splitlines()[-1]}")
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    _runner.main("gpu", main, summary, quick={"REPEATS": 1, "TRIALS": 4}, doc=__doc__)
+    _runner.main("gpu", main, quick={"REPEATS": 1, "TRIALS": 4}, doc=__doc__)

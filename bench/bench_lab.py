@@ -40,7 +40,7 @@ from types import SimpleNamespace
 
 import _lab_scale
 import _runner
-from _common import CpuMonitor, contention_note, header, jupyter_server
+from _common import CpuMonitor, header, jupyter_server
 
 CHROMIUM = "/usr/bin/chromium"
 TESTS_LAB = Path(__file__).resolve().parent.parent / "tests" / "lab"  # notebook_runs.py: how tests click
@@ -270,52 +270,6 @@ def main(parts: tuple[str, ...] = ("first_run", "scale"), sizes: dict | None = N
     return result
 
 
-def scale_summary(result: dict) -> list[str]:
-    sizes, scale = result["parameters"]["scale"], result["scale"]
-    lines = [f"  an ended experiment of {sizes['trials']:,} trials x {sizes['steps']} reports:"]
-    for where, label in (("panel", "from the panel"), ("cell", "reopened notebook's cell")):
-        o = scale["open"][where]
-        lines.append(
-            f"    {label}: table {o['table_s']:.2f} s, curves {o['curves_s']:.2f} s, {o['rows_in_page']} rows in"
-            f" the page, {o['long_tasks']} long tasks (max {o['long_task_max_s'] * 1e3:.0f} ms); the view's"
-            f" {o['draws']} draws, the longest {o['draw_max_ms'] or 0:.0f} ms"
-        )
-    live = scale["live"]
-    lines.append(
-        f"  live, {sizes['live_trials']} trials x 10 reports/s ({sizes['live_workers']} workers x"
-        f" {sizes['live_threads']} threads): {live['frames_per_s']:.0f} frames/s, {live['long_tasks']} long tasks"
-        f" ({live['long_task_total_s']:.2f} s, max {live['long_task_max_s'] * 1e3:.0f} ms) over"
-        f" {live['seconds']:.0f} s, its main thread busy {live['main_thread_cpu_share']:.0%} of a core (a blank"
-        f" page beside it: {live['blank_page_frames_per_s']:.0f} frames/s);"
-        f" {live['reports_stored_per_s']:,.0f} reports/s stored,"
-        f" {live['running_trials_at_window_start']} trials running; the view's {live['draws']} draws: median"
-        f" {live['draw_median_ms'] or 0:.0f} ms, longest {live['draw_max_ms'] or 0:.0f} ms"
-    )
-    return lines
-
-
-def summary(result: dict) -> str:
-    lines = scale_summary(result) if "scale" in result else []
-    for view, r in result.get("views", {}).items():
-        for timing in ("new_kernel", "restart", "idle_kernel"):
-            t = r[timing]
-            lines.append(
-                f"  {view:>6} {timing:>11}: first frame {t['first_frame_s']:.2f} s, "
-                f"{t['kernel_bytes'] / 1e3:,.0f} KB over the kernel's websocket, Busy {t['busy_share']:.0%}"
-            )
-        s = r["new_kernel"]["stream"]
-        lines.append(
-            f"  {view:>6}      stream: {s['frames_per_s']:.0f} frames/s, {s['long_tasks']} long tasks"
-            f" ({s['long_task_total_s']:.2f} s, max {s['long_task_max_s'] * 1e3:.0f} ms), {s['kernel_bytes'] / 1e3:,.0f} KB"
-        )
-    return "\n".join(
-        ["JupyterLab, extension view vs widget view:", *lines, contention_note(result["cpu_contention"])]
-    )
-
-
-EXTENSION: str | None = None  # --extension
-
-
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--part", choices=("all", "first_run", "scale"), default="all")
     for name, value in SIZES.items():
@@ -335,4 +289,4 @@ def run(part: str, extension: str | None, **sizes) -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main("lab", run, summary, _arguments, doc=__doc__)
+    _runner.main("lab", run, _arguments, doc=__doc__)

@@ -201,16 +201,5 @@ def stop_all(started: list[subprocess.Popen]) -> None:
         process.wait(30)
 
 
-def summary(result: dict) -> str:
-    lines = []
-    for name, m in result["median"].items():
-        lines.append(
-            f"{name}: dispatch {m['dispatch_trials_per_s']:.0f} trials/s; streaming "
-            f"{m['stream_delivered_per_s']:,.0f}/s p50 {m['stream_p50_s'] * 1000:.1f} ms p99 "
-            f"{m['stream_p99_s'] * 1000:.0f} ms; data-parallel {m['ddp_2_ranks_samples_per_s']:,.0f} samples/s"
-        )
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    _runner.main("network", main, summary, quick={"ROUNDS": 1}, doc=__doc__)
+    _runner.main("network", main, quick={"ROUNDS": 1}, doc=__doc__)

@@ -20,7 +20,7 @@ Run: ``.venv/bin/python bench/bench_overhead.py`` (writes bench/results/overhead
 from __future__ import annotations
 
 import _runner
-from _common import contention_note, median
+from _common import median
 from _runner import CLUSTER, interleave, local_cluster, measuring, timed
 
 TARGET_SECONDS = 1.0
@@ -142,32 +142,5 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    med, sl = result["median_s"], result["slowdown_pct"]
-    return "\n".join(
-        [
-            f"overhead, ~{result['parameters']['target_seconds']:.0f} s pure-Python function, median of "
-            f"{result['parameters']['repeats']}:",
-            f"  direct in this process   {med['direct']:.3f} s",
-            f"  raw Dask submit/result   {med['raw_dask']:.3f} s ({sl['raw_dask_vs_direct']:+.1f}%)",
-            f"  jupyter_dist.hpo, 1 trial {med['ours']:.3f} s ({sl['ours_vs_direct']:+.1f}%; "
-            f"on the worker {result['ours_trial_duration_on_worker_median_s']:.3f} s, "
-            f"{sl['ours_worker_side_vs_direct']:+.1f}%)",
-            f"  fixed cost of hpo() around the function (wall - time on the worker): "
-            f"{result['ours_fixed_overhead_median_s'] * 1e3:.0f} ms "
-            f"({result['ours_fixed_overhead_median_s'] / med['direct'] * 100:.1f}% of the direct run)",
-            f"  paired per repeat (median): ours {result['slowdown_pct_paired_median']['ours_vs_direct']:+.1f}%, "
-            f"raw Dask {result['slowdown_pct_paired_median']['raw_dask_vs_direct']:+.1f}%; fastest of each: ours "
-            f"{result['slowdown_pct_by_min']['ours_vs_direct']:+.1f}%, raw Dask "
-            f"{result['slowdown_pct_by_min']['raw_dask_vs_direct']:+.1f}%",
-            "  run-to-run spread (max/min) "
-            + ", ".join(f"{k} {v:.0f}%" for k, v in result["spread_pct"].items()),
-            f"  target <= {result['target']['slowdown_pct_at_most']:.0f}% slower (medians): "
-            f"{'met' if result['met'] else 'NOT met'}",
-            contention_note(result["cpu_contention"]),
-        ]
-    )
-
-
 if __name__ == "__main__":
-    _runner.main("overhead", main, summary, quick={"TARGET_SECONDS": 0.2, "REPEATS": 2}, doc=__doc__)
+    _runner.main("overhead", main, quick={"TARGET_SECONDS": 0.2, "REPEATS": 2}, doc=__doc__)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 import _runner
-from _common import contention_note, median
+from _common import median
 from _runner import local_cluster, measuring
 
 N_WORKERS = 2
@@ -162,7 +162,6 @@ if __name__ == "__main__":
     _runner.main(
         "pareto",
         main,
-        lambda result: contention_note(result["cpu_contention"]),
         quick={"GRID_X": [0.1, 0.5, 0.9], "TPE_TRIALS": 8, "TPE_SEEDS": (0,)},
         doc=__doc__,
     )

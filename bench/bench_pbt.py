@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 import _runner
-from _common import contention_note, median
+from _common import median
 from _runner import local_cluster, measuring, timed
 from _workloads import pbt_toy, train_digits_mlp_pbt, warm_digits_imports
 
@@ -184,19 +184,10 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    toy, digits, overhead = result["toy"], result["digits"], result["overhead"]
-    return (
-        f"toy: +{toy['margin_median']:.1f} (min +{toy['margin_min']:.1f}) · digits: {digits['ratio_median']:.3f}x · "
-        f"copy {overhead['copy_per_exploit']['median_s'] * 1e3:.1f} ms · restart "
-        f"{overhead['restart_s_per_segment_median'] * 1e3:.0f} ms/segment\n{contention_note(result['cpu_contention'])}"
-    )
-
-
 if __name__ == "__main__":
     quick = {
         "TOY": TOY | {"steps": 40, "seeds": (0,)},
         "DIGITS": DIGITS | {"epochs": 4, "seeds": (0,)},
         "COPIES": 5,
     }
-    _runner.main("pbt", main, summary, quick=quick, doc=__doc__)
+    _runner.main("pbt", main, quick=quick, doc=__doc__)

@@ -42,7 +42,7 @@ import functools
 import types
 
 import _runner
-from _common import contention_note, median, percentile
+from _common import median, percentile
 from _runner import CLUSTER, ReportView, local_cluster, measuring
 from _workloads import train_digits_mlp, warm_digits_imports
 
@@ -478,54 +478,10 @@ def _ms(v) -> str:
     return "   -" if v is None else f"{1000 * v:5.1f}"
 
 
-def summary(result: dict) -> str:
-    lines = [
-        f"pruning, {N_CONFIGS} configs x {STEPS} steps, grid seed 0, parallel 2 "
-        "(seq = the same pruner replayed one trial at a time; Hyperband: median [min..max] of "
-        f"{HYPERBAND_REPLAYS} replays):",
-        f"  {'bench':9} {'pruner':9} {'best':>7} {'/ref':>6} {'rank':>4} {'steps':>6} {'share':>6} "
-        f"{'pruned':>6} {'after':>5} {'wall s':>6} | {'seq /ref':>8} {'seq share':>9}",
-    ]
-    for name in ("synthetic", "mlp"):
-        for label, r in result[name]["runs"].items():
-            seq = r.get("sequential_replay_reference")
-            lines.append(
-                f"  {name:9} {label:9} {r['best_value']:7.4f} {r['best_over_reference']:6.3f} "
-                f"{r['rank_of_best']:4d} {r['steps']:6d} {r['step_share']:6.1%} {r['counts']['pruned']:6d} "
-                f"{r['pruned_steps_after_decision']['total']:5d} {r['wall_s']:6.1f} | "
-                + (_seq(seq) if seq else "")
-            )
-    lines.append(
-        "  (after: steps pruned trials ran once the kernel had decided, the report() that raised included)"
-    )
-    lat = result["stop_latency_s"]
-    lines.append("  stop latency (decided in kernel -> TrialPruned in worker), ms:")
-    for label, d in [("all", lat["all"])] + list(lat["by_source"].items()):
-        lines.append(
-            f"    {label:14} n={d['n']:4d}  p50 {_ms(d['p50'])}  p90 {_ms(d['p90'])}  p99 {_ms(d['p99'])}  "
-            f"max {_ms(d['max'])}"
-        )
-    b = lat["threshold_5ms_breakdown"]
-    lines.append(
-        "    threshold run, p50: report sent -> kernel "
-        f"{_ms(b['trigger_sent_to_received_s']['p50'])}, -> decided {_ms(b['trigger_received_to_decided_s']['p50'])}, "
-        f"-> stopped {_ms(b['stop_latency_s']['p50'])}; sent -> stopped {_ms(b['trigger_sent_to_stopped_s']['p50'])}"
-    )
-    if lat["pruned_without_stopped_at"]:
-        lines.append(f"    pruned but finished without TrialPruned: {lat['pruned_without_stopped_at']}")
-    met = result["met"]
-    parts = [f"{k} {'met' if v['both'] else 'NOT met'}" for k, v in met["quality_and_compute"].items()]
-    lines.append(f"  target within 1% of best at <= 35% of steps: {'; '.join(parts)}")
-    lines.append(f"  target stop latency p50 < 50 ms: {'met' if met['stop_latency_p50'] else 'NOT met'}")
-    lines.append(contention_note(result["cpu_contention"]))
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
     _runner.main(
         "pruning",
         main,
-        summary,
         quick={"N_CONFIGS": 16, "MLP_LR": [0.01, 0.1], "MLP_WIDTH": [32, 64], "LAT_TRIALS": 8},
         doc=__doc__,
     )

@@ -64,7 +64,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 import _runner
-from _common import CpuMonitor, CpuSampler, contention_note, descendants
+from _common import CpuMonitor, CpuSampler, descendants
 from _runner import ReportView, child_main, in_child, local_cluster, measuring
 from _workloads import sleep_and_report
 
@@ -363,14 +363,6 @@ def _line(res: dict) -> str:
     )
 
 
-def summary(result: dict) -> str:
-    lines = [f"scalability (scale {result['parameters']['scale']}):"]
-    for res in result["shapes"].values():
-        lines += [f"  {res['shape']}", _line(res)]
-    lines += [f"  all met: {result['all_met']}", contention_note(result["cpu_contention"])]
-    return "\n".join(lines)
-
-
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shapes", help=f"comma-separated, of: {', '.join(ORDER)} (default: all, in that order)"
@@ -382,4 +374,4 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    _runner.main("scalability", main, summary, _arguments, quick={}, doc=__doc__)  # --quick: --scale 0.1
+    _runner.main("scalability", main, _arguments, quick={}, doc=__doc__)  # --quick: --scale 0.1

@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 
 import _runner
-from _common import contention_note, jupyter_server, median, percentile, thread_cpu_s
+from _common import jupyter_server, median, percentile, thread_cpu_s
 from _runner import ReportView, in_child, interleave, local_cluster, measuring
 
 TRIALS = 10_000
@@ -312,33 +312,6 @@ def main(trials: int, steps: int, rounds: int, side: str | None, store: str | No
     return result
 
 
-def summary(result: dict) -> str:
-    on, off, r, h = result["sides"]["on"], result["sides"]["off"], result["read_back"], result["http"]
-    p = result["parameters"]
-    threads = ", ".join(f"{name} {us:.1f}" for name, us in on["kernel_thread_cpu_us_per_report"].items())
-    return "\n".join(
-        [
-            f"{p['trials']:,} trials x {p['steps']} steps ({on['reports']:,} reports), store on vs off, "
-            f"{p['rounds']} round(s), medians:",
-            f"  run: on {on['wall_s']:.1f} s, off {off['wall_s']:.1f} s -> {result['ratios_on_over_off']['wall']:.3f}x; "
-            f"kernel RSS peak on {on['kernel_rss_mb']['peak']:.0f} MB, off {off['kernel_rss_mb']['peak']:.0f} MB",
-            f"  kernel CPU per report: on {on['kernel_cpu_us_per_report']:.1f} us, off "
-            f"{off['kernel_cpu_us_per_report']:.1f} us (store {result['store_kernel_cpu_us_per_report']:.1f} us); "
-            f"on, by thread (us): {threads}",
-            f"  streaming latency: on p50 {on['latency_s']['p50'] * 1e3:.1f} ms p99 "
-            f"{on['latency_s']['p99'] * 1e3:.0f} ms; off p50 {off['latency_s']['p50'] * 1e3:.1f} ms p99 "
-            f"{off['latency_s']['p99'] * 1e3:.0f} ms",
-            f"  read back: experiments() {r['experiments_s']:.2f} s, load() {r['load_s']:.2f} s, .trials "
-            f"{r['load_then_trials_s']:.2f} s, .history {r['load_then_history_s']:.1f} s",
-            f"  REST: listing {h['listing_s'] * 1e3:.0f} ms, one experiment {h['experiment_s']:.2f} s, "
-            f"{h['metrics_rows']:,} metrics in {h['metrics_pages']} pages, {h['metrics_all_pages_s']:.1f} s",
-            f"  store file {result['store_mb']:.1f} MB ({result['store_bytes_per_report']:.0f} bytes a report); "
-            f"met: {result['met']}",
-            contention_note(result["cpu_contention"]),
-        ]
-    )
-
-
 def _arguments(parser) -> None:
     parser.add_argument("--trials", type=int, default=TRIALS)
     parser.add_argument("--steps", type=int, default=STEPS)
@@ -348,4 +321,4 @@ def _arguments(parser) -> None:
 
 
 if __name__ == "__main__":
-    _runner.main("scale", main, summary, _arguments, doc=__doc__)
+    _runner.main("scale", main, _arguments, doc=__doc__)

@@ -23,7 +23,7 @@ from pathlib import Path
 import _runner
 import bench_dispatch
 import bench_streaming
-from _common import contention_note, median
+from _common import median
 from _runner import interleave, local_cluster, measuring
 
 N = bench_dispatch.N
@@ -129,26 +129,10 @@ def main(rounds: int) -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    m, c = result["median"], result["cost_of_the_store"]
-    d, s, p = m["dispatch_trials_per_s"], m["streaming_delivered_per_s"], m["streaming_p50_s"]
-    return "\n".join(
-        [
-            f"store on vs off, {result['parameters']['rounds']} rounds interleaved (medians):",
-            f"  dispatch: off {d['off']:.0f}, on {d['on']:.0f} trials/s -> the store costs {c['dispatch']:.1%}",
-            f"  streaming: off {s['off']:.0f}, on {s['on']:.0f} reports/s -> {c['streaming']:.1%}; p50 off "
-            f"{p['off'] * 1e3:.1f} ms, on {p['on'] * 1e3:.1f} ms",
-            f"  met: {result['met']}",
-            contention_note(result["cpu_contention"]),
-        ]
-    )
-
-
 if __name__ == "__main__":
     _runner.main(
         "store",
         main,
-        summary,
         lambda p: p.add_argument("--rounds", type=int, default=3),
         quick={"N": 100, "STREAM_S": 2.0},
         doc=__doc__,

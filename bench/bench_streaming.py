@@ -25,7 +25,7 @@ import gc
 import time
 
 import _runner
-from _common import contention_note, median
+from _common import median
 from _runner import CLUSTER, ReportView, local_cluster, measuring
 from _workloads import raw_stream, stream
 
@@ -211,40 +211,5 @@ def main() -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    lines = [
-        f"streaming, {result['parameters']['trials']} trials x {result['parameters']['seconds_per_trial']:.0f} s "
-        "of report() (tight loop; paced at 2 x 2,500/s):",
-        f"  {'':30}{'sent/s':>9}{'delivered/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'lost':>7}",
-    ]
-    rows = [
-        (f"{mode} {label}", result[mode][key])
-        for mode in ("tight", "paced")
-        for label, key in (("raw log_event", "raw_log_event"), ("jupyter_dist + widget", "ours"))
-    ]
-    rows.append(("paced, a pruner asked", result["paced_pruner"]["ours"]))
-    for label, s in rows:
-        lines.append(
-            f"  {label:30}{s['sent_per_s']:9.0f}{s['delivered_per_s']:12.0f}"
-            f"{s['p50_s'] * 1e3:9.1f}{s['p99_s'] * 1e3:9.1f}{s['lost']:7d}"
-        )
-    for mode in ("tight", "paced", "paced_pruner"):
-        run = result["runs"][mode]["ours"]
-        w = run["widget"]
-        lines.append(
-            f"  ours {mode}: sent {run['sent']}, listener got {run['received']}, history rows {run['history_rows']}, "
-            f"hpo() {run['hpo_wall_s']:.1f} s, widget draws {w['draws']} ({w['draws_per_s']:.1f}/s, "
-            f"median {w['draw_s_median'] * 1e3:.1f} ms)"
-        )
-    for mode, m in result["met"].items():
-        lines.append(
-            f"  {mode}: >= {result['target']['reports_per_s']:.0f} reports/s "
-            f"{'met' if m['reports_per_s'] else 'NOT met'}; p50 < {result['target']['p50_latency_s_below'] * 1e3:.0f} ms "
-            f"{'met' if m['p50_latency'] else 'NOT met'}"
-        )
-    lines.append(contention_note(result["cpu_contention"]))
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    _runner.main("streaming", main, summary, quick={"SECONDS": 2.0, "SETTLE_S": 0.5}, doc=__doc__)
+    _runner.main("streaming", main, quick={"SECONDS": 2.0, "SETTLE_S": 0.5}, doc=__doc__)

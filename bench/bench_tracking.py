@@ -33,7 +33,7 @@ import _runner
 import bench_dispatch
 import bench_streaming
 import dask.config
-from _common import contention_note, free_port, median, wait_http
+from _common import free_port, median, wait_http
 from _runner import interleave, local_cluster, measuring
 
 N = bench_dispatch.N
@@ -215,31 +215,10 @@ def main(rounds: int) -> dict:
     return result
 
 
-def summary(result: dict) -> str:
-    m, c = result["median"], result["cost_of_the_tracker"]
-    lines = [f"trackers vs none, {result['parameters']['rounds']} rounds interleaved (medians):"]
-    for side in SIDES:
-        lines.append(
-            f"  {side:>11}: dispatch {m['dispatch_s'][side]:.2f} s, streaming {m['streaming_delivered_per_s'][side]:.0f}"
-            f" reports/s in {m['streaming_wall_s'][side]:.1f} s"
-            + (
-                ""
-                if side == "none"
-                else f" -> costs {c[side]['dispatch']:.1%} (dispatch), {c[side]['streaming_wall']:.1%} "
-                f"(streaming wall), {c[side]['streaming_delivered']:.1%} (streaming reports/s); export done "
-                f"{result['export_done_after_s']['dispatch_export_done_after_s'][side]} s / "
-                f"{result['export_done_after_s']['streaming_export_done_after_s'][side]} s after the run"
-            )
-        )
-    lines += [f"  met: {result['met']}", contention_note(result["cpu_contention"])]
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
     _runner.main(
         "tracking",
         main,
-        summary,
         lambda p: p.add_argument("--rounds", type=int, default=3),
         quick={"N": 100, "STREAM_S": 2.0},
         doc=__doc__,

@@ -39,7 +39,7 @@ import os
 import time
 
 import _runner
-from _common import CpuMonitor, contention_note, machine_busy_share, median
+from _common import CpuMonitor, machine_busy_share, median
 from _runner import local_cluster, measuring
 from _workloads import (
     COMPUTE_BATCH,
@@ -266,27 +266,6 @@ def measure(rounds: int, workloads: list[str]) -> dict:
     return out
 
 
-def summary(result: dict) -> str:
-    lines = [
-        f"trial speed, hpo(parallel=2) vs a plain spawn Pool(2) on the same configurations, "
-        f"{result['parameters']['rounds']} rounds, fresh processes both sides:"
-    ]
-    for name, w in result["results"].items():
-        m, t, b = w["median_wall_s"], w["median_trial_seconds"], w["median_busy_share"]
-        lines += [
-            f"  {name}: {w['ratio_pool_over_ours']:.3f}x, median of the rounds' ratios "
-            f"({', '.join(f'{x:.3f}' for x in w['ratios_per_round'])}); target >= {TARGET_RATIO}: "
-            f"{'met' if w['met'] else 'NOT met'}",
-            f"    median walls: ours {m['ours']:.2f} s, pool {m['pool']:.2f} s ({w['ratio_of_median_walls']:.3f}x)",
-            f"    trials' summed durations: ours {t['ours']:.1f} s, pool {t['pool']:.1f} s, one plain process "
-            f"sequentially {w['sequential_trial_seconds']:.1f} s ({w['trial_seconds_over_sequential']['ours']:.2f}x /"
-            f" {w['trial_seconds_over_sequential']['pool']:.2f}x); busy share of 2 x wall: ours {b['ours']:.0%},"
-            f" pool {b['pool']:.0%}",
-        ]
-    lines.append(contention_note(result["cpu_contention"]))
-    return "\n".join(lines)
-
-
 def _arguments(parser) -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--workloads", default="digits,compute")
@@ -295,4 +274,4 @@ def _arguments(parser) -> None:
 if __name__ == "__main__":
     small = {"digits": (digits_mlp, "val_acc", "max", 4), "compute": (compute_mlp, "loss", "min", 2)}
     quick = {"DIGITS_EPOCHS": 3, "COMPUTE_STEPS": 3, "WORKLOADS": small}
-    _runner.main("trial_speed", main, summary, _arguments, quick=quick, doc=__doc__)
+    _runner.main("trial_speed", main, _arguments, quick=quick, doc=__doc__)
