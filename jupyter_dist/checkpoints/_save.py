@@ -111,7 +111,9 @@ def restore(state: dict[str, Any] | None = None, *, path: str | None = None) -> 
     loaded = _load_sharded(found, state or {}) if sharded else _read(f"{found}/{WHOLE}")
     positions = loaded.pop(LOADERS, None)  # None: saved without prepared loaders, or before they were saved
     if path is None and positions is not None:  # a notebook's restore(path=) has no loaders of that trial
-        run.loaders.restore(positions)
+        loaders = run.loaders
+        assert loaders is not None  # inside a trial (path is None)
+        loaders.restore(positions)
     restored = {}
     for name, value in loaded.items():
         target = (state or {}).get(name)
@@ -123,6 +125,7 @@ def restore(state: dict[str, Any] | None = None, *, path: str | None = None) -> 
             restored[name] = value
     _apply_explored(explored_params(found), state or {})
     if path is None:
+        assert ctx is not None  # (path is None: it returned above outside a trial)
         ctx.checkpointed(step, found, resumed=True)
     return Checkpoint(step, restored, found)
 
@@ -201,7 +204,7 @@ def _sharded_state_dicts(stateful: dict[str, Any]) -> dict[str, Any]:
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_optimizer_state_dict
 
     model = _the_model(stateful)
-    out = {}
+    out: dict[str, Any] = {}
     for name, obj in stateful.items():
         if unwrap(obj) is model:
             out[name] = get_model_state_dict(model)

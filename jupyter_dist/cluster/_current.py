@@ -87,7 +87,9 @@ def use_cluster(cluster: Any = None, *, workers: int | None = None, adapt: Any =
             close_local_cluster()
         client = get_client(cluster, n_workers=workers) if cluster == LOCAL else get_client(cluster)
         if adapt is not None:
-            low, high = check_sizing(None, adapt)
+            sized = check_sizing(None, adapt)
+            assert sized is not None  # adapt is given
+            low, high = sized
             cluster.adapt(minimum=low, maximum=high)
     _chosen[:] = [cluster]
     return client
@@ -166,8 +168,8 @@ def forget_cluster(cluster: Any) -> bool:
         if isinstance(cluster, str):
             client = _remote.pop(cluster, None)
         else:
-            held = _given.get(id(cluster))
-            client = _given.pop(id(cluster))[1] if held is not None and held[0] is cluster else None
+            given = _given.get(id(cluster))
+            client = _given.pop(id(cluster))[1] if given is not None and given[0] is cluster else None
     if client is None:
         return False
     client.close(timeout=CLOSE_TIMEOUT)

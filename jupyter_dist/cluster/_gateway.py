@@ -84,6 +84,7 @@ def _size(cluster, workers: int | None, adapt: tuple[int, int] | None, asked_in:
     if adapt is not None:
         _made["size"] = ("adapt", adapt if limit is None else (min(adapt[0], limit), min(adapt[1], limit)))
     else:
+        assert workers is not None  # a size is workers= or adapt=
         _made["size"] = ("workers", workers if limit is None else min(workers, limit))
     _made["asked_in"] = asked_in
 
@@ -110,6 +111,8 @@ def gateway_client(
     dask_gateway = _gateway_module()
     settings = _settings()
     with _lock:
+        cluster: Any  # dask_gateway's GatewayCluster and its Client (untyped)
+        client: Any
         cluster, client = _made.get("cluster"), _made.get("client")
         new = cluster is None or client is None or client.status != "running"
         made = False  # a cluster made now, not one a previous kernel kept running

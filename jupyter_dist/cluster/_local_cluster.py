@@ -27,6 +27,8 @@ import ast
 import asyncio
 import os
 import sys
+from collections.abc import Sequence
+from types import FrameType
 
 import dask
 from dask.utils import parse_timedelta
@@ -67,7 +69,7 @@ class EmbeddedLocalCluster(LocalCluster):
     resource ``GPU=1``, so ``gpus_per_trial=1`` trials run one at a time per GPU and data-parallel ranks with
     ``gpus_per_worker=1`` get a device each. Workers beyond the GPUs are left as they are."""
 
-    def __init__(self, *, gpus: list[str] = (), **options) -> None:
+    def __init__(self, *, gpus: Sequence[str] = (), **options) -> None:
         self.gpus = list(gpus)
         unguarded = unguarded_script_call()
         if unguarded is not None:
@@ -125,7 +127,7 @@ def unguarded_script_call() -> tuple[str, int] | None:
     path = getattr(main, "__file__", None)
     if not path or not os.path.isfile(path):
         return None
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == "<module>" and _same_file(code.co_filename, path):

@@ -92,12 +92,13 @@ class PreparedOptimizer(torch.optim.Optimizer):
     def param_groups(self, groups: list[dict[str, Any]]) -> None:
         self.optimizer.param_groups = groups
 
+    # Read from the wrapped optimizer, where torch's Optimizer has attributes of its own (a wrapper's override).
     @property
-    def state(self):
+    def state(self):  # type: ignore[override]
         return self.optimizer.state
 
     @property
-    def defaults(self) -> dict[str, Any]:
+    def defaults(self) -> dict[str, Any]:  # type: ignore[override]
         return self.optimizer.defaults
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:

@@ -12,6 +12,10 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 from ..trials import current_trial
 
@@ -47,16 +51,17 @@ _loaders_of_attempt: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _Run(threading.local):
-    device = None  # the rank's torch.device while a data-parallel trial runs on this thread; None otherwise
+    # the rank's torch.device while a data-parallel trial runs on this thread; None otherwise
+    device: torch.device | None = None
     # prepare()'s defaults inside a data_parallel(strategy=..., mixed_precision=...) run; None: its own defaults.
-    strategy = None
-    mixed_precision = None
+    strategy: str | None = None
+    mixed_precision: str | None = None
     # The GradScaler of the latest prepare() that took a model or an optimizer (fp16 only): backward() scales
     # with it. Kept here, not on the model, because the user's loop calls jupyter_dist.backward(loss) alone.
-    scaler = None
+    scaler: Any = None  # a torch.amp.GradScaler
     # The ShardedLoader whose last batch is out (set while the loop body runs on it): gather_for_metrics()
     # drops the samples its sampler repeated to even out the ranks.
-    final_batch_of = None
+    final_batch_of: Any = None  # a ShardedLoader (_loader.py, which imports this module)
 
     @property
     def loaders(self) -> PreparedLoaders | None:

@@ -43,7 +43,7 @@ class ElasticSampler(DistributedSampler):
 
     def set_position(self, epoch: int, consumed: int) -> None:
         """Make the next pass the rest of ``epoch`` after its first ``consumed`` samples (of every rank)."""
-        size = len(self.dataset)
+        size = self._dataset_size()
         if not 0 <= consumed <= size:
             raise ArgumentError(
                 f"consumed={consumed}: a position in an epoch of this dataset is 0 to its {size} samples; "
@@ -56,7 +56,7 @@ class ElasticSampler(DistributedSampler):
     @property
     def remaining(self) -> int:
         """The samples of the epoch's order not trained on yet (by any rank)."""
-        return len(self.dataset) - self.consumed
+        return self._dataset_size() - self.consumed
 
     @property
     def padded_ranks(self) -> range:
@@ -82,10 +82,15 @@ class ElasticSampler(DistributedSampler):
         import torch
 
         if not self.shuffle:
-            return list(range(len(self.dataset)))
+            return list(range(self._dataset_size()))
         generator = torch.Generator()
         generator.manual_seed(self.seed + self.epoch)
-        return torch.randperm(len(self.dataset), generator=generator).tolist()
+        return torch.randperm(self._dataset_size(), generator=generator).tolist()
+
+    def _dataset_size(self) -> int:
+        # torch's Dataset declares no __len__; a dataset a sampler splits has one (DistributedSampler's own
+        # sizing calls it too).
+        return len(self.dataset)  # type: ignore[arg-type]
 
     def _fit_share(self) -> None:
         # DistributedSampler's own sizing, over what remains of the epoch instead of the whole dataset; its

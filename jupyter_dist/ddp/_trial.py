@@ -52,6 +52,7 @@ class DataParallelTrial:
         import torch
 
         ctx = current_trial()
+        assert ctx is not None and ctx.rank_info is not None  # it runs as a data-parallel trial's rank
         info = ctx.rank_info
         threads = torch.get_num_threads()
         if self.threads:

@@ -163,6 +163,7 @@ def encode(event: Event) -> list:
     if type(event) is ExperimentStarted:
         e = event.experiment
         return ["S", e.id, e.name, e.kind, list(e.metrics), list(e.modes), e.started]
+    assert type(event) is ExperimentEnded  # the last kind of event
     return ["X", event.state, event.ended, event.best and list(event.best), list(event.pareto)]
 
 
@@ -171,7 +172,7 @@ def decode(item: list) -> Event:
     if code == "R":
         return Reported(item[1], item[2])
     if code in ("T", "E"):
-        trial = TrialInfo(*item[1:10], last=item[10], logs=item[11])
+        trial = TrialInfo(*item[1:10], last=item[10], logs=item[11])  # type: ignore[misc]  # its first 9 fields
         return TrialStarted(trial) if code == "T" else TrialEnded(trial)
     if code == "S":
         _, id_, name, kind, metrics, modes, started = item

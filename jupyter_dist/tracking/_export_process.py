@@ -145,11 +145,13 @@ class Exporter:
                 if done and not self._events:
                     break
             self._send(["finish"])
-            self._process.stdin.close()
+            process = self._process
+            assert process.stdin is not None and process.stdout is not None  # it was started with both pipes
+            process.stdin.close()
             while self._read_replies(block=True):  # until the child closes its end: it has written everything
                 pass
-            self._process.stdout.close()
-            code = self._process.wait()
+            process.stdout.close()
+            code = process.wait()
             if code != 0 and self._failure is None:
                 self._failure = f"the export process ended with exit code {code}"
         except Exception as exc:  # the run goes on without this tracker; a hook, the end or wait() says so
@@ -163,7 +165,7 @@ class Exporter:
 
     def _send_events(self, batch: list[Event | bytes]) -> None:
         """``["events", [...]]``, the report batches as the listener encoded them, the other events encoded now."""
-        items = [e if type(e) is bytes else msgpack.packb(encode(e)) for e in batch]
+        items = [e if isinstance(e, bytes) else msgpack.packb(encode(e)) for e in batch]
         n = len(items)  # msgpack's array header, written here to join the items already encoded
         header = (
             bytes([0x90 | n])
@@ -175,17 +177,20 @@ class Exporter:
         self._write(b"\x92" + msgpack.packb("events") + header + b"".join(items))
 
     def _write(self, data: bytes) -> None:
+        process = self._process
+        assert process is not None and process.stdin is not None  # started, with its pipes, before any write
         try:
-            self._process.stdin.write(data)
-            self._process.stdin.flush()
+            process.stdin.write(data)
+            process.stdin.flush()
         except BrokenPipeError:  # the child is gone: its reply, or its exit code, says why
             self._read_replies(block=True)
             if self._failure is None:
-                self._failure = f"the export process ended with exit code {self._process.wait()}"
+                self._failure = f"the export process ended with exit code {process.wait()}"
             raise
 
     def _read_replies(self, block: bool) -> bool:
         """Take the child's replies (its first failure; "done"); False once it has closed its end."""
+        assert self._process is not None and self._process.stdout is not None  # started, with its pipes
         out = self._process.stdout
         if not block and not select.select([out], [], [], 0)[0]:
             return True

@@ -94,7 +94,7 @@ def main() -> int:
         messages = [inbox.get()]
         while not inbox.empty():
             messages.append(inbox.get_nowait())
-        events = []
+        events: list[Event] = []
         for message in messages:
             if message is _EOF:
                 if finished:  # the kernel closes the pipe after "finish"
@@ -106,7 +106,7 @@ def main() -> int:
                 finished = True
             elif not failed:
                 events.extend(decode(item) for item in message[1])
-        if events and not failed:
+        if events and not failed and destination is not None:  # (made, or failed is set)
             try:
                 for chunk in _chunks(events):
                     started = time.monotonic()
@@ -129,6 +129,7 @@ def _chunks(events: list[Event]) -> Iterator[list[Event]]:
     chunk: list[Event] = []
     size = 0
     for event in events:
+        pieces: list[Event]
         if type(event) is Reported and len(event.rows) > CHUNK:
             rows = event.rows
             pieces = [Reported(event.trial_id, rows[i : i + CHUNK]) for i in range(0, len(rows), CHUNK)]

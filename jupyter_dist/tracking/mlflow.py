@@ -50,6 +50,7 @@ def to_mlflow(exp: Tracked, tracking_uri: str | None = None, experiment: str | N
     require("mlflow", EXTRA, "Experiment.to_mlflow")
     destination = MlflowDestination(tracking_uri, experiment or exp.name)
     export(destination, events_of(exp))
+    assert destination.parent is not None  # its experiment started
     return destination.parent
 
 
@@ -111,6 +112,7 @@ class MlflowDestination(Destination):
         if info.metrics:
             tags["jupyter_dist.metric"] = ",".join(info.metrics)
             tags["jupyter_dist.mode"] = ",".join(info.modes)
+        assert self.experiment_id is not None  # found or made above
         run = self.client.create_run(
             self.experiment_id, start_time=_ms(info.started), tags=tags, run_name=info.name
         )
@@ -125,6 +127,7 @@ class MlflowDestination(Destination):
             "jupyter_dist.state": "running",
             **{_key(k): _text(v, MAX_TAG_CHARS) for k, v in trial.labels.items()},
         }
+        assert self.experiment_id is not None  # the experiment started first
         run = self.client.create_run(
             self.experiment_id, start_time=_ms(trial.started), tags=tags, run_name=f"trial-{trial.trial_id}"
         )
@@ -165,6 +168,7 @@ class MlflowDestination(Destination):
             self._send(self.runs[trial_id])
             self._terminate(self.runs[trial_id], "KILLED", event.ended)
         self.open.clear()
+        assert self.parent is not None  # the experiment started first
         self._batch(self.parent)[2].extend(self._RunTag(k, v) for k, v in tags.items())
         self._send(self.parent)
         self._terminate(self.parent, EXPERIMENT_STATUS.get(event.state, "KILLED"), event.ended)

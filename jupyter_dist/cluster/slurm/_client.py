@@ -112,7 +112,9 @@ def _within_admin_bounds(
     )
     if clipped != (workers, adapt):
         asked = (
-            f"{workers} worker jobs" if workers is not None else f"adapt between {adapt[0]} and {adapt[1]}"
+            f"{workers} worker jobs"
+            if workers is not None or adapt is None  # (one of them is given: it was clipped)
+            else f"adapt between {adapt[0]} and {adapt[1]}"
         )
         warnings.warn(
             f"jupyter_dist.slurm.adapt allows at most {limit} worker jobs: asked for {asked}, sized to {limit}",

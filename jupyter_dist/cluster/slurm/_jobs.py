@@ -21,7 +21,7 @@ def _cluster_class():
     dask_jobqueue = jobqueue()
     from distributed.core import Status
 
-    class RefusalAwareJob(dask_jobqueue.slurm.SLURMJob):
+    class RefusalAwareJob(dask_jobqueue.slurm.SLURMJob):  # type: ignore[name-defined]  # imported on demand
         async def start(self):
             try:
                 await super().start()
@@ -36,7 +36,7 @@ def _cluster_class():
                 self.status = Status.failed
                 raise
 
-    class JupyterDistSLURMCluster(dask_jobqueue.SLURMCluster):
+    class JupyterDistSLURMCluster(dask_jobqueue.SLURMCluster):  # type: ignore[name-defined]  # imported on demand
         job_cls = RefusalAwareJob
 
     return JupyterDistSLURMCluster
