@@ -99,6 +99,7 @@ def _without(fn: Callable, names: list[str]) -> inspect.Signature:
 
 
 class WithParameters:
+    __wrapped__: Callable  # functools.update_wrapper sets it
     """``fn`` with ``objects`` bound as keyword arguments: called here, it passes them as they are; pickled for
     a run's trials, only the keys they were scattered under travel (``_Bound``)."""
 
@@ -131,11 +132,15 @@ class _Bound:
 
     @property
     def names(self) -> list[str]:
-        return list(self.objects if self.objects is not None else self.keys)
+        if self.objects is not None:
+            return list(self.objects)
+        assert self.keys is not None  # the objects, or the keys they were scattered under
+        return list(self.keys)
 
     def __call__(self, **kwargs: Any) -> Any:
         if self.objects is not None:
             return self.fn(**self.objects, **kwargs)
+        assert self.keys is not None  # the objects, or the keys they were scattered under
         return self.fn(**{name: fetch(key) for name, key in self.keys.items()}, **kwargs)
 
     def __reduce__(self):

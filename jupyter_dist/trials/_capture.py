@@ -37,7 +37,7 @@ class _CapturedStream(io.TextIOBase):
         return False
 
     @property
-    def encoding(self):  # some libraries ask the stream for its encoding
+    def encoding(self):  # type: ignore[override]  # some libraries ask the stream for its encoding
         return getattr(self.original, "encoding", "utf-8")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, decode_all
 from ._trial_context import forget_experiment, forget_trial, mark_stopped
@@ -34,7 +35,7 @@ class EventChannel:
     ) -> None:
         self.client = client
         self.topic = topic
-        self._handlers = {
+        self._handlers: dict[type, Callable[[Any], None]] = {
             ReportBatch: on_reports,
             LogLine: on_log,
             CheckpointEvent: on_checkpoint,

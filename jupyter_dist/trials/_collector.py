@@ -65,6 +65,7 @@ def quiet_collector() -> Iterator[None]:
             _runs -= 1
             if _runs == 0:
                 gc.callbacks.remove(_freeze_after_full_collection)
+                assert _thresholds is not None  # the first run kept them
                 gc.set_threshold(*_thresholds)
                 if _unfreeze_at_end:
                     gc.unfreeze()

@@ -71,10 +71,15 @@ class TrialDecisions:
     def _scope(self, batch: ReportBatch) -> list[ReportRow]:
         """Feed the attempt's reports of the objective to its scope; the rows as the pruner is to see them, the
         objective's value at each step being the scope over the reports up to that step."""
-        attempt, scoped = self.scoped.get(batch.trial_id, (None, None))
-        if attempt != batch.attempt:  # its first reports, or a re-run attempt's (its curve starts over)
+        assert self.scoped is not None  # (a scope other than "last")
+        kept = self.scoped.get(batch.trial_id)
+        if (
+            kept is None or kept[0] != batch.attempt
+        ):  # its first reports, or a re-run attempt's (it starts over)
             scoped = self.objective.tracker()
             self.scoped[batch.trial_id] = (batch.attempt, scoped)
+        else:
+            scoped = kept[1]
         metric, rows = self.objective.metric, []
         for step, metrics, sent_at in batch.rows:
             if metric in metrics:

@@ -27,7 +27,7 @@ from ._worker_cache import probe_function
 RUNNER_MODULE = probe_function.__module__
 
 
-def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes, key: str, timeout: float) -> None:
+def load_on_a_worker(client, fn_key: tuple[str, str], fn_blob: bytes | str, key: str, timeout: float) -> None:
     """Load the pickled training function on one of ``client``'s workers within ``timeout`` seconds; a
     TrialFunctionError naming the cause and the fix when it cannot be loaded or no worker takes the task."""
     refusal = _no_worker_will_come(client)

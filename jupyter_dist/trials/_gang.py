@@ -17,6 +17,7 @@ from collections.abc import Container
 
 from ..errors import PlacementError
 from ..protocol import ErrorKind, Outcome, RankInfo, TrialState
+from ._elastic import Waiting
 from ._seams import RunningTrial
 from ._task_trial import task_error
 
@@ -109,7 +110,7 @@ class GangTrial(RunningTrial):
         self.reported: dict[int, Outcome] = {}  # rank -> outcome event, which comes ahead of the task
         # An elastic job (trials/_elastic.py) between two groups of ranks, and how many times in a row it
         # regrouped from the same checkpoint.
-        self.waiting = None
+        self.waiting: Waiting | None = None
         self.fruitless = 0
         self.regrouped_from: int | None = None
         self.grow_asked = False

@@ -80,8 +80,10 @@ class GangJobs:
         ]
         self.placement.busy.update(workers)
         tasks.running[spec.trial_id] = futures
+        notify = self.notify
+        assert notify is not None  # start() was given it
         for rank, future in enumerate(futures):
-            _on_end(future, spec.trial_id, rank, self.notify)
+            _on_end(future, spec.trial_id, rank, notify)
         return ranks[0].attempt
 
     def regrouping(self) -> bool:
@@ -134,6 +136,7 @@ class GangJobs:
         """Start the job's next group on the free workers (as many as it may have), once there are at least its
         minimum; its final outcome if it waited for them longer than the elastic timeout."""
         waiting, elastic = trial.waiting, self.elastic
+        assert waiting is not None and elastic is not None  # an elastic job between two groups
         if trial.told_to_stop:  # the run is stopping: the job ends as its last group did
             trial.waiting = None
             return waiting.ended

@@ -59,7 +59,7 @@ class StopRule:
         rule = self.rule
         if not isinstance(rule, dict):
             try:
-                return bool(rule(trial_id, dict(metrics)))
+                return bool(rule(trial_id, dict(metrics)))  # type: ignore[operator]  # a function, not a dict
             except Exception as exc:
                 raise HookFailed(
                     f"stop={self.describe()} raised {type(exc).__name__}: {exc} (trial {trial_id}, {metrics})"
@@ -128,7 +128,7 @@ def check_target(target: Any, objective: Objective) -> float | None:
         raise ArgumentError("target= needs metric=: the objective whose value is to reach it")
     if objective.several:
         raise ArgumentError(
-            f"target={target!r}: with several objectives ({', '.join(objective.metrics)}) no one value says the "
+            f"target={target!r}: with several objectives ({', '.join(map(str, objective.metrics))}) no one value says the "
             "search is done; give a stop rule per trial (stop=) or a timeout= instead"
         )
     return float(target)

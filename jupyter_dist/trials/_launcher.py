@@ -35,6 +35,7 @@ from ._outbox import FRESH, RELAXED
 from ._placement import Placement
 from ._seams import RunningTrial, TaskEnded, TrialSpec
 from ._single_trials import SingleTrials
+from ._task_trial import TaskTrial
 from ._trial_tasks import TrialTasks
 
 # How long restarting the workers of ranks given up on may take.
@@ -195,6 +196,7 @@ class DaskLauncher:
     def settle(self, trial: RunningTrial, event: Outcome | TaskEnded) -> Outcome | None:
         if isinstance(event, Outcome):
             if not isinstance(trial, GangTrial):  # ~2 ms after the function returned
+                assert isinstance(trial, TaskTrial)  # this launcher's trials are one or the other
                 return None if self.singles.ran_again(trial, event) else event
             if event.attempt != trial.attempt:
                 return None  # a rank of the job's last group (an elastic job regrouped since)
@@ -208,10 +210,12 @@ class DaskLauncher:
             if trial.rank_ended(event.rank, event.task):
                 self.stop([trial.trial_id])
             return self.gangs.ended_or_regrouped(trial, time.monotonic())
+        assert isinstance(trial, TaskTrial)  # this launcher's trials are one or the other
         return trial.task_ended(event.task)
 
     def poll(self, trial: RunningTrial, now: float) -> Outcome | None:
         if not isinstance(trial, GangTrial):
+            assert isinstance(trial, TaskTrial)  # this launcher's trials are one or the other
             # A single-task trial's task is looked at here rather than given a done-callback: Dask runs each
             # callback through a thread pool, two thread hand-offs per trial that cost the kernel ~0.1 ms each
             # (the outcome event normally says how it ended anyway).

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..protocol import encode_reports, pack_event
@@ -88,7 +88,7 @@ class Outbox:
         self.topic = topic
         self._emit = emit  # worker.log_event, bound once
         self.lock = threading.Lock()
-        self._messages: list[dict] = []  # encoded, in the order they were sent
+        self._messages: list[Mapping[str, Any]] = []  # encoded, in the order they were sent
         # Trials with report rows waiting in their own batch (an ordered set): their rows are newer than any
         # message of theirs in _messages, so they go after those.
         self._reporting: dict[Reporting, None] = {}
@@ -118,7 +118,7 @@ class Outbox:
         """Whether what waits must leave now: ``trial``'s batch is full, or the event is (MAX_EVENT_ROWS)."""
         return len(trial.batch) >= MAX_BATCH or self.rows >= MAX_EVENT_ROWS
 
-    def add(self, trial: Reporting, message: dict, wait: float) -> None:
+    def add(self, trial: Reporting, message: Mapping[str, Any], wait: float) -> None:
         """A message of ``trial`` (under ``lock``), after the reports it has waiting: send it within ``wait``."""
         if trial.batch:
             self._messages.append(self._take(trial))  # (its rows still count in ``rows``: they wait too)
@@ -155,7 +155,7 @@ class Outbox:
             self._emit(self.topic, pack_event(messages))
 
     @staticmethod
-    def _take(trial: Reporting) -> dict:
+    def _take(trial: Reporting) -> Mapping[str, Any]:
         message = encode_reports(trial.trial_id, trial.attempt, trial.batch)
         trial.batch = []
         return message
@@ -186,10 +186,11 @@ class _Flusher:
             with self._changed:
                 now = time.monotonic()
                 # An outbox flushed by a trial's thread meanwhile has nothing due: drop it until it has again.
-                self._waiting = {box for box in self._waiting if box.due is not None}
-                ready = [box for box in self._waiting if box.due <= now]
+                dues = {box: due for box in self._waiting if (due := box.due) is not None}
+                self._waiting = set(dues)
+                ready = [box for box, due in dues.items() if due <= now]
                 if not ready:
-                    soonest = min((box.due for box in self._waiting), default=now + 60.0)
+                    soonest = min(dues.values(), default=now + 60.0)
                     self._changed.wait(soonest - now)
                     continue
                 self._waiting.difference_update(ready)

@@ -82,6 +82,7 @@ class Placement:
         """A gateway or Slurm cluster that keeps a trial's ranks as its minimum (cluster/_sizing.py) may still be
         starting them: wait for them (up to WORKERS_COMING_S), rather than refuse a run they are coming for; a
         ClusterError as soon as the cluster says it cannot start them (Slurm refused a worker job)."""
+        assert self.ranks is not None  # (a data-parallel run's placement)
         span = kept_span(self.client)
         if span is None or span[0] < self.ranks:
             return
@@ -133,6 +134,7 @@ class Placement:
     def for_ranks(self) -> list[str] | None:
         """A data-parallel trial needs ``ranks`` of our free workers (an elastic one at least its minimum), and
         waits (None) until there are."""
+        assert self.ranks is not None  # (a data-parallel run's placement)
         free = self.free_workers(eligible_workers(self.client, self.resources))
         least = self.ranks if self.elastic is None else self.elastic.min_ranks
         if len(free) >= least:

@@ -45,8 +45,8 @@ class SingleTrials:
         # handed a GPU trial it does not declare dies ("KeyError: 'GPU'" in its state machine). Strictly pinned,
         # a trial whose worker dies goes to "no-worker" and unpin_orphans() submits it again, unpinned.
         loose = not tasks.resources
-        for placement, specs in alike.items():
-            hint = {"workers": list(placement), "allow_other_workers": loose} if placement else {}
+        for where, specs in alike.items():
+            hint = {"workers": list(where), "allow_other_workers": loose} if where else {}
             futures = tasks.submit_all(
                 [tasks.task(spec, None) for spec in specs],
                 [f"trial-{spec.trial_id}" for spec in specs],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from typing import Any
 
 from ..protocol import ErrorKind, Outcome, TrialState
 from ._seams import RunningTrial
@@ -19,7 +20,7 @@ class TaskTrial(RunningTrial):
     def __init__(self, trial_id: int) -> None:
         super().__init__(trial_id)
         self.unreported_since: float | None = None  # when its task ended without its outcome event
-        self._finished_task = None
+        self._finished_task: Any = None  # its ended task (a Dask future), while its outcome is late
         self._seen_ended = None  # the task whose end task_ended() was told
 
     def poll(self, task, now: float) -> Outcome | None:

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch.distributed
 
 from ..errors import ArgumentError, TrialPruned
 from ..protocol import RankInfo, encode_checkpoint, encode_log
@@ -118,7 +122,7 @@ class TrialContext:
         self.until_step: int | None = None  # a PBT segment's last step (TrialTask.until_step)
         self.elastic = False  # an elastic data-parallel rank (TrialTask.elastic)
         # The job's rendezvous store (torch's TCPStore), where an elastic job's ranks agree to regroup.
-        self.rendezvous = None
+        self.rendezvous: torch.distributed.Store | None = None
         self._checkpoints_made = 0
         # emit is worker.log_event, bound once: get_worker() per report would cost more.
         self._outbox = outbox_for(exp_id, topic, emit)
@@ -174,10 +178,15 @@ class TrialContext:
         if not resumed and self.until_step is not None and step >= self.until_step:
             # Every rank gets here after the same checkpoint's last barrier: they end the segment together.
             raise SegmentDone(f"trial {self.trial_id} checkpointed step {step}, its segment's last")
-        if not resumed and self.elastic and self.rendezvous is not None and self._regroup_agreed():
+        if (
+            not resumed
+            and self.elastic
+            and self.rendezvous is not None
+            and self._regroup_agreed(self.rendezvous)
+        ):
             raise Regroup(f"trial {self.trial_id} regroups after its checkpoint of step {step}")
 
-    def _regroup_agreed(self) -> bool:
+    def _regroup_agreed(self, store: torch.distributed.Store) -> bool:
         """Whether the job ends at this checkpoint to regroup. Rank 0 decides and tells the others through the
         rendezvous store (a key per checkpoint, which they wait for): a flag read by each rank on its own could
         reach them at different checkpoints, and a rank leaving alone would stall its peers' next collective."""
@@ -186,14 +195,14 @@ class TrialContext:
         if self.rank == 0:
             asked = (self.exp_id, self.trial_id) in _regroup_asked
             _regroup_asked.discard((self.exp_id, self.trial_id))
-            self.rendezvous.set(key, b"1" if asked else b"0")
-        return self.rendezvous.get(key) == b"1"
+            store.set(key, b"1" if asked else b"0")  # type: ignore[arg-type]  # torch's stub says str; bytes go
+        return store.get(key) == b"1"
 
     def send_log(self, stream: str, text: str) -> None:
         """Send captured output, after every report made before it."""
         self.send(encode_log(self.trial_id, self.attempt, stream, text), LOG_WAIT)
 
-    def send(self, msg: dict, wait: float = OUTCOME_WAIT) -> None:
+    def send(self, msg: Mapping[str, Any], wait: float = OUTCOME_WAIT) -> None:
         """Send one encoded message (an output line, the outcome) within ``wait``, after every report made before
         it (in the same event as those not sent yet)."""
         with self._outbox.lock:

@@ -103,7 +103,7 @@ class TrialTasks:
             gpus=0 if rank is not None else (self.resources or {}).get("GPU", 0),
             cpus=None if rank is not None else self.cpus,
             checkpoint_dir=self._checkpoint_dir(spec),
-            keep_checkpoints=self.checkpoints and self.checkpoints.keep,
+            keep_checkpoints=self.checkpoints.keep if self.checkpoints else None,
             report_wait=self.report_wait,
             until_step=spec.until_step,
             elastic=self.elastic and rank is not None,
@@ -140,7 +140,8 @@ class TrialTasks:
 
     def release_ended(self) -> None:
         """Let Dask drop the results of the lingering tasks that have ended."""
-        ended, still = [], []
+        ended: list = []
+        still: list = []
         for future in self.lingering:
             (ended if future.done() else still).append(future)
         self.lingering = still

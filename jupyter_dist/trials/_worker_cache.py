@@ -75,7 +75,7 @@ def forget(keys: list[str], function_key: tuple[str, str] | None) -> None:
         for key in keys:
             _fetched.pop(key, None)
     if function_key is not None:
-        forget_function(tuple(function_key))
+        forget_function((function_key[0], function_key[1]))
 
 
 def fetch(key: str, keep: bool = True) -> Any:
@@ -91,7 +91,7 @@ def fetch(key: str, keep: bool = True) -> Any:
             value = worker.data[key]
         else:
             client = get_client()
-            future = Future(key, client)
+            future: Future[Any] = Future(key, client)
             # A Future made from a key alone (as Dask's own unpickling makes one) waits for news of its key until
             # the scheduler knows this client wants it: what Client._inform_scheduler_of_futures sends.
             client._send_to_scheduler({"op": "client-desires-keys", "keys": [key]})
