@@ -376,14 +376,7 @@ class DaskProcessCluster:
         threads: int,
         env: dict[str, str] | None = None,
         scheduler_args: tuple[str, ...] = ("--no-dashboard",),
-        worker_args: tuple[str, ...] = (
-            "--memory-limit",
-            "0",
-            "--name",
-            "bench-{i}",
-            "--death-timeout",
-            "60",
-        ),
+        worker_args: tuple[str, ...] = tuple("--memory-limit 0 --name bench-{i} --death-timeout 60".split()),
     ) -> None:
         self.workers = workers
         self.threads = threads
@@ -405,18 +398,8 @@ class DaskProcessCluster:
             len(self.procs) - 1, len(self.procs) - 1 + (self.workers if workers is None else workers)
         ):
             args = [a.format(i=i) for a in self.worker_args]
-            self._spawn(
-                [
-                    self._dask,
-                    "worker",
-                    self.address,
-                    "--nthreads",
-                    str(self.threads),
-                    "--no-nanny",
-                    "--no-dashboard",
-                ]
-                + args
-            )
+            worker = [self._dask, "worker", self.address, "--nthreads", str(self.threads), "--no-nanny"]
+            self._spawn([*worker, "--no-dashboard", *args])
 
     def start(self, on_workers=None) -> dict[str, Any]:
         """Start them, wait for every worker, then run ``on_workers`` on each (``Client.run``: e.g. imports that
@@ -513,18 +496,15 @@ def jupyter_server(app: str, root: str, store: str, *args: str):
     port = free_port()
     token = secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_DIST_STORE": store, "JUPYTER_TOKEN": token}
+    options = [
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--ServerApp.root_dir={root}",
+    ]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            app,
-            "--no-browser",
-            "--allow-root",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            f"--ServerApp.root_dir={root}",
-            *args,
-        ],
+        [sys.executable, "-m", app, *options, *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -1,15 +1,7 @@
-"""bench_lab's scale figures (issue 26), in a real JupyterLab and Debian's chromium:
-
-* open: an ended HPO experiment of TRIALS x STEPS reports (10,000 x 100 = 1M), written through the run's own
-  record and store writer (tests/lab/big_experiment.py), opened from the Experiments panel (the time from the
-  click to its trials table, then to its learning curves) and in a reopened notebook whose cell ran it (the saved
-  bundle the kernel writes at a run's end; from File > Open to the cell's table and curves); the table rows in
-  the page, and the long tasks (main-thread work over 50 ms) meanwhile.
-* live: the cell view of a running experiment while LIVE_TRIALS trials report at once (each sleeps
-  LIVE_SECONDS, reporting 10 times a second; a LocalCluster of LIVE_WORKERS processes x LIVE_THREADS threads,
-  random sampler, pruner=None: the issue's 960-trial shape): the page's frames per second (requestAnimationFrame)
-  and long tasks over a window of the run, the CPU its main thread used, those of a blank page beside it (what the
-  machine left any page), the view's own draws, and the reports the store received meanwhile.
+"""bench_lab's scale figures (issue 26) in a real JupyterLab: an ended experiment of TRIALS x STEPS reports
+opened from the Experiments panel and in a reopened notebook (time to its table and curves, long tasks), and the
+live cell view while LIVE_TRIALS trials report at once (frames/s, long tasks, main-thread CPU against a blank
+page, the view's draws). Method: docs/performance/jupyterlab.md, "At scale".
 """
 
 from __future__ import annotations

@@ -295,13 +295,13 @@ def interleave(
     rounds: int,
     sides: dict[str, Callable[[int], Any]],
     order: str = "fixed",
-    show: Callable[[int, str, Any], str] | None = None,
+    show: bool = True,
     orders: list[list[str]] | None = None,
 ) -> dict[str, list]:
     """Each round runs every side once (``sides[name](round)``), so the machine's drift hits them alike; the
     order per round: "fixed", "rotate" (each side first in turn) or "alternate" (reversed every other round).
-    ``show(round, side, outcome)``: a line printed after each run; ``orders`` gets each round's order. Returns
-    every side's outcomes in order."""
+    ``show``: print each run's ``brief()`` line; ``orders`` gets each round's order. Returns every side's
+    outcomes in order."""
     names = list(sides)
     runs: dict[str, list] = {name: [] for name in names}
     for r in range(rounds):
@@ -316,8 +316,24 @@ def interleave(
         for name in turn:
             runs[name].append(sides[name](r))
             if show:
-                print(show(r, name, runs[name][-1]), flush=True)
+                print(brief(f"round {r} {name}", runs[name][-1]), flush=True)
     return runs
+
+
+def brief(label: str, outcome: Any) -> str:
+    """A progress line: ``label`` and the numbers of ``outcome`` (a number, or a dict's, nested dicts' as
+    "key.key"), 3 significant digits; a failed child's error and the end of its stderr."""
+    if isinstance(outcome, dict) and outcome.get("error"):
+        return f"  {label}: FAILED ({outcome['error']}): {str(outcome.get('stderr', ''))[-600:]}"
+
+    def numbers(value: Any, key: str) -> list[str]:
+        if isinstance(value, dict):
+            return [n for k, v in value.items() for n in numbers(v, f"{key}.{k}".strip("."))]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return []
+        return [f"{key} {value:,.0f}" if abs(value) >= 1000 else f"{key} {value:.3g}".strip()]
+
+    return f"  {label}: {', '.join(numbers(outcome, ''))}"
 
 
 def medians(runs: Iterable[dict], keys: Iterable[str] | None = None) -> dict[str, float]:

@@ -110,24 +110,10 @@ def warm_digits_imports():
 
 
 def train_digits_mlp(lr, width, momentum, weight_decay, epochs, batch=DIGITS_BATCH):
-    """An MLP (64 -> width -> width -> 10) trained on digits: a small, launch-bound trial (a step well under 1 ms).
-
-    Parameters
-    ----------
-    lr, momentum, weight_decay
-        SGD's.
-    width
-        Both hidden layers' width.
-    epochs
-        Passes over the 1347 training samples; the validation accuracy is reported after each (``val_acc``).
-    batch
-        Samples per step.
-
-    Returns
-    -------
-    dict
-        ``val_acc`` (the last epoch's) and ``body_s``, the seconds the function took.
-    """
+    """An MLP (64 -> width -> width -> 10) trained on digits with SGD (``lr``, ``momentum``, ``weight_decay``),
+    ``batch`` samples a step, for ``epochs`` passes over the 1347 training samples, reporting ``val_acc`` after
+    each: a small, launch-bound trial (a step well under 1 ms). Returns the last ``val_acc`` and ``body_s``, the
+    seconds the function took."""
     import time
 
     import torch
@@ -298,25 +284,10 @@ def train_compute_mlp(lr, steps, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH):
 
 
 def data_parallel_mlp(steps, warmup, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH, wrap_myself=False):
-    """The compute-bound MLP as one rank of a data-parallel run (or alone in a process).
-
-    Parameters
-    ----------
-    steps
-        Timed SGD steps, between two barriers, so the figure is the training loop's rate, not the job's start-up.
-    warmup
-        Untimed steps before them.
-    width, batch
-        The model's hidden width and the samples per step on this rank (the global batch grows with the ranks).
-    wrap_myself
-        The plain-PyTorch reference: ``DistributedDataParallel`` in a process group the caller made, no
-        jupyter_dist; otherwise ``jupyter_dist.prepare`` wraps the model.
-
-    Returns
-    -------
-    dict
-        ``samples_per_s`` (all ranks') and ``seconds``.
-    """
+    """The compute-bound MLP as one rank of a data-parallel run (or alone in a process): ``steps`` SGD steps of
+    ``batch`` samples on this rank timed between two barriers after ``warmup`` untimed ones (the loop's rate, not
+    the job's start-up); ``wrap_myself``: the plain-PyTorch reference, ``DistributedDataParallel`` in a process
+    group the caller made, else ``jupyter_dist.prepare``. Returns ``samples_per_s`` (all ranks') and ``seconds``."""
     import torch
 
     import jupyter_dist

@@ -1,14 +1,7 @@
-"""Checkpoints: what they save when a worker dies, and what they cost when none does.
+"""Checkpoints: the steps a trial redoes when its worker is killed at step 40 of 50, with ``checkpoint()`` every
+5 steps and ``restore()`` against none, and the cost of one save (its size, MB/s, share of a step). No target.
 
-1. A 50-step trial (an MLP, Adam, ~60 ms a step) whose worker process is killed at step 40 (80%) on its first
-   attempt; Dask re-runs it on a restarted worker. With ``jupyter_dist.checkpoint()`` every 5 steps and
-   ``restore()`` at the start, against the same function with checkpoints off: steps executed in all (both
-   attempts' reports) and the wall time of the whole ``hpo()`` call, ROUNDS rounds interleaved.
-2. The cost of a save, in a trial that runs straight through: each ``checkpoint()`` call timed inside the trial
-   (model + Adam state, ~3x the parameters) to the local disk: MB/s, and its share of a step's time when saving
-   every step and every 10th.
-
-Run: ``.venv/bin/python bench/bench_checkpoints.py`` (writes bench/results/checkpoints.json).
+Method: docs/performance/checkpoints.md, "Checkpoints". Run: ``.venv/bin/python bench/bench_checkpoints.py``.
 """
 
 from __future__ import annotations

@@ -1,71 +1,10 @@
-"""The cost model: kernel and scheduler CPU per trial and per report, fitted on a cluster of 64 worker processes.
+"""The cost model: the cores the kernel, the scheduler and the workers use per trial, per report and per Dask
+event, fitted on a ``dask scheduler`` and 64 ``dask worker --no-nanny`` processes x 16 threads (~4 GB), each
+point a fresh kernel process running ``hpo()`` of sleeping trials; checked at two held-out points.
 
-The cluster: the real ``dask scheduler`` command as a process of its own and 64 ``dask worker --no-nanny``
-processes of 16 threads each (1,024 slots), all on this machine, with the dask settings the README recommends
-for a cluster of one's own (profiler off, 1 s tick, 2 s system monitor, 500 ms memory monitor, work stealing off;
-Dask's own heartbeat, every 2 s at 64 workers). No worker imports torch (~100 MB each). Started once; every
-measured point then runs in a fresh kernel process (this script as a child) that connects a ``Client`` to it and
-runs one ``hpo()`` of ``_workloads.sleep_and_report`` trials (they sleep: the CPU they use is the bookkeeping's)
-with the random sampler, ``pruner=None``, the store on (a fresh file per point) and a listener-only view
-(``_runner.ReportView``).
-
-The points (full size; W = 64 workers, T = 16 threads):
-  * ``idle``: the kernel connected, nothing running, 15 s: the cluster's fixed cost (heartbeats, ticks).
-  * ``at_once``: N = W x {1, 2, 4, 8, 16} = 64 ... 1,024 trials at once, 1 report/s each, trials of 25 s.
-  * ``report_rate``: N = 2W = 128 at once, {2, 5, 10} reports/s each, trials of 25 s.
-  * ``churn``: N = 2W = 128 at once, trials that only sleep {8, 4, 2, 1} s (no report), 25 s of them (at
-    least 4 rounds). No trial is queued ahead on a worker here (jupyter_dist queues brief trials only where a
-    run's ``parallel`` takes every slot of the cluster; 128 of 1,024 do not), so N is what runs at once.
-  * ``held_out``: two points chosen after the fit, inside the range it covers but unlike any point in it: N
-    trials at once at 3 reports/s, N placing it at ~60% of the largest report rate fitted; and trials of 1.5 s,
-    as many at once as give ~60% of the largest trial rate fitted. Not used in the fit; the check.
-Each sweep runs from light to heavy and stops at its first saturated point (below).
-
-Measured per point, over its steady window (long trials: from the start of the last trial but 1% + 0.5 s to
-the first trial's end - 0.5 s; churn: from the N-th start + 0.5 s to the last start - 0.5 s; idle: all of it), with
-``_common.CpuSampler`` reading /proc every 0.5 s: CPU seconds per second (cores) of the kernel process (less the
-sampler's own thread; also by thread: ``main`` is jupyter_dist's trial loop, ``io_loop`` the Dask client and
-jupyter_dist's event handlers), the scheduler process, all worker processes, the whole machine, and others
-(the machine less ours: the machine is shared); and the rates the window saw: trials ended per second, reports
-delivered per second (the listener's arrivals), Dask events per second on the experiment's topic (counted by a
-scheduler plugin's ``log_event`` hook: jupyter_dist sends reports, output and outcomes as events, so this is how
-many messages the batching made of them), the mean trials running. Every trial's reports are checked (none lost
-or doubled). A point is saturated (left out of the fit, and its sweep stops) when the kernel or the scheduler
-used > 0.85 core, its processes used > 90% of the machine, reports arrived late (p99 > 2 s) or sleeping trials overran
-(mean > nominal + 5%, at least 0.25 s): past that CPU no longer follows the load.
-
-The model, fitted by least squares for each process p (kernel, scheduler, workers) over the unsaturated points
-(``_common.least_squares``):
-
-    cores_p = a_p + b_p * trials/s + c_p * reports/s [+ d_p * trials running] [+ e_p * events/s]
-
-``a`` is the idle cost in cores, ``b`` the CPU seconds per trial (start to outcome), ``c`` per report, ``d`` per
-running trial per second, ``e`` per Dask event. Four forms are fitted: ``per_trial_per_report`` (a, b, c),
-``per_trial_per_report+running``, ``per_trial_per_event`` (a, b, e) and ``per_trial_per_report+running+per_event``,
-each with R² and the leave-one-out RMS error (each point predicted by a fit without it). For each process the
-JSON names its ``best_form`` (least leave-one-out error of the four) and its ``user_form`` (the better of the two
-in trials and reports alone, what a user controls), and says whether events explain its CPU better than reports
-do: they do when the runtime packs a varying number of reports into one event, which ``batching`` gives as
-measured (events per report at each report rate, at the most trials at once run at that rate; events per trial
-from the churn points).
-
-The prediction: N trials at once, each T seconds long reporting r times a second, load a process with
-a + N (b/T + c r + d + e (r x events per report at r + events per trial / T)) cores (the terms its form has); it
-saturates one core at
-
-    N* = (1 - a) / (b/T + c r + d + e (r x events per report + events per trial / T))
-
-given for r in {0.1, 1, 10} reports/s and T in {10, 60, 600} s, by the best and the user form of the kernel and
-the scheduler; ``largest_cluster_one_kernel_drives`` gives both processes' N* (best forms) for 60 s trials at 1
-and 10 reports/s, and which saturates first. This 2-core machine saturates as a whole (kernel, scheduler and 64
-workers share its 2 cores) long before any one process reaches a core: N* is the fitted line extended. The check:
-at the held-out points, every form's predicted cores per process (from the rates the point measured) against the
-cores measured, within 0.05 core or 25% (``held_out_within_tolerance``, judged for the kernel and the scheduler
-by their best and by their user forms).
-
-Run: ``.venv/bin/python bench/bench_cost_model.py`` (~10 min, writes bench/results/cost_model.json; 64 workers
-take ~45 s to start and ~4 GB). ``--quick``: 8 workers, points of 10 s (smoke); ``--workers``, ``--threads``,
-``--point-seconds`` set them.
+Method (the points, the steady window, when a point is saturated, the four forms fitted and N*):
+docs/performance/scalability.md, "The cost model". Run: ``.venv/bin/python bench/bench_cost_model.py`` (~10 min;
+``--quick``: 8 workers, points of 10 s; ``--workers``, ``--threads``, ``--point-seconds``).
 """
 
 from __future__ import annotations
@@ -81,7 +20,7 @@ from pathlib import Path
 
 import _runner
 from _common import CpuSampler, DaskProcessCluster, header, least_squares
-from _runner import ReportView, child_main, in_child
+from _runner import ReportView, brief, child_main, in_child
 from _workloads import sleep_and_report
 from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -485,7 +424,8 @@ def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
     print(f"  {point.sweep}: {point.label}...", flush=True)
     res = _child(point, cluster_file)
     points.append(res)
-    print(_line(res), flush=True)
+    shown = res if "error" in res else {k: res[k] for k in ("cores", "rates", "saturated")}
+    print(brief(f"{point.sweep}: {point.label}", shown), *res.get("saturated") or (), flush=True)
     return res
 
 
@@ -588,21 +528,6 @@ def _headline(fitted: dict) -> dict:
             "reports_per_s_then": finite[first] * r if first else None,
         }
     return out
-
-
-def _line(res: dict) -> str:
-    if "error" in res:
-        return f"    FAILED ({res['error']}): {res.get('stderr', '')[-600:]}"
-    c, r = res["cores"], res["rates"]
-    flag = f"  SATURATED: {', '.join(res['saturated'])}" if res["saturated"] else ""
-    check = res.get("reports_check")
-    lost = f", lost {check['lost']} doubled {check['doubled']}" if check else ""
-    return (
-        f"    {res['window']['seconds']:.1f} s window: {r['trials_per_s']:.1f} trials/s, {r['reports_per_s']:.0f} "
-        f"reports/s, {r['events_per_s']:.0f} events/s, {r['running']:.0f} running{lost}; cores: kernel "
-        f"{c['kernel']:.3f}, scheduler {c['scheduler']:.3f}, workers {c['workers']:.3f}, others "
-        f"{c['others']:.2f}{flag}"
-    )
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,21 +1,10 @@
-"""Large data by reference: a training function that closes over a 500 MB array, 32 trials, three ways.
+"""Large data by reference: 32 one-second trials of a function closing over a 500 MB array, 2 at a time, its
+pickle sent with every task (``scatter-threshold: null``) against scattered once per run (the automatic 1 MiB
+threshold, and ``with_parameters``): wall time and loopback bytes, 2 rounds, the order rotating. No target.
 
-- ``pickled``: the closure with dask config ``jupyter_dist.scatter-threshold: null``: its 500 MB pickle travels
-  with every trial task (the only way before issue 25);
-- ``automatic``: the same closure with the default threshold (1 MiB): the pickle is scattered once per run and
-  each worker fetches it once;
-- ``with_parameters``: ``jupyter_dist.with_parameters(train, data=array)``: the array scattered once per run,
-  each worker fetching it once.
-
-The array is random float64 (nothing compresses it). Each trial reads the array and sleeps 1.05 s, so the runs
-keep 2 trials in flight (no trial queued ahead: trials under 1 s would be) on the embedded cluster (2 worker
-processes x 1 thread). Measured per run: the wall time of the ``hpo()`` call and the bytes that crossed the
-loopback interface meanwhile (psutil's counters for ``lo``: machine-wide, so another process's loopback traffic
-counts too; the idle rate measured before the runs says how much). The three ways run interleaved, the order
-rotating each round, on one cluster.
-
-Run: ``.venv/bin/python bench/bench_data_by_reference.py`` (~6.5 min; writes bench/results/data_by_reference.json);
-``--quick`` (or ``BENCH_DATA_MB=5 BENCH_TRIALS=8 BENCH_ROUNDS=1 BENCH_RESULTS=/tmp/x``) for a smoke run.
+Method: docs/performance/checkpoints.md, "Large data by reference". Run: ``.venv/bin/python
+bench/bench_data_by_reference.py`` (~6.5 min); ``--quick`` (or ``BENCH_DATA_MB=5 BENCH_TRIALS=8
+BENCH_ROUNDS=1``) for a smoke run.
 """
 
 from __future__ import annotations
@@ -86,10 +75,6 @@ def one_run(way: str, array, client, round_no: int) -> dict:
     return {"way": way, "wall_s": wall, "loopback_bytes": sent, "completed": completed, "round": round_no}
 
 
-def _show(round_no: int, way: str, run: dict) -> str:
-    return f"  round {round_no} {way:>15}: {run['wall_s']:6.1f} s, {run['loopback_bytes'] / 1e9:7.2f} GB over loopback"
-
-
 def main() -> dict:
     import numpy as np
 
@@ -112,7 +97,7 @@ def main() -> dict:
         orders: list[list[str]] = []
         try:
             sides = {way: lambda r, w=way: one_run(w, array, client, r) for way in WAYS}
-            runs = interleave(ROUNDS, sides, "rotate", _show, orders)
+            runs = interleave(ROUNDS, sides, "rotate", orders=orders)
         finally:
             jd.close_local_cluster()
     by_way = {

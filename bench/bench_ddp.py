@@ -1,16 +1,9 @@
-"""CPU data-parallel scaling: samples/s of a compute-bound MLP with jupyter_dist.data_parallel at 1 and 2 ranks.
+"""CPU data-parallel scaling: samples/s of the compute-bound MLP through ``data_parallel()`` at 1 and 2 ranks
+(one torch thread each), against a plain loop in this process and plain PyTorch DDP in 2 processes, alternating,
+medians of REPEATS. Target: >= 1.6x at 2 ranks.
 
-Each rank has one torch thread (set on purpose with threads_per_rank=1: one core per rank) and trains the same
-MLP on its own synthetic batches of PER_RANK_BATCH samples (the global batch grows with the ranks, as in
-Accelerate and DDP). Rank 0 times STEPS steps after WARMUP steps, between two barriers, so the figure is the
-training loop's rate, not the job's start-up; samples/s = ranks x batch x steps / time.
-
-References, measured in the same run: a plain loop in this process (one torch thread, no Dask) for the 1-rank
-figure, and plain PyTorch DDP (two processes of torch.multiprocessing, gloo, no Dask) for the 2-rank figure.
-Runs alternate plain, 1 rank, 2 ranks, PyTorch DDP, REPEATS times, on one warm LocalCluster of 2 worker
-processes; medians are compared.
-
-Run: ``.venv/bin/python bench/bench_ddp.py`` (writes bench/results/ddp.json). Target: >= 1.6x at 2 ranks.
+Method: docs/performance/data-parallel.md, "Data-parallel scaling on CPU". Run: ``.venv/bin/python
+bench/bench_ddp.py``.
 """
 
 from __future__ import annotations
@@ -113,7 +106,7 @@ def main() -> dict:
                 "ranks_2": lambda r: _ranked(client, 2, STEPS),
                 "torch_ddp_2": lambda r: plain_torch_ddp(2),
             }
-            runs = interleave(REPEATS, sides, show=_show)
+            runs = interleave(REPEATS, sides)
         medians = {k: median(v) for k, v in runs.items()}
         scaling = medians["ranks_2"] / medians["ranks_1"]
         result.update(
@@ -128,10 +121,6 @@ def main() -> dict:
             met=scaling >= TARGET_SCALING,
         )
     return result
-
-
-def _show(repeat: int, side: str, rate: float) -> str:
-    return f"  repeat {repeat}: {side} {rate:,.0f}/s"
 
 
 if __name__ == "__main__":

@@ -1,14 +1,10 @@
-"""Dispatch rate: 1000 no-op HPO trials through ``jupyter_dist.hpo`` vs 1000 raw Dask no-op tasks.
+"""Dispatch rate: 1000 no-op trials through ``hpo()`` against ``client.map`` of 1000 no-op tasks on the same
+cluster, interleaved, best and median of 3, with the kernel's CPU per trial; Optuna's in-memory loop for
+reference. Target: >= 100 trials/s and >= 80% of raw Dask.
 
-Both run on the same LocalCluster (2 worker processes x 1 thread), in the same run, interleaved, after one
-warm-up each. For reference, Optuna's own in-memory sequential loop on a no-op objective is timed too. The
-kernel process's CPU seconds (user + system; with the embedded cluster that includes Dask's scheduler) are taken
-around each run, so the JSON also gives kernel CPU per trial and per raw task.
-
-``measure()`` is the interleaved comparison alone, which bench_scalability runs as its "dispatch" shape;
-``run_ours()`` the 1000 trials, which bench_store, bench_tracking, bench_gateway and bench_network time.
-
-Run: ``.venv/bin/python bench/bench_dispatch.py`` (writes bench/results/dispatch.json).
+``measure()`` is the interleaved comparison (bench_scalability's "dispatch" shape); ``run_ours()`` the 1000
+trials (bench_store, bench_tracking, bench_gateway, bench_network). Method: docs/performance/dispatch.md,
+"Dispatch rate". Run: ``.venv/bin/python bench/bench_dispatch.py``.
 """
 
 from __future__ import annotations

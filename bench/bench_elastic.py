@@ -1,26 +1,10 @@
-"""What a lost worker costs an elastic data-parallel job, against restarting the job by hand.
+"""What a lost worker costs an elastic data-parallel job: a 3-rank job checkpointing every k steps whose last
+rank SIGKILLs its ``dask worker --no-nanny`` at step KILL_AT; the time lost, the recovery and its noticing, the
+steps redone, elastic (``min_workers=2``) against running it again by hand (``resume=True``, and from zero), the
+uninterrupted job for reference. Target: elastic loses less time than by hand from the checkpoint.
 
-A 3-rank job (an MLP on synthetic data through a prepared DataLoader, ~STEPS steps of a few tens of ms) checkpoints
-every k steps; at step KILL_AT the last rank SIGKILLs its own worker process, which stays gone (`dask worker
---no-nanny`, started here). Four ways to get to the end, each timed from the first call to the result:
-
-1. baseline: the same job with no kill (3 ranks throughout);
-2. elastic: ``min_workers=2``: the job goes on by itself from its newest checkpoint on the 2 ranks left;
-3. by hand, from the checkpoint: not elastic, so the job fails; it is run again at once with ``resume=True`` on the
-   2 workers left (a lower bound: a user takes longer to notice);
-4. by hand, from zero: the job fails, and is run again from its start on the 2 workers left.
-
-Per way: the time lost, from the last report before the kill until the job reports the step it had reached again
-(noticing, restarting, the function's start, its restore, and the steps redone); the recovery, from that last report
-until the first report of the new group (the same less the steps redone), and of it the part until going on could
-begin ("noticed": elastic, the kernel's record of its restart; by hand, the failed call's return); the steps redone
-(elastic: from its record; by hand: the step reached, less the checkpoint's for 3); and the wall time of the calls.
-The wall times are not compared with the baseline's: 3 ranks on this 2-core machine step slower than 2, so a job
-that lost one finishes sooner. After each kill a new worker process replaces the lost one and imports torch, so
-every job starts on 3 warm workers.
-
-Run: ``.venv/bin/python bench/bench_elastic.py`` (writes bench/results/elastic.json); ``--quick``: k=5, one repeat,
-to a temporary folder unless BENCH_RESULTS says where.
+Method: docs/performance/elastic.md. Run: ``.venv/bin/python bench/bench_elastic.py``; ``--quick``: k=5, one
+repeat.
 """
 
 from __future__ import annotations

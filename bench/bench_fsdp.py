@@ -1,16 +1,7 @@
-"""FSDP vs DDP on 2 CPU ranks: samples/s and memory per rank for the same model and batch.
+"""FSDP against DDP on 2 CPU ranks: samples/s, model state and peak RSS growth per rank for the same MLP (DEPTH
+x Linear(WIDTH, WIDTH), Adam), ROUNDS rounds interleaved, medians. No target.
 
-The model is an MLP of DEPTH square Linear layers (WIDTH x WIDTH, ~4.2M parameters each), Adam, per-rank batch
-BATCH, 1 torch thread per rank, through ``data_parallel(..., strategy=...)``. Measured in each rank:
-- samples/s over STEPS timed steps after WARMUP;
-- model state per rank: the bytes of its parameters, gradients and Adam state as that rank holds them (its local
-  shards under FSDP), which is what sharding divides;
-- peak RSS growth while training: the process's resident memory sampled every 10 ms from just before the model
-  is built to the end, less its size before (activations, all-gathered parameters, gloo buffers included), in
-  worker processes restarted before each run.
-ROUNDS rounds, DDP and FSDP interleaved; medians.
-
-Run: ``.venv/bin/python bench/bench_fsdp.py`` (writes bench/results/fsdp.json).
+Method: docs/performance/data-parallel.md, "FSDP against DDP". Run: ``.venv/bin/python bench/bench_fsdp.py``.
 """
 
 from __future__ import annotations

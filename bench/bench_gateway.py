@@ -1,17 +1,8 @@
-"""Dask Gateway: time to the first trial, and dispatch and streaming through the gateway's proxy.
+"""Dask Gateway: a fresh kernel's time to its first trial on the embedded cluster, a new and a kept Gateway
+cluster; then dispatch and paced streaming through the gateway's proxy against a direct ``dask scheduler`` with
+the same workers, interleaved. The gateway is a real dask-gateway-server on 127.0.0.1, started here. No target.
 
-1. From the start of a fresh kernel's first experiment (a fresh Python process importing jupyter_dist and calling
-   ``hpo()``) to its first trial running on a worker (the trial returns its own ``time.time()``; same host, same
-   clock): on the embedded cluster (``cluster="local"``), on a Gateway cluster made for it (``"gateway"``, a new
-   cluster), and on the Gateway cluster a previous kernel left running (``shutdown-on-close: false``, reused).
-2. In one process, the same run, interleaved: dispatch (no-op trials per second through ``hpo()``,
-   bench_dispatch's function) and streaming (two trials reporting at 2 x 2,500/s, bench_streaming's measurement
-   with a pruner asked at every report: delivered reports/s and report->kernel latency) on a Gateway cluster (TLS, through the gateway's proxy) vs a
-   direct ``dask scheduler`` (tcp) with the same workers (2 x 1 thread).
-
-The gateway is a real dask-gateway-server on 127.0.0.1 (its local backend, simple auth), started and stopped here.
-
-Run: ``.venv/bin/python bench/bench_gateway.py`` (writes bench/results/gateway.json).
+Method: docs/performance/clusters.md, "Dask Gateway". Run: ``.venv/bin/python bench/bench_gateway.py``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""GPU figures on one NVIDIA GPU (no GPU in CI: `bash scripts/gpu_check.sh` runs this on a machine with one).
+"""GPU figures on one NVIDIA GPU (``bash scripts/gpu_check.sh`` runs this where there is one): ``data_parallel``
+at world size 1 in fp32, bf16 and fp16 against the same loop in plain PyTorch; ``strategy="fsdp"`` against
+PyTorch's own ``fully_shard``; TRIALS short trials through ``hpo(gpus_per_trial=1)`` against a plain loop;
+whether NCCL runs two ranks on one device. Target: the wrapper costs <= 5% a step.
 
-1. Data-parallel overhead at world size 1: ``jupyter_dist.data_parallel`` (a rank on the GPU, NCCL, prepare() with
-   the run's mixed precision; a single rank's model is left unwrapped, since DDP around one rank only costs time)
-   against the same training as a plain PyTorch loop on the same GPU in this process (no jupyter_dist, no Dask:
-   autocast and GradScaler by hand), for fp32 (TF32 matmuls), bf16 and fp16. The model
-   keeps the GPU busy: LAYERS linear layers of WIDTH x WIDTH on a batch of BATCH (about 20 ms a step in fp32 on
-   an H100). Rank and loop each time STEPS steps after WARMUP, between two ``cuda.synchronize()``; medians of
-   REPEATS alternating runs. Target: the wrapper costs <= 5% per step.
-2. FSDP (``strategy="fsdp"``: fully_shard over NCCL, at world size 1 too) on the GPU, against PyTorch's own
-   fully_shard of the same layers at world size 1 in this process (and that against the unsharded loop).
-3. HPO on one GPU: TRIALS short training trials (TRIAL_STEPS steps of a smaller MLP, a report every 10) through
-   ``jupyter_dist.hpo(gpus_per_trial=1)`` on the embedded cluster (its first worker declares the GPU), against
-   the same trials, one after the other, in a plain loop in this process. Trials/s of each, and their ratio.
-4. Whether NCCL runs two ranks on one device (plain PyTorch, two processes): why data_parallel refuses it.
-
-Everything runs on the embedded cluster the notebook gets, with one worker per GPU as it declares them.
-Run: ``python bench/bench_gpu.py`` (writes bench/results/gpu.json).
+Method: docs/performance/data-parallel.md, "On a GPU". Run: ``python bench/bench_gpu.py``.
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
-"""A first run in JupyterLab, measured in a real browser: the extension's view vs the widget view, at the timings
-users meet.
+"""A first run in a real JupyterLab driven by chromium through its menus (tests/lab/notebook_runs.py): a short
+HPO cell at three timings (Run All on a new kernel, Restart Kernel and Run All, the idle kernel) and 2 trials
+streaming, the extension's view against the widget view (``JUPYTER_DIST_PROGRESS=widget``): time to the first
+frame, websocket bytes, Busy share, frames/s, long tasks; then the scale figures (_lab_scale.py).
 
-A real ``jupyter lab`` (127.0.0.1, a store in a temporary directory) and Debian's chromium driven by Playwright,
-clicking through JupyterLab's own menus as the browser tests do (tests/lab/notebook_runs.py). One notebook per
-view: "lab" (what a kernel JupyterLab starts draws: the MIME bundle the extension renders from the REST API) and
-"widget" (``JUPYTER_DIST_PROGRESS=widget``: the ipywidgets view with its plotly FigureWidget, what every frontend
-got in 0.4 whenever the page's flag lost the race). Each notebook is a set-up cell, a short HPO (TRIALS trials x
-STEPS steps) and 2 trials calling ``report()`` in a tight loop for STREAM_S seconds; it is run three ways:
-
-  1. ``new kernel``: Run All the moment the notebook's kernel exists (the embedded cluster starts in the run);
-  2. ``restart``: Kernel > Restart Kernel and Run All Cells (a new kernel process, a new cluster);
-  3. ``idle kernel``: the HPO cell alone, Shift+Enter, on the kernel left idle after (2) — the timing at which
-     0.4's flag had reached the kernel, so the one its "flagged kernel" figures describe.
-
-Measured from the page, for the HPO cell: the time from the click to the view's first frame in the cell, the
-bytes received over the kernel's websocket while it ran, and the share of 0.5 s samples in which the kernel read
-Busy; for the stream cell of run (1): the browser's frame rate (requestAnimationFrame) and long tasks (the
-Performance API's ``longtask`` entries: main-thread work over 50 ms).
-
-Then the scale figures of issue 26 (bench/_lab_scale.py): an experiment of 10,000 trials x 100 reports opened
-from the Experiments panel and in a reopened notebook's cell, and the live cell view while 960 trials report.
-
-Run: ``.venv/bin/python bench/bench_lab.py`` (~6 min; writes bench/results/lab.json); ``--part scale`` for the
-scale figures alone, at smaller sizes with ``--trials``, ``--steps``, ``--live-trials``... (a smoke run: set
-BENCH_RESULTS to keep it out of bench/results); ``--extension DIR`` measures another build of the extension (e.g.
-an earlier commit's ``jupyter_dist/labextension``) in place of this checkout's.
+Method: docs/performance/jupyterlab.md. Run: ``.venv/bin/python bench/bench_lab.py`` (~6 min); ``--part scale``
+with ``--trials``, ``--steps``, ``--live-trials``... for smaller sizes; ``--extension DIR`` measures another
+build.
 """
 
 from __future__ import annotations

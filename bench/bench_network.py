@@ -1,18 +1,9 @@
-"""Across hosts vs loopback, TLS on vs off: the same experiments on four clusters of the same shape, in one run.
+"""Across hosts against loopback, TLS on and off: dispatch, paced streaming and the compute-bound MLP at 2 ranks
+on four clusters of one shape (loopback and network namespaces, each ``tcp://`` and ``tls://``), 4 rounds
+interleaved. Needs trustme, root and iproute2 (else loopback alone). No target.
 
-Each cluster is a `dask scheduler` and two `dask worker --nthreads 1`, started and stopped here:
-- "loopback": all on 127.0.0.1 (this machine's own namespace);
-- "hosts": the scheduler and each worker in a network namespace of its own, with its own address on a bridge
-  (tests/namespaces.py, as the multi-host tests make them); this process reaches them over the bridge, which
-  has an address of its own (a fourth host). Needs root and iproute2; without them only loopback is measured.
-Each is run `tcp://` and `tls://` (certificates from a test CA, trustme). Measured on each, 4 rounds interleaved
-after a warm-up: dispatch (300 no-op trials, bench_dispatch's), streaming (2 trials at 2 x 2,500 reports/s for 3
-s, bench_streaming's, with a pruner asked at every report: delivered/s, p50/p99 report->kernel latency) and
-data-parallel training at 2 ranks (bench_ddp's MLP, 10 timed steps: samples/s). The gradients travel over gloo's
-own TCP connections, which TLS on the Dask side does not cover (README, Security): TLS changes the rendezvous and
-the reports there, not the all-reduce.
-
-Run: ``.venv/bin/python bench/bench_network.py`` (writes bench/results/network.json).
+Method: docs/performance/clusters.md, "Across hosts, TLS on and off". Run: ``.venv/bin/python
+bench/bench_network.py``.
 """
 
 from __future__ import annotations

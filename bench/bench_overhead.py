@@ -1,20 +1,9 @@
-"""Overhead on a real trial: a ~1 s CPU-bound pure-Python function, run directly vs as a 1-trial experiment.
+"""Overhead on a real trial: a ~1 s pure-Python function (its size calibrated here) as a 1-trial ``hpo()`` on a
+warm cluster, against calling it directly and ``client.submit(...).result()``, REPEATS times interleaved, the
+order rotating; paired ratios and the spread too (a CPU-bound loop drifts 5-15% on a 2-core VM). Target: <= 5%.
 
-The function sums floats in a loop; its size is calibrated in this process to take ~1 s. It is then timed,
-interleaved, REPEATS times each:
-  * direct: called in this process;
-  * raw Dask: ``client.submit(fn, ...).result()`` on the same cluster (the baseline for Dask's own share);
-  * ours: ``jupyter_dist.hpo(fn, {...}, trials=1, ...)`` on the same warm cluster, timed around the whole call
-    (the worker-side duration of the trial is recorded too).
-The cluster and the function are warmed with one experiment and one raw task first.
-
-Timing noise: on the 2-core VM this was written on, the same loop's speed drifts by 5-15% over seconds
-(process time equals wall time, no CPU steal), so the JSON also gives per-repeat paired ratios, the fastest of
-each, and the spread.
-
-The nanny sets OMP_NUM_THREADS=1 in the workers: irrelevant for this pure-Python loop (recorded anyway).
-
-Run: ``.venv/bin/python bench/bench_overhead.py`` (writes bench/results/overhead.json).
+Method: docs/performance/dispatch.md, "Overhead on a real trial". Run: ``.venv/bin/python
+bench/bench_overhead.py``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""The Pareto pruner: what early stopping with several objectives saves, and what it costs the front.
+"""The Pareto pruner: ``pruner="pareto"`` against ``pruner=None`` on two objectives with a known front, a grid
+of 64 and multi-objective TPE (seeds 0-2): hypervolume, distance to the true front, steps and their share.
+Target: within 2% of the no-pruner hypervolume using at most 60% of its steps (grid; TPE at the median).
 
-Optuna cannot prune a multi-objective study; jupyter_dist's ``pruner="pareto"`` is successive halving on the
-non-dominated rank (keeping each rung's front). Measured against ``pruner=None`` on a problem with a known front,
-both objectives minimised: ``cost_a = x``, ``cost_b = 1 - sqrt(x) + 4 (y - 0.5)^2`` (the front: y = 0.5), each
-reported at every one of 27 steps as ``final x (1 + 1/(step + 1))`` plus a little noise that fades (so early
-steps rank the trials roughly as the end will, not exactly), a 5 ms sleep per step, ``max_steps=27``, parallel=2
-on the embedded cluster:
-
-a) a grid of 64 configurations (16 x-values x 4 y-values: ``sampler="grid"``), each pruner once;
-b) TPE (multi-objective), 64 trials, seeds 0, 1, 2, each pruner.
-
-Per run: the hypervolume of the front found (reference point (1.1, 1.6)) and its ratio to the no-pruner run's,
-the mean distance of the front's points from the true front, the steps used (every trial's ``report()`` calls)
-and their share of the no-pruner run's, trials pruned, wall time.
-
-Target: within 2% of the no-pruner run's hypervolume using at most 60% of its steps (grid run; TPE at the median).
-
-Run: ``.venv/bin/python bench/bench_pareto.py`` (writes bench/results/pareto.json).
+Method: docs/performance/pruning.md, "Early stopping with several objectives". Run: ``.venv/bin/python
+bench/bench_pareto.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +12,7 @@ import math
 
 import _runner
 from _common import median
-from _runner import local_cluster, measuring
+from _runner import brief, local_cluster, measuring
 
 N_WORKERS = 2
 STEPS = 27
@@ -120,10 +107,7 @@ def main() -> dict:
                 for label, p in pruners
             }
         )
-        print(
-            f"grid: hypervolume {grid['hv_ratio']:.3f}x with {grid['step_share']:.0%} of the steps",
-            flush=True,
-        )
+        print(brief("grid", {k: grid[k] for k in ("hv_ratio", "step_share")}), flush=True)
         tpe_space = {"x": space.uniform(0.0, 1.0), "y": space.uniform(0.0, 1.0)}
         tpe = []
         for seed in TPE_SEEDS:
@@ -133,9 +117,7 @@ def main() -> dict:
                     for label, p in pruners
                 }
             )
-            print(
-                f"tpe seed {seed}: hypervolume {run['hv_ratio']:.3f}x with {run['step_share']:.0%} of the steps"
-            )
+            print(brief(f"tpe seed {seed}", {k: run[k] for k in ("hv_ratio", "step_share")}), flush=True)
             tpe.append({"seed": seed, **run})
         summary = {
             "hv_ratio_median": median([r["hv_ratio"] for r in tpe]),

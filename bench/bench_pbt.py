@@ -1,26 +1,9 @@
-"""Population-based training against independent trials at equal compute, and PBT's own overhead.
+"""Population-based training against independent trials at equal compute (the same starting points through
+``enqueue=``): Ray Tune's PBT toy problem (5 seeds) and the digits MLP (3 seeds); and PBT's overhead, the
+kernel's copy of a checkpoint per exploit and the restart per segment. Target: PBT's best above the independent
+best in every toy run, by at least 30 points at the median.
 
-1. Quality at equal compute. For each seed, ``pbt()`` with a population of 8, then ``hpo()`` with 8 independent
-   trials started from exactly the members' starting points (``enqueue=``, no pruner), each trained the same number
-   of steps, both on one embedded LocalCluster of 2 one-thread workers (parallel=2):
-
-   a) Ray Tune's PBT toy problem (``_workloads.pbt_toy``): accuracy grows fastest when the learning rate follows a
-      triangle wave of the accuracy itself, so no fixed rate keeps climbing; 300 steps, perturbation_interval 4,
-      lr ~ U(0.0001, 0.02); 5 seeds;
-   b) the digits MLP (``_workloads.train_digits_mlp_pbt``: 64 -> 64 -> 64 -> 10, SGD), 16 epochs, interval 2,
-      lr ~ logU(1e-4, 0.3), momentum ~ U(0, 0.95); 3 seeds.
-
-   Per run: the best final value (PBT: the best member at the end; independent: the best trial), wall time around
-   each call, PBT's segments and exploits.
-
-2. Overhead. (a) The kernel's copy of a donor's checkpoint per exploit: ``copy_checkpoint`` of a digits member's
-   checkpoint (model, optimizer, generator state; its size recorded), timed 50 times. (b) The restart a segment
-   boundary costs: (PBT wall - independent wall) x 2 slots / (segments - 8), the time each extra segment adds
-   (a trial's round trip, the function's start, its restore), from the toy runs, whose steps take microseconds.
-
-Target: PBT's best above the independent best in every toy run, by at least 30 accuracy points at the median.
-
-Run: ``.venv/bin/python bench/bench_pbt.py`` (writes bench/results/pbt.json).
+Method: docs/performance/pbt.md. Run: ``.venv/bin/python bench/bench_pbt.py``.
 """
 
 from __future__ import annotations
@@ -31,7 +14,7 @@ from pathlib import Path
 
 import _runner
 from _common import median
-from _runner import local_cluster, measuring, timed
+from _runner import brief, local_cluster, measuring, timed
 from _workloads import pbt_toy, train_digits_mlp_pbt, warm_digits_imports
 
 N_WORKERS = 2
@@ -156,16 +139,14 @@ def main() -> dict:
                 client, pbt_toy, toy_space, "accuracy", TOY["steps"], TOY["interval"], seed, root / f"toy-{seed}",
                 max_steps=TOY["steps"],
             )  # fmt: skip
-            print(f"toy seed {seed}: PBT {run['pbt_best']:.1f} vs independent {run['independent_best']:.1f}, "
-                  f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s", flush=True)  # fmt: skip
+            print(brief(f"toy seed {seed}", run), flush=True)
             toy_runs.append(run)
         for seed in DIGITS["seeds"]:
             run = compare(
                 client, train_digits_mlp_pbt, digits_space, "val_acc", DIGITS["epochs"], DIGITS["interval"], seed,
                 root / f"digits-{seed}", epochs=DIGITS["epochs"],
             )  # fmt: skip
-            print(f"digits seed {seed}: PBT {run['pbt_best']:.4f} vs independent {run['independent_best']:.4f}, "
-                  f"{run['pbt_s']:.1f}s vs {run['independent_s']:.1f}s", flush=True)  # fmt: skip
+            print(brief(f"digits seed {seed}", run), flush=True)
             digits_runs.append(run)
         copies = copy_timing(client, root)
         toy, digits = _summary(toy_runs), _summary(digits_runs)

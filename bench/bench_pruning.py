@@ -1,39 +1,10 @@
-"""Pruning: what early stopping saves and what it costs, and how fast a pruning decision stops a trial.
+"""Pruning: 64 grid configurations x 27 steps of synthetic curves and of the digits MLP with no pruner, median,
+ASHA and Hyperband (best found, its true rank, steps, pruned; each pruner also replayed one trial at a time),
+and the stop latency from the kernel's decision to ``TrialPruned`` in the worker (every pruned trial, and a
+dedicated ThresholdPruner run split into its legs). Targets: ASHA and Hyperband within 1% of the best at <= 35%
+of the steps; stop p50 < 50 ms.
 
-1. Quality and compute. The same 64 configurations (``sampler="grid"``, ``seed=0``, so every run sees exactly
-   the same ones) of two benchmarks with known learning curves, run with ``pruner=None``, "median", "asha" and
-   "hyperband" (``max_steps`` = the curve length), parallel=2, one after the other on one cluster:
-
-   a) synthetic: 64 deterministic curves ``q_k * (1 - exp(-(step + 1) / tau_k)) + 0.004 sin(1.3 step + k)``,
-      ``q_k ~ U(0.6, 0.95)`` and ``tau_k ~ U(2, 5)`` from a fixed seed (so they cross a little early on), 27
-      steps with a 5 ms sleep each; metric "score", mode "max";
-   b) a real model: an MLP (64 -> width -> width -> 10, SGD with momentum 0.9, batches of 32) on scikit-learn's
-      bundled digits (1347 train / 450 validation, fixed split), 27 epochs, ``torch.manual_seed(0)`` and one
-      thread, so each configuration's curve is deterministic; grid lr x width x weight_decay (4 x 4 x 4);
-      reports the validation accuracy each epoch; metric "val_acc", mode "max".
-
-   Per run: best value found (the best completed trial), the true rank of that configuration among the 64,
-   total steps consumed (sum of the trials' ``steps``), trials pruned, wall time around ``hpo()``; and, per
-   pruned trial, how many steps it ran after the kernel had decided to stop it. For reference, each pruner is
-   also replayed *sequentially* (no asynchrony) through the package's own ``OptunaSearch`` on the curves the
-   no-pruner run recorded: what the same pruner would decide if trials ran one at a time.
-
-   Target: ASHA and Hyperband find a configuration within 1% of the no-pruner best using <= 35% of its steps.
-
-2. Stop latency: kernel decision (``TrialRecord.prune_decided_at``, kernel ``time.time()``) to ``TrialPruned``
-   raised in the worker (``TrialRecord.stopped_at``, worker ``time.time()``; same host, same clock), over every
-   pruned trial of the runs above plus a dedicated run: 64 trials reporting every 5 ms whose value drops below
-   ``optuna.pruners.ThresholdPruner(lower=0.5)`` at a known step (10..40). A trial only sees the stop at its next
-   ``report()``, so the latency includes up to one report interval (5 ms here; one epoch for the MLP). The
-   dedicated run also splits the loop: trigger report sent -> received in the kernel -> decided -> stopped.
-   Target: p50 < 50 ms.
-
-Pruning with parallel=2 is asynchronous: which trials are pruned depends on what has finished when a trial
-reaches a rung, so figures vary a little between runs. (Optuna's Hyperband assigns brackets by a hash of the
-study name; jupyter_dist names a seeded study after its seed, so the brackets are the same every run.) The JSON
-keeps every trial's outcome.
-
-Run: ``.venv/bin/python bench/bench_pruning.py`` (writes bench/results/pruning.json).
+Method: docs/performance/pruning.md. Run: ``.venv/bin/python bench/bench_pruning.py``.
 """
 
 from __future__ import annotations
@@ -464,18 +435,6 @@ def judged(benchmarks: dict, latency_run: dict) -> dict:
             "all": met_quality and met_latency,
         },
     }
-
-
-def _seq(seq: dict) -> str:
-    q, s = seq["best_over_reference"], seq["step_share"]
-    text = f"{q['median']:8.3f} {s['median']:9.1%}"
-    if seq["replays"] > 1:
-        text += f" [{s['min']:.1%}..{s['max']:.1%}], within 1% at <= 35%: {seq['met_share']:.0%} of replays"
-    return text
-
-
-def _ms(v) -> str:
-    return "   -" if v is None else f"{1000 * v:5.1f}"
 
 
 if __name__ == "__main__":

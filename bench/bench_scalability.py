@@ -1,58 +1,11 @@
-"""Scalability: issue 26's six shapes, Ray Tune's two published originals and no-op dispatch, as efficiency.
+"""Scalability: issue 26's six shapes, Ray Tune's two published originals at full size and no-op dispatch, each
+an ``hpo()`` of sleeping trials in a fresh process on a fresh embedded cluster (store on, no pruner): efficiency
+= minimum / wall, every trial's reports counted, CPU by process and thread. Targets: >= 0.95 for the six, above
+Ray's own for Ray's two, dispatch >= 0.8x raw ``client.map``. The shapes are ``SHAPES`` below.
 
-Each shape runs ``hpo()`` once on a fresh embedded cluster (``jupyter_dist.get_client("local", n_workers=W,
-threads_per_worker=T)``) in a fresh Python process, so one shape's leftovers (threads, memory, a store's
-writer) do not slow the next. Trials run ``_workloads.sleep_and_report``: they sleep, so both cores are free
-for the bookkeeping, and report evenly while they do (``round(seconds x rate)`` reports, the last at the end;
-a 1 s or 0.1 s trial reports once, at its end, as Ray's 1 s trials reported one result). The run: random
-sampler, ``pruner=None``, the store on (a fresh store file per shape), ``parallel`` = the trials at a time, and a
-listener-only view (``_runner.ReportView``: counts each trial's reports and their delivery latency, draws
-nothing). A warm-up ``hpo()`` of as many trials as run at once (0.05 s each, no store) starts the workers'
-threads and imports before the measured run.
-
-  efficiency = minimum / wall, minimum = trials x trial seconds / parallel, wall = the ``hpo()`` call.
-
-| shape | trials x seconds (reports/s each), at a time | cluster | minimum |
-|---|---|---|---|
-| ``1600x1s`` | 1,600 x 1 s, 16 at a time | 2 workers x 8 threads | 100 s |
-| ``96x30s_10hz`` | 96 x 30 s x 10 reports/s, all at once | 2 x 48 | 30 s |
-| ``480x30s_10hz`` | 480 x 30 s x 10/s, all at once | 4 x 120 | 30 s |
-| ``960x30s_10hz`` | 960 x 30 s x 10/s, all at once | 8 x 120 | 30 s |
-| ``4000x0.1s`` | 4,000 x 0.1 s, 32 at a time | 2 x 16 | 12.5 s |
-| ``1000x1s_32procs`` | 1,000 x 1 s, 32 at a time | 32 workers x 1 thread | 31.25 s |
-| ``ray_10000x1s`` | Ray's bookkeeping overhead: 10,000 x 1 s (1 result each), 16 at a time | 2 x 8 | 625 s |
-| ``ray_96x100s_10hz`` | Ray's result throughput: 96 x 100 s x 10 results/s, all at once | 2 x 48 | 100 s |
-| ``dispatch`` | 1,000 no-op trials vs raw ``client.map`` of 1,000 no-op tasks (bench_dispatch.measure) | 2 x 1 | – |
-
-Ray's originals (Ray Tune docs, "Scalability and Overhead Benchmarks for Ray Tune") ran on one 16-CPU node
-(16 trials at a time, one CPU each: 715.27 s against 625 s, efficiency 0.874) and one 96-CPU node (96 trials at
-once: 168.94 s against 100 s, 0.592). Scaled to this 2-core machine: the same trials, the same concurrency, the
-same results per second, at full size; the CPUs a trial held become threads of 2 worker processes, which is
-what sleeping trials need (Ray gave each trial a process and a CPU). Ray's published figures are in each of
-these shapes' JSON beside ours (``ray_published``); the issue's 0.4 measurement beside the six others'.
-
-The dispatch shape is bench_dispatch's interleaved comparison (median of 3 repeats after a warm-up; the store
-in a fresh file here), judged as ours/raw.
-
-Recorded per shape: wall, minimum, efficiency; trials by state; reports sent (each trial returns its count),
-delivered (the listener's count per trial; ``reports_check``: none lost, none doubled, every trial's count
-exact), ``exp.reports``; delivery latency p50/p99 (no pruner: reports wait up to 0.2 s to travel together);
-the trials' mean duration (a sleeping trial that overran its nominal seconds says the machine was saturated);
-CPU seconds (user + system, from /proc) during the ``hpo()`` call of the kernel process, of its threads by role
-(``main``: jupyter_dist's trial loop, sampler and dispatch; ``io_loop``: Dask's scheduler, the client and
-jupyter_dist's event handlers together, which in an embedded cluster share one thread and cannot be told apart
-(bench_cost_model measures the scheduler as a process of its own); ``store_writer``; ``dask_helpers``; the
-sampler's own thread apart) and of the worker processes, each also per trial and per report (the whole
-total divided by each count, not a fit: bench_cost_model fits them); ``cpu_contention`` (_common.CpuMonitor:
-CPU other processes used during the call).
-
-Targets (issue 26, this machine): efficiency >= 0.95 for the six shapes; the two Ray shapes above Ray's own
-efficiency; dispatch ours/raw >= 0.8 (median).
-
-Run: ``.venv/bin/python bench/bench_scalability.py`` (all, ~20 min: Ray's first original alone takes 625 s;
-writes bench/results/scalability.json). ``--shapes 960x30s_10hz,dispatch`` picks; ``--scale 0.1`` (or
-``--quick``) shrinks trial counts (never below the trials at once) and trials longer than 1 s (never below 1 s)
-for a smoke run: send its JSON elsewhere with ``BENCH_RESULTS=/tmp/bench-smoke``.
+Method: docs/performance/scalability.md, "Scalability". Run: ``.venv/bin/python bench/bench_scalability.py``
+(~20 min); ``--shapes 960x30s_10hz,dispatch`` picks; ``--scale 0.1`` (or ``--quick``) shrinks them for a smoke
+run.
 """
 
 from __future__ import annotations
@@ -65,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 
 import _runner
 from _common import CpuMonitor, CpuSampler, descendants
-from _runner import ReportView, child_main, in_child, local_cluster, measuring
+from _runner import ReportView, brief, child_main, in_child, local_cluster, measuring
 from _workloads import sleep_and_report
 
 TARGET_EFFICIENCY = 0.95
@@ -330,7 +283,7 @@ def main(shapes: str | None, scale: float, quick: bool, child: str | None) -> di
             res = _child(name, scale)
             res.update(_judge(res))
             results[name] = res
-            print(_line(res), flush=True)
+            print(brief(name, {k: res[k] for k in ("error", "stderr", "wall_s", "efficiency") if k in res}))
         result.update(
             shapes=results,
             efficiency={name: res.get("efficiency") for name, res in results.items()},
@@ -338,29 +291,6 @@ def main(shapes: str | None, scale: float, quick: bool, child: str | None) -> di
             all_met=all(res["met"] for res in results.values()),
         )
     return result
-
-
-def _line(res: dict) -> str:
-    if "error" in res:
-        return f"    {res['shape']}: FAILED ({res['error']}): {res.get('stderr', '')[-600:]}"
-    met = "met" if res["met"] else "NOT met"
-    share = res["cpu_contention"].get("other_share_of_capacity") or 0.0
-    if res["shape"] == DISPATCH:
-        raw, ours = res["raw_dask"], res["ours"]
-        return (
-            f"    dispatch: ours {ours['median_per_s']:.0f} trials/s, raw {raw['median_per_s']:.0f} tasks/s -> "
-            f"{res['efficiency']:.2f}x ({met}); kernel {ours['kernel_cpu_ms_per_trial']:.2f} ms/trial vs "
-            f"{raw['kernel_cpu_ms_per_task']:.2f} ms/task; others used {share:.0%}"
-        )
-    check, kernel, workers = res["reports_check"], res["kernel"], res["workers"]
-    ray = SHAPES[res["shape"]].ray_published
-    beside = f"; Ray {ray['efficiency']:.3f}" if ray else ""
-    return (
-        f"    {res['wall_s']:.1f} s vs {res['minimum_s']:.1f} s minimum: efficiency {res['efficiency']:.3f} ({met}"
-        f"{beside}); {check['delivered']:,} reports, lost {check['lost']}, doubled {check['doubled']}; kernel "
-        f"{kernel['cpu_s']:.1f} CPU-s ({kernel['ms_per_trial']:.2f} ms/trial, {kernel['ms_per_report'] or 0:.3f} "
-        f"ms/report), workers {workers['cpu_s']:.1f} CPU-s; others used {share:.0%}"
-    )
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

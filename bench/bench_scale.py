@@ -1,27 +1,10 @@
-"""Scale: one experiment of 10,000 trials x 100 reported steps (1M metrics), with the store on and off.
+"""Scale: one experiment of 10,000 trials x 100 reports (1M metrics), store on against ``store=False``, each in
+a fresh process: wall, kernel RSS and CPU by thread, delivery p50/p99; then ``experiments()``, ``load()``,
+``.trials``, ``.history`` and the REST listing and paging from a real ``jupyter server``. Targets: store on <=
+1.1x the off wall, p99 < 50 ms; ``load()`` and the listing < 1 s.
 
-Each side runs in a fresh Python process on its own LocalCluster (2 worker processes x 1 thread): ``hpo()`` with
-the random sampler, no pruner, every trial calling ``report()`` STEPS times in a tight loop. A listener-only view
-(``progress=``) records each report's delivery latency (kernel ``time.time()`` minus the worker's ``time.time()``
-in ``report()``, same host); a thread samples the kernel process's RSS every 50 ms and its threads' CPU times
-every 0.5 s (/proc; the store's writer thread, Dask's IO loop, the main thread). The live widget is left out:
-drawing 10,000 curves is the JupyterLab extension's business (issue 12), this measures the channel, the record
-and the store. With ``--rounds N`` the pair runs N times, the order alternating (on/off, off/on, ...); the
-figures are medians over the rounds.
-
-  * "on": the run is recorded into a fresh store file; the kernel keeps no report as a Python object (they are
-    read back from the file when ``history`` is asked for).
-  * "off": ``store=False``; the kernel must hold every report itself (the only copy).
-
-Then, in this (parent) process, against the "on" side's file: ``experiments()``, ``load()``, ``.best``,
-``.trials``, ``.history``; and over HTTP from a real ``jupyter server`` with the extension: the experiments
-listing, one experiment, and paging through all 1M metrics with the ``since`` cursor.
-
-Targets: (issue 26) the run with the store on takes at most 1.1x the store-off run's wall time, and delivery
-p99 < 50 ms with the store on; (issue 11) ``load()`` and the REST listing < 1 s.
-
-Run: ``.venv/bin/python bench/bench_scale.py [--trials 10000 --steps 100 --rounds 1]`` (writes
-bench/results/scale.json).
+Method: docs/performance/streaming.md, "A million reports". Run: ``.venv/bin/python bench/bench_scale.py
+[--trials 10000 --steps 100 --rounds 1]``.
 """
 
 from __future__ import annotations
@@ -241,14 +224,6 @@ def _median_side(runs: list[dict]) -> dict:
     }
 
 
-def _show(s: dict) -> str:
-    return (
-        f"    {s['wall_s']:.1f} s, {s['reports_per_s']:,.0f} reports/s, kernel CPU {s['kernel_cpu_us_per_report']:.1f}"
-        f" us/report, p50 {s['latency_s']['p50'] * 1e3:.1f} ms, p99 {s['latency_s']['p99'] * 1e3:.0f} ms, kernel RSS "
-        f"peak {s['kernel_rss_mb']['peak']:.0f} MB"
-    )
-
-
 def main(trials: int, steps: int, rounds: int, side: str | None, store: str | None) -> dict | None:
     if side:  # a child process: one side
         return _runner.child_main(run_side(side, store, trials, steps))
@@ -271,7 +246,7 @@ def main(trials: int, steps: int, rounds: int, side: str | None, store: str | No
             )
 
         sides = {side: lambda r, side=side: one(r, side) for side in ("on", "off")}
-        runs = interleave(rounds, sides, "alternate", lambda r, side, out: _show(out))
+        runs = interleave(rounds, sides, "alternate")
         sides = {side: _median_side(side_runs) for side, side_runs in runs.items()}
         store = os.path.join(folder, "experiments-0.sqlite")
         experiment_id = runs["on"][0]["experiment_id"]

@@ -1,16 +1,9 @@
-"""What recording into the experiment store costs: dispatch and streaming with the store on and off.
+"""What recording into the store costs: bench_dispatch's and bench_streaming's tight-loop runs with the store in
+a fresh file against ``JUPYTER_DIST_STORE=off``, interleaved, the rows on disk counted after each. Targets
+(issue 11): <= 10% of either, streaming p50 < 50 ms.
 
-Same LocalCluster (2 worker processes x 1 thread), same run, interleaved (off, on, off, on, ...):
-  * dispatch: bench_dispatch's 1000 no-op trials through ``hpo()`` (random sampler), REPEATS times per side;
-  * streaming: bench_streaming's 2 trials calling ``report()`` in a tight loop for STREAM_S seconds, the live
-    view's listener measuring delivery and latency, once per side per round.
-"On" records into a fresh store file in a temporary directory (the default when nothing is configured is the
-same code on a file in Jupyter's data directory); "off" is ``JUPYTER_DIST_STORE=off``. After each "on" run the
-store's row counts are checked against what the run produced (nothing lost on the way to disk).
-
-Targets (issue 11): the store costs <= 10% of either (medians), and streaming p50 stays < 50 ms.
-
-Run: ``.venv/bin/python bench/bench_store.py [--rounds 3]`` (writes bench/results/store.json).
+Method: docs/performance/streaming.md, "The experiment store, on and off". Run: ``.venv/bin/python
+bench/bench_store.py [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -63,14 +56,6 @@ def run_side(client, side: str, folder: str, round_no: int) -> dict:
     return out
 
 
-def _show(r: int, side: str, last: dict) -> str:
-    return (
-        f"  round {r} store {side:>3}: dispatch {median(last['dispatch_trials_per_s']):.0f} trials/s, streaming "
-        f"{last['streaming_delivered_per_s']:.0f} reports/s, p50 {last['streaming_p50_s'] * 1e3:.1f} ms, p99 "
-        f"{last['streaming_p99_s'] * 1e3:.0f} ms"
-    )
-
-
 def main(rounds: int) -> dict:
     parameters = {
         "rounds": rounds,
@@ -91,7 +76,7 @@ def main(rounds: int) -> dict:
                 sides = {
                     side: lambda r, side=side: run_side(client, side, folder, r) for side in ("off", "on")
                 }
-                runs = interleave(rounds, sides, order="alternate", show=_show)
+                runs = interleave(rounds, sides, order="alternate")
         finally:
             if saved is None:
                 os.environ.pop("JUPYTER_DIST_STORE", None)

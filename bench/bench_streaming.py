@@ -1,21 +1,9 @@
-"""Streaming: reports/s delivered to the kernel and report()->handler latency, with the live widget drawing.
+"""Streaming: 2 trials calling ``report()`` for SECONDS with the real ``LiveView`` drawing, paced at 2 x
+2,500/s, paced with a pruner asked at every report, then a tight loop: delivered reports/s, latency p50/p99 (the
+worker's ``time.time()`` in ``report()`` to the kernel's listener), sent against received; against one
+``log_event`` per report received by ``subscribe_topic``. Target: >= 5,000/s, p50 < 50 ms.
 
-Two trials (parallel=2) each call ``jupyter_dist.report(step=i, v=float(i))`` in a tight loop for SECONDS. A
-report listener registered on the Experiment (``exp._add_report_listener``) records ``time.time() - sent_at`` in
-the kernel, where ``sent_at`` is the worker's ``time.time()`` inside ``report()`` (same host, same clock). The
-view passed as ``progress=`` (``_runner.ReportView(live=True)``) also drives the real ``LiveView``, so its
-throttled redraws (5 Hz) run on the main thread during the measurement. Each trial returns how many reports it sent; these are compared with what
-arrived (``len(exp.history)`` and the listener's count).
-
-With no pruner the kernel decides nothing on the reports (they feed the view and the store), so a report may wait
-up to 0.2 s on the worker for others to travel with (trials/_outbox.py); a third run, paced, passes a
-pruner that never prunes (Optuna's MedianPruner waiting for 1,000 trials, asked at every report) to measure the
-path where each report leaves within 5 ms.
-
-Baseline, on the same cluster in the same run: two raw Dask tasks doing ``get_worker().log_event(topic, msg)``
-in the same loop, one event per report (no batching), received by ``client.subscribe_topic``.
-
-Run: ``.venv/bin/python bench/bench_streaming.py`` (writes bench/results/streaming.json).
+Method: docs/performance/streaming.md, "Streaming reports". Run: ``.venv/bin/python bench/bench_streaming.py``.
 """
 
 from __future__ import annotations

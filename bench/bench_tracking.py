@@ -1,22 +1,10 @@
-"""What sending every run to a tracker costs: bench_store's workloads with no tracker, with MLflow, with TensorBoard.
+"""What sending every run to a tracker costs: bench_store's two workloads with MLflow (a real ``mlflow server``
+started here) and TensorBoard set in dask config, against no tracker, interleaved, the order turning; the
+export's completion after the run timed and what reached the tracker counted. Target (issue 30): <= 5% of either
+run.
 
-Same LocalCluster (2 worker processes x 1 thread), same runs, interleaved per round (none, mlflow, tensorboard,
-the order turned each round), the store on as by default:
-  * dispatch: bench_dispatch's 1000 no-op trials through ``hpo()`` (random sampler), once per side per round;
-  * streaming: bench_streaming's 2 trials calling ``report()`` in a tight loop for STREAM_S seconds, the live
-    view's listener measuring delivery, once per side per round.
-The trackers are set in dask config (``jupyter_dist.tracking.mlflow`` / ``.tensorboard``), as an admin sets them
-for every run: MLflow to a real ``mlflow server`` this script starts on 127.0.0.1 (SQLite backend, served
-artifacts), TensorBoard to a temporary folder. Each run's wall ends when ``hpo()`` returns, which does not wait
-for the export (its process goes on writing); then the script waits for the export to be complete
-(``MLflow.wait()`` / ``TensorBoard.wait()``), records how long after the run's end that was
-(``*_export_done_after_s``), and counts what reached the tracker (MLflow runs, finished runs and each streaming
-trial's last step; TensorBoard run folders) before the next run starts.
-
-Target (issue 30): a tracker costs <= 5% of either run (medians of the runs' walls and of streaming's delivered
-reports per second).
-
-Run: ``.venv/bin/python bench/bench_tracking.py [--rounds 3]`` (writes bench/results/tracking.json).
+Method: docs/performance/streaming.md, "Experiment trackers". Run: ``.venv/bin/python bench/bench_tracking.py
+[--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -153,15 +141,6 @@ def run_side(client, side: str, server: Server, folder: str, round_no: int) -> d
     return out
 
 
-def _show(r: int, side: str, last: dict) -> str:
-    return (
-        f"  round {r} {side:>11}: dispatch {last['dispatch_s']:.2f} s ({last['dispatch_sent']}, export done "
-        f"{last['dispatch_export_done_after_s']} s after), streaming {last['streaming_delivered_per_s']:.0f} "
-        f"reports/s in {last['streaming_wall_s']:.1f} s ({last['streaming_sent_to_tracker']}, export done "
-        f"{last['streaming_export_done_after_s']} s after), {len(last['warnings'])} warnings"
-    )
-
-
 def main(rounds: int) -> dict:
     parameters = {
         "rounds": rounds,
@@ -180,7 +159,7 @@ def main(rounds: int) -> dict:
                 with local_cluster(timeout=None) as client:
                     bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
                     sides = {side: lambda r, s=side: run_side(client, s, server, folder, r) for side in SIDES}
-                    runs = interleave(rounds, sides, order="alternate", show=_show)
+                    runs = interleave(rounds, sides, order="alternate")
             finally:
                 server.stop()
 

@@ -1,35 +1,10 @@
-"""Trial speed: the same configurations through ``jupyter_dist.hpo(parallel=2)`` and through a plain process pool.
+"""Trial speed: 24 TPE trials of the digits MLP and 8 of the compute-bound MLP through ``hpo(parallel=2)`` on a
+fresh embedded cluster per round, against the same configurations in a fresh spawn ``Pool(2)`` with imports
+warmed, each side first in half of the rounds; judged on the median of the rounds' paired ratios (pool wall /
+hpo wall). Target: >= 0.95 on both.
 
-Two workloads, both one torch thread per trial and no pruning:
-
-  a) digits: an MLP (64 -> width -> width -> 10, SGD, batches of 32, 20 epochs) on scikit-learn's bundled digits
-     (1347 train / 450 validation, fixed split), reporting the validation accuracy each epoch with
-     ``jupyter_dist.report`` (the real reporting path); TPE over lr x width x momentum, ``seed`` fixed,
-     ``pruner=None``, DIGITS_TRIALS trials. Small and launch-bound: a step is well under a millisecond.
-  b) compute: bench_ddp's MLP (512 -> 1024 -> 1024 -> 10, batches of 1024), COMPUTE_STEPS SGD steps per trial,
-     reporting the loss each step; TPE over lr, COMPUTE_TRIALS trials. Compute-bound.
-
-Each round, for each workload, interleaved and with fresh processes on both sides:
-  * ours: ``jupyter_dist.close_local_cluster()``, then ``get_client('local', n_workers=2, threads_per_worker=1)``
-    (a new LocalCluster), then ``hpo(..., parallel=2)`` timed around the call (the cluster's start is not);
-  * pool: a new ``multiprocessing.get_context('spawn').Pool(2)`` whose initializer imports torch, scikit-learn
-    and jupyter_dist (imports warmed, no Dask), running exactly the configurations the hpo run just used
-    (``exp.trials`` params), timed around ``imap_unordered`` (the pool's start is not).
-The pool side runs with glibc's allocator defaults, as outside Dask (the LocalCluster's start puts
-MALLOC_TRIM_THRESHOLD_ into this process's environment; it is taken out while the pool spawns).
-The sides alternate which goes first from round to round. Ratio = pool wall / ours wall (>1: ours is faster),
-per round; the result is the median of the rounds' ratios. Each round's two sides run back to back, so the pair
-shares the machine's speed of the moment, which drifts by 10-15% over minutes on these shared machines (the
-pool's wall went from 6.3 to 7.3 s within half an hour, same code); the ratio of the median walls, which does not
-pair them, is kept too. Also: the trials' summed durations on each side (``exp.trials.duration``; the pool
-times the same call around the function in its worker), against the same configurations run one after another
-in one plain warmed process (once per workload, per-configuration times, so the sums compare like for like),
-and the share of 2 x wall the trials' durations fill (how busy both cores were kept).
-
-Target: ratio >= 0.95 on both workloads (median of the rounds' ratios).
-
-Run: ``.venv/bin/python bench/bench_trial_speed.py [--rounds 8] [--workloads digits,compute]``
-(writes bench/results/trial_speed.json; ~6 min at 8 rounds).
+Method: docs/performance/dispatch.md, "Trial speed against a process pool". Run: ``.venv/bin/python
+bench/bench_trial_speed.py [--rounds 8] [--workloads digits,compute]`` (~6 min).
 """
 
 from __future__ import annotations
@@ -40,7 +15,7 @@ import time
 
 import _runner
 from _common import CpuMonitor, machine_busy_share, median
-from _runner import local_cluster, measuring
+from _runner import brief, local_cluster, measuring
 from _workloads import (
     COMPUTE_BATCH,
     COMPUTE_WIDTH,
@@ -237,12 +212,7 @@ def measure(rounds: int, workloads: list[str]) -> dict:
                 row["pool"] = run_pool(workload, configs)
             row["ratio"] = row["pool"]["wall_s"] / row["ours"]["wall_s"]
             rows.append(row)
-            print(
-                f"  {workload} round {r}: ours {row['ours']['wall_s']:.2f} s (trials {row['ours']['trial_seconds']:.1f}"
-                f" s, busy {row['ours']['busy_share']:.0%}), pool {row['pool']['wall_s']:.2f} s (trials "
-                f"{row['pool']['trial_seconds']:.1f} s, busy {row['pool']['busy_share']:.0%}): {row['ratio']:.3f}x",
-                flush=True,
-            )
+            print(brief(f"{workload} round {r}", row), flush=True)
         sequential = run_sequential(workload, configs)
         med = {side: median([row[side]["wall_s"] for row in rows]) for side in ("ours", "pool")}
         trial_s = {side: median([row[side]["trial_seconds"] for row in rows]) for side in ("ours", "pool")}
