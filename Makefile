@@ -66,6 +66,7 @@ lint: setup
 	$(BIN)/ruff check jupyter_dist tests scripts bench docs/conf.py docs/_ext
 	$(BIN)/ruff format --check jupyter_dist tests scripts bench docs/conf.py docs/_ext
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	cd labextension && npm run lint:check
 
 ## The documentation site, in docs/_build/html (open docs/_build/html/index.html): the example notebooks and the

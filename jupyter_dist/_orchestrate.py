@@ -74,7 +74,7 @@ def run_experiment(
     control = control or RunControl(scope=definition.objective.scope)
     # The cell shows something from its first instant: starting a cluster takes seconds.
     preamble = _make_preamble(options.progress, stored=store is not None)
-    launcher = None
+    launcher: DaskLauncher | None = None  # typed: mypy checks it against the loop's TrialLauncher seam
     try:
         if preamble:
             preamble.phase("connecting to the Dask cluster…")
