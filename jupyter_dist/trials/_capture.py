@@ -36,6 +36,7 @@ class _CapturedStream(io.TextIOBase):
     def isatty(self) -> bool:
         return False
 
+    # (read-only: the original stream's, where TextIOBase declares a plain attribute)
     @property
     def encoding(self):  # type: ignore[override]  # some libraries ask the stream for its encoding
         return getattr(self.original, "encoding", "utf-8")
