@@ -212,7 +212,8 @@ def measure(rounds: int, workloads: list[str]) -> dict:
                 row["pool"] = run_pool(workload, configs)
             row["ratio"] = row["pool"]["wall_s"] / row["ours"]["wall_s"]
             rows.append(row)
-            print(brief(f"{workload} round {r}", row), flush=True)
+            walls = {side: row[side]["wall_s"] for side in ("ours", "pool")}
+            print(brief(f"{workload} round {r}, walls", {**walls, "ratio": row["ratio"]}), flush=True)
         sequential = run_sequential(workload, configs)
         med = {side: median([row[side]["wall_s"] for row in rows]) for side in ("ours", "pool")}
         trial_s = {side: median([row[side]["trial_seconds"] for row in rows]) for side in ("ours", "pool")}
