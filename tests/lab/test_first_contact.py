@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 import websocket
 from notebook_runs import (
     CURRENT,
@@ -200,6 +201,11 @@ def test_a_second_notebook_on_the_same_kernel(lab, page):
     assert not _errors(page)
 
 
+# Notebook 7's page, served by a server that had served the tests before it in this module, threw "Command
+# 'filebrowser:open-path' not registered." on load (in both full runs; never with a fresh server, nor when Notebook 7
+# pages were loaded on their own with jupyter_dist's extension disabled): not investigated further, so this test
+# keeps a server of its own, as every test had before the servers were shared.
+@pytest.mark.own_lab_server
 def test_notebook_7_run_all_the_moment_its_kernel_starts(lab, page):
     write_notebook(lab.root / "nb7.ipynb", SHORT)
     sizes = kernel_bytes(page)
