@@ -9,9 +9,14 @@ look at before using (``unknown``): a parameter may be any JSON value.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+import sys
+from typing import Any, Literal, TypedDict
 
-if TYPE_CHECKING:  # typing's own from Python 3.11; the annotations are never evaluated, so 3.10 needs neither
+# typing's own from Python 3.11. At run time too: scripts/wire_types.py and the tests read these types with
+# typing.get_type_hints, which evaluates the annotations.
+if sys.version_info >= (3, 11):
+    from typing import NotRequired
+else:
     from typing_extensions import NotRequired
 
 __all__ = [
