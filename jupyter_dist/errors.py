@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "HookFailed",
     "AblationError",
     "ArgumentError",
     "ClusterError",
@@ -92,7 +91,8 @@ class ClusterLost(ClusterError):
 
 class HookFailed(JupyterDistError, RuntimeError):
     """A function the user gave the run (a callback's hook, a stop rule) raised: the run fails with this message,
-    which names it, and the user's exception as its cause (the run ends as ``ExperimentFailed``)."""
+    which names it, and the user's exception as its cause. It never reaches a caller (the run ends as
+    ``ExperimentFailed``), so it is not in ``__all__``."""
 
 
 class PlacementError(JupyterDistError, RuntimeError):
