@@ -2,6 +2,9 @@
 its version. The button working mid-run in a kernel that has them is tested in a real kernel
 (tests/test_notebooks.py) and in a real browser (tests/lab/test_cell_view.py)."""
 
+import subprocess
+import sys
+
 import ipykernel
 import pytest
 from ipykernel.comm.comm import BaseComm
@@ -37,15 +40,27 @@ def test_an_ipykernel_whose_comms_are_not_asked_where_to_go_disables_the_stop_bu
     assert "does not route" in _side_thread.comm_hook_missing()
 
 
-def test_a_kernel_without_subshells_is_told_apart_from_one_with_them():
-    from ipykernel.inprocess.manager import InProcessKernelManager
+IN_PROCESS_KERNEL = """
+from ipykernel.inprocess.manager import InProcessKernelManager
+from jupyter_dist.widgets import _side_thread
 
-    manager = InProcessKernelManager()
-    manager.start_kernel()
-    try:  # a real ipykernel kernel with no shell channel thread, hence no subshells
-        assert _side_thread.missing_capability(manager.kernel) == "this kernel has no subshells"
-    finally:
-        manager.shutdown_kernel()
+manager = InProcessKernelManager()
+manager.start_kernel()
+try:  # a real ipykernel kernel with no shell channel thread, hence no subshells
+    print(_side_thread.missing_capability(manager.kernel))
+finally:
+    manager.shutdown_kernel()
+"""
+
+
+def test_a_kernel_without_subshells_is_told_apart_from_one_with_them():
+    # In a process of its own: an in-process kernel's shell is an IPython singleton, which another shell made
+    # earlier in the test session (the magics' tests) would refuse.
+    done = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS_KERNEL], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "this kernel has no subshells"
 
 
 @pytest.mark.parametrize("lacks", ["_create_subshell", "_shell_channel_io_loop"])
