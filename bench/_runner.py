@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import inspect
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -37,20 +38,25 @@ CLUSTER = "jupyter_dist.get_client('local', n_workers=2, threads_per_worker=1)"
 def main(
     name: str,
     measure: Callable[..., dict],
-    arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    options: dict[str, Any] | None = None,
     quick: dict[str, Any] | None = None,
-    doc: str | None = None,
+    child: tuple[str, ...] = (),
 ) -> None:
-    """Parse the script's arguments (``arguments`` adds its own; their values are passed to ``measure`` by
-    name), run ``measure``, write ``results/<name>.json`` and print its summary (``summary``) and the path. A
-    ``measure`` that returns None (a child process's run) has printed its answer itself.
+    """Parse the script's arguments, run ``measure`` with them by name, write ``results/<name>.json`` and print
+    its ``summary()``; a ``measure`` that returns None (a child process's run) has printed its answer itself.
 
-    ``quick``: the module constants a ``--quick`` smoke run sets (``measure`` gets ``quick`` too if it takes
-    it); its JSON goes to a temporary folder unless BENCH_RESULTS says where: smoke figures must not replace
-    the measured ones in bench/results/."""
-    parser = argparse.ArgumentParser(description=(doc or "").strip().split("\n", 1)[0])
-    if arguments:
-        arguments(parser)
+    ``options``: {name: default or (default, help)}, each a ``--name`` typed as its default (None: a string);
+    ``child``: hidden string options, a child process's. ``quick``: the module constants a ``--quick`` smoke run
+    sets (``measure`` gets ``quick`` too if it takes it); its JSON goes to a temporary folder unless BENCH_RESULTS
+    says where: smoke figures must not replace the measured ones in bench/results/."""
+    doc = sys.modules["__main__"].__doc__ or ""
+    parser = argparse.ArgumentParser(description=doc.strip().split("\n", 1)[0])
+    for key, value in (options or {}).items():
+        default, help = value if isinstance(value, tuple) else (value, None)
+        kind = str if default is None else type(default)
+        parser.add_argument(f"--{key.replace('_', '-')}", type=kind, default=default, help=help)
+    for key in child:
+        parser.add_argument(f"--{key.replace('_', '-')}", help=argparse.SUPPRESS)
     if quick is not None:
         sizes = f" ({', '.join(quick)})" if quick else ""
         parser.add_argument(
@@ -137,15 +143,32 @@ def timed(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - t0
 
 
-def hpo(fn: Callable, space: dict, cluster: Any, **options: Any) -> tuple[Any, float]:
-    """``jupyter_dist.hpo(fn, space, cluster=cluster, ...)`` as the benchmarks call it: the random sampler and no
+def hpo(fn: Callable, space: dict, client: Any, **options: Any) -> tuple[Any, float]:
+    """``jupyter_dist.hpo(fn, space, cluster=client, ...)`` as the benchmarks call it: the random sampler and no
     view unless ``options`` say otherwise (every other option is hpo()'s own default or the caller's); the
     experiment and the wall seconds of the whole call."""
     import jupyter_dist
 
     return timed(
-        jupyter_dist.hpo, fn, space, cluster=cluster, **{"sampler": "random", "progress": False, **options}
+        jupyter_dist.hpo, fn, space, cluster=client, **{"sampler": "random", "progress": False, **options}
     )
+
+
+def sleepers(client, seconds: float, rate: float, trials: int, parallel: int, name: str | None = None):
+    """``hpo()`` of ``trials`` x ``_workloads.sleep_and_report`` (``seconds`` long, ``rate`` reports/s),
+    ``parallel`` at once, no pruner: without ``name`` a warm-up (x = 0.5, no store), else measured (seed 0,
+    ``ReportView``, a fresh store file)."""
+    from _workloads import sleep_and_report
+
+    from jupyter_dist import space
+
+    run = {"client": client, "trials": trials, "parallel": parallel, "metric": "v", "pruner": None}
+    if name is None:
+        return hpo(sleep_and_report, {"x": 0.5, "seconds": seconds, "rate": rate}, **run, store=False)
+    with tempfile.TemporaryDirectory(prefix=f"jupyter_dist-bench-{name}-") as folder:
+        store = os.path.join(folder, "experiments.sqlite")
+        search = {"x": space.uniform(0, 1), "seconds": seconds, "rate": rate}
+        return hpo(sleep_and_report, search, **run, seed=0, name=name, progress=ReportView, store=store)
 
 
 # --- what reaches the kernel ---------------------------------------------------------------------------------

@@ -143,4 +143,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main("checkpoints", main, quick={"ROUNDS": 1}, doc=__doc__)
+    _runner.main("checkpoints", main, quick={"ROUNDS": 1})

@@ -1,15 +1,11 @@
 """The cost model: the cores the kernel, the scheduler and the workers use per trial, per report and per Dask
-event, fitted on a ``dask scheduler`` and 64 ``dask worker --no-nanny`` processes x 16 threads (~4 GB), each
-point a fresh kernel process running ``hpo()`` of sleeping trials; checked at two held-out points.
-
-Method (the points, the steady window, when a point is saturated, the four forms fitted and N*):
-docs/performance/scalability.md, "The cost model". Run: ``.venv/bin/python bench/bench_cost_model.py`` (~10 min;
-``--quick``: 8 workers, points of 10 s; ``--workers``, ``--threads``, ``--point-seconds``).
+event, fitted on 64 ``dask worker`` processes x 16 threads, each point a fresh kernel running ``hpo()`` of
+sleeping trials, checked at two held-out points. Method: docs/performance/scalability.md, "The cost model".
+Run: ``.venv/bin/python bench/bench_cost_model.py`` (~10 min; ``--quick``: 8 workers, points of 10 s).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -20,8 +16,7 @@ from pathlib import Path
 
 import _runner
 from _common import CpuSampler, DaskProcessCluster, header, least_squares
-from _runner import ReportView, brief, child_main, in_child
-from _workloads import sleep_and_report
+from _runner import ReportView, brief, child_main, in_child, sleepers
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 WORKERS = 64
@@ -106,8 +101,7 @@ def _event_times(dask_scheduler=None) -> list[float]:
 
 
 def _preimport() -> None:
-    """On each worker once it starts: what a trial's task imports, which would otherwise land in the first
-    point's ramp on every worker (~1 s of CPU each)."""
+    """What a trial's task imports, on each worker first: it would otherwise cost each ~1 s of CPU in the ramp."""
     import jupyter_dist.trials  # noqa: F401
 
 
@@ -115,39 +109,20 @@ def _preimport() -> None:
 def run_point(point: Point, cluster: dict) -> dict:
     from distributed import Client
 
-    from jupyter_dist import space
-
     client = Client(cluster["address"], set_as_default=False)
     try:
         client.wait_for_workers(cluster["workers"], timeout=120)
-        # The kernel's own first experiment (imports, connections), outside the measurement.
-        warm = {"x": 0.5, "seconds": 0.01, "rate": 1}
-        _runner.hpo(
-            sleep_and_report, warm, client, trials=8, parallel=8, metric="v", pruner=None, store=False
-        )
+        sleepers(client, 0.01, 1, 8, 8)  # the kernel's own first experiment (imports, connections)
         client.register_plugin(EventCounter(), name=EVENT_COUNTER)
         groups = {"scheduler": [cluster["scheduler_pid"]], "workers": cluster["worker_pids"]}
         sampler = CpuSampler(groups, interval=0.5).start()
         exp = None
-        with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-cost-model-") as folder:
-            t0 = time.perf_counter()
-            if point.kind == "idle":
-                time.sleep(point.seconds)
-            else:
-                exp, _ = _runner.hpo(
-                    sleep_and_report,
-                    {"x": space.uniform(0, 1), "seconds": point.seconds, "rate": point.rate},
-                    client,
-                    trials=point.trials,
-                    parallel=point.at_once,
-                    metric="v",
-                    pruner=None,
-                    seed=0,
-                    name="cost-model",
-                    progress=ReportView,
-                    store=os.path.join(folder, "experiments.sqlite"),
-                )
-            wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        if point.kind == "idle":
+            time.sleep(point.seconds)
+        else:
+            exp, _ = sleepers(client, point.seconds, point.rate, point.trials, point.at_once, "cost-model")
+        wall = time.perf_counter() - t0
         sampler.stop()
         events = client.run_on_scheduler(_event_times)
         client.unregister_scheduler_plugin(EVENT_COUNTER)
@@ -201,11 +176,7 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
         "running": running,
     }
     latency = view.latency_s(t0, t1) if view else None  # the window's reports: the ramp's wait longer
-    reasons = []
-    if cores["kernel"] > SATURATED_CORE:
-        reasons.append(f"kernel {cores['kernel']:.2f} cores")
-    if cores["scheduler"] > SATURATED_CORE:
-        reasons.append(f"scheduler {cores['scheduler']:.2f} cores")
+    reasons = [f"{k} {cores[k]:.2f} cores" for k in ("kernel", "scheduler") if cores[k] > SATURATED_CORE]
     if (cores["machine"] - cores["others"]) > SATURATED_MACHINE * ncpu:
         reasons.append(
             f"this benchmark used {(cores['machine'] - cores['others']) / ncpu:.0%} of the machine"
@@ -276,8 +247,6 @@ def _events_per_report(rate: float, measured: dict[float, float]) -> float | Non
     least as often); between two, interpolated in log rate; above the highest, unknown."""
     if not measured:
         return None
-    import math
-
     rates = sorted(measured)
     if rate <= rates[0]:
         return measured[rates[0]]
@@ -415,14 +384,10 @@ def check(points: list[dict], fitted: dict) -> list[dict]:
 
 
 # --- the parent -------------------------------------------------------------------------------------------------
-def _child(point: Point, cluster_file: str) -> dict:
-    args = ["--point", json.dumps(asdict(point)), "--cluster-file", cluster_file]
-    return in_child(args, 4 * point.seconds + 300, label={"point": asdict(point), "label": point.label})
-
-
 def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
     print(f"  {point.sweep}: {point.label}...", flush=True)
-    res = _child(point, cluster_file)
+    args = ["--point", json.dumps(asdict(point)), "--cluster-file", cluster_file]
+    res = in_child(args, 4 * point.seconds + 300, label={"point": asdict(point), "label": point.label})
     points.append(res)
     shown = res if "error" in res else {k: res[k] for k in ("cores", "rates", "saturated")}
     print(brief(f"{point.sweep}: {point.label}", shown), *res.get("saturated") or (), flush=True)
@@ -530,15 +495,11 @@ def _headline(fitted: dict) -> dict:
     return out
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=WORKERS)
-    parser.add_argument("--threads", type=int, default=THREADS)
-    parser.add_argument(
-        "--point-seconds", type=float, default=POINT_S, help="each point's trial length / span"
-    )
-    parser.add_argument("--point", help=argparse.SUPPRESS)  # one point, in a child process
-    parser.add_argument("--cluster-file", help=argparse.SUPPRESS)
-
-
 if __name__ == "__main__":
-    _runner.main("cost_model", main, _arguments, quick={}, doc=__doc__)  # --quick: QUICK's sizes
+    options = {
+        "workers": WORKERS,
+        "threads": THREADS,
+        "point_seconds": (POINT_S, "each point's trial length"),
+    }
+    # --quick: QUICK's sizes; --point and --cluster-file: one point, in a child process
+    _runner.main("cost_model", main, options, quick={}, child=("point", "cluster_file"))

@@ -128,4 +128,4 @@ def main() -> dict:
 
 if __name__ == "__main__":
     quick = {"DATA_MB": 5.0, "TRIALS": 8, "ROUNDS": 1}
-    _runner.main("data_by_reference", main, quick=quick, doc=__doc__)
+    _runner.main("data_by_reference", main, quick=quick)

@@ -124,4 +124,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main("ddp", main, quick={"STEPS": 5, "REPEATS": 1}, doc=__doc__)
+    _runner.main("ddp", main, quick={"STEPS": 5, "REPEATS": 1})

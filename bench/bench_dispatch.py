@@ -137,4 +137,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main("dispatch", main, quick={"N": 100, "WARMUP": 10, "REPEATS": 1}, doc=__doc__)
+    _runner.main("dispatch", main, quick={"N": 100, "WARMUP": 10, "REPEATS": 1})

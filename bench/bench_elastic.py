@@ -237,4 +237,4 @@ def main() -> dict:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
-    _runner.main("elastic", main, quick={"EVERY": (5,), "REPEATS": 1}, doc=__doc__)
+    _runner.main("elastic", main, quick={"EVERY": (5,), "REPEATS": 1})

@@ -123,4 +123,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main("fsdp", main, quick={"ROUNDS": 1}, doc=__doc__)
+    _runner.main("fsdp", main, quick={"ROUNDS": 1})

@@ -178,4 +178,4 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
 
 
 if __name__ == "__main__":
-    _runner.main("gateway", main, doc=__doc__)
+    _runner.main("gateway", main)

@@ -286,4 +286,4 @@ def main() -> dict:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    _runner.main("gpu", main, quick={"REPEATS": 1, "TRIALS": 4}, doc=__doc__)
+    _runner.main("gpu", main, quick={"REPEATS": 1, "TRIALS": 4})

@@ -10,7 +10,6 @@ build.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -146,13 +145,21 @@ SIZES = {
 }
 
 
-def main(parts: tuple[str, ...] = ("first_run", "scale"), sizes: dict | None = None) -> dict:
+def main(part: str, extension: str | None, **sizes) -> dict:
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(TESTS_LAB))
     import notebook_runs as runs
 
-    sizes = {**SIZES, **(sizes or {})}
+    if part not in ("all", "first_run", "scale"):
+        raise SystemExit(f"--part: all, first_run or scale, not {part!r}")
+    parts = ("first_run", "scale") if part == "all" else (part,)
+    if extension:  # JupyterLab finds it first on JUPYTER_PATH (the server and the kernels inherit it)
+        extension = str(Path(extension).resolve())
+        share = Path(tempfile.mkdtemp(prefix="jupyter_dist-bench-ext-"))
+        (share / "labextensions").mkdir()
+        (share / "labextensions" / "jupyter-dist").symlink_to(extension)
+        os.environ["JUPYTER_PATH"] = f"{share}{os.pathsep}{os.environ.get('JUPYTER_PATH', '')}"
     wall0 = time.perf_counter()
     cpu = CpuMonitor()
     views, scale = {}, {}
@@ -215,7 +222,7 @@ def main(parts: tuple[str, ...] = ("first_run", "scale"), sizes: dict | None = N
             "idle_kernel: the HPO cell again, Shift+Enter, on the idle kernel (0.4's 'flagged kernel')",
             "parts": list(parts),
             "scale": sizes,
-            "extension": EXTENSION or "this checkout's build",
+            "extension": extension or "this checkout's build",
         },
     )
     if scale:
@@ -251,23 +258,10 @@ def main(parts: tuple[str, ...] = ("first_run", "scale"), sizes: dict | None = N
     return result
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--part", choices=("all", "first_run", "scale"), default="all")
-    for name, value in SIZES.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    parser.add_argument("--extension", help="a built lab extension to measure instead of this checkout's")
-
-
-def run(part: str, extension: str | None, **sizes) -> dict:
-    global EXTENSION
-    if extension:  # JupyterLab finds it first on JUPYTER_PATH (the server and the kernels inherit it)
-        EXTENSION = str(Path(extension).resolve())
-        share = Path(tempfile.mkdtemp(prefix="jupyter_dist-bench-ext-"))
-        (share / "labextensions").mkdir()
-        (share / "labextensions" / "jupyter-dist").symlink_to(Path(extension).resolve())
-        os.environ["JUPYTER_PATH"] = f"{share}{os.pathsep}{os.environ.get('JUPYTER_PATH', '')}"
-    return main(("first_run", "scale") if part == "all" else (part,), sizes)
-
-
 if __name__ == "__main__":
-    _runner.main("lab", run, _arguments, doc=__doc__)
+    options = {
+        "part": ("all", "all, first_run or scale"),
+        **SIZES,
+        "extension": (None, "a built lab extension to measure instead of this checkout's"),
+    }
+    _runner.main("lab", main, options)

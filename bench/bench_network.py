@@ -193,4 +193,4 @@ def stop_all(started: list[subprocess.Popen]) -> None:
 
 
 if __name__ == "__main__":
-    _runner.main("network", main, quick={"ROUNDS": 1}, doc=__doc__)
+    _runner.main("network", main, quick={"ROUNDS": 1})

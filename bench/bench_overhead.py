@@ -132,4 +132,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main("overhead", main, quick={"TARGET_SECONDS": 0.2, "REPEATS": 2}, doc=__doc__)
+    _runner.main("overhead", main, quick={"TARGET_SECONDS": 0.2, "REPEATS": 2})

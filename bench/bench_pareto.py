@@ -141,9 +141,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main(
-        "pareto",
-        main,
-        quick={"GRID_X": [0.1, 0.5, 0.9], "TPE_TRIALS": 8, "TPE_SEEDS": (0,)},
-        doc=__doc__,
-    )
+    _runner.main("pareto", main, quick={"GRID_X": [0.1, 0.5, 0.9], "TPE_TRIALS": 8, "TPE_SEEDS": (0,)})

@@ -171,4 +171,4 @@ if __name__ == "__main__":
         "DIGITS": DIGITS | {"epochs": 4, "seeds": (0,)},
         "COPIES": 5,
     }
-    _runner.main("pbt", main, quick=quick, doc=__doc__)
+    _runner.main("pbt", main, quick=quick)

@@ -438,9 +438,5 @@ def judged(benchmarks: dict, latency_run: dict) -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main(
-        "pruning",
-        main,
-        quick={"N_CONFIGS": 16, "MLP_LR": [0.01, 0.1], "MLP_WIDTH": [32, 64], "LAT_TRIALS": 8},
-        doc=__doc__,
-    )
+    quick = {"N_CONFIGS": 16, "MLP_LR": [0.01, 0.1], "MLP_WIDTH": [32, 64], "LAT_TRIALS": 8}
+    _runner.main("pruning", main, quick=quick)

@@ -1,16 +1,11 @@
-"""Scalability: issue 26's six shapes, Ray Tune's two published originals at full size and no-op dispatch, each
-an ``hpo()`` of sleeping trials in a fresh process on a fresh embedded cluster (store on, no pruner): efficiency
-= minimum / wall, every trial's reports counted, CPU by process and thread. Targets: >= 0.95 for the six, above
-Ray's own for Ray's two, dispatch >= 0.8x raw ``client.map``. The shapes are ``SHAPES`` below.
-
-Method: docs/performance/scalability.md, "Scalability". Run: ``.venv/bin/python bench/bench_scalability.py``
-(~20 min); ``--shapes 960x30s_10hz,dispatch`` picks; ``--scale 0.1`` (or ``--quick``) shrinks them for a smoke
-run.
+"""Scalability: issue 26's six shapes (``SHAPES``), Ray Tune's two published ones and no-op dispatch, each an
+``hpo()`` of sleeping trials in a fresh process: efficiency = minimum / wall, reports counted, CPU by process and
+thread. Method: docs/performance/scalability.md. Run: ``.venv/bin/python bench/bench_scalability.py`` (~20 min;
+``--shapes 960x30s_10hz,dispatch`` picks; ``--scale 0.1`` or ``--quick`` shrinks them).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
@@ -18,8 +13,7 @@ from dataclasses import asdict, dataclass, replace
 
 import _runner
 from _common import CpuMonitor, CpuSampler, descendants
-from _runner import ReportView, brief, child_main, in_child, local_cluster, measuring
-from _workloads import sleep_and_report
+from _runner import ReportView, brief, child_main, in_child, local_cluster, measuring, sleepers
 
 TARGET_EFFICIENCY = 0.95
 TARGET_DISPATCH_RATIO = 0.8
@@ -58,6 +52,21 @@ class Shape:
         )
 
 
+def ray(trials: int, rate: float, cpus: int, trial_s: float, wall_s: float, minimum_s: float) -> dict:
+    """A shape as Ray's page published it (one node)."""
+    return {
+        "trials": trials,
+        "results_per_s_per_trial": rate,
+        "nodes": 1,
+        "cpus": cpus,
+        "trial_s": trial_s,
+        "wall_s": wall_s,
+        "minimum_s": minimum_s,
+        "efficiency": minimum_s / wall_s,
+        "source": RAY_DOCS,
+    }
+
+
 SHAPES = {
     "1600x1s": Shape("1,600 trials x 1 s, 16 at a time", 1600, 1.0, 1, 16, 2, 8, 101.4),
     "96x30s_10hz": Shape("96 trials x 30 s x 10 reports/s, all at once", 96, 30.0, 10, 96, 2, 48, 30.5),
@@ -75,17 +84,7 @@ SHAPES = {
         16,
         2,
         8,
-        ray_published={
-            "trials": 10000,
-            "results_per_s_per_trial": 1,
-            "nodes": 1,
-            "cpus": 16,
-            "trial_s": 1,
-            "wall_s": 715.27,
-            "minimum_s": 625,
-            "efficiency": 625 / 715.27,
-            "source": RAY_DOCS,
-        },
+        ray_published=ray(trials=10000, rate=1, cpus=16, trial_s=1, wall_s=715.27, minimum_s=625),
     ),
     "ray_96x100s_10hz": Shape(
         "Ray's result throughput: 96 trials x 100 s x 10 results/s, all at once",
@@ -95,17 +94,7 @@ SHAPES = {
         96,
         2,
         48,
-        ray_published={
-            "trials": 96,
-            "results_per_s_per_trial": 10,
-            "nodes": 1,
-            "cpus": 96,
-            "trial_s": 100,
-            "wall_s": 168.94,
-            "minimum_s": 100,
-            "efficiency": 100 / 168.94,
-            "source": RAY_DOCS,
-        },
+        ray_published=ray(trials=96, rate=10, cpus=96, trial_s=100, wall_s=168.94, minimum_s=100),
     ),
 }
 DISPATCH = "dispatch"
@@ -117,47 +106,25 @@ DISPATCH_REPEATS = 3
 
 # --- one shape, in a child process --------------------------------------------------------------------------
 def run_shape(name: str, scale: float) -> dict:
-    from jupyter_dist import space
-
     shape = SHAPES[name].scaled(scale)
     t0 = time.perf_counter()
     with local_cluster(shape.workers, shape.threads, timeout=600) as client:
         cluster_start_s = time.perf_counter() - t0
         workers = descendants()  # the worker processes (and multiprocessing's resource tracker)
-        _, warmup_s = _runner.hpo(
-            sleep_and_report,
-            {"x": 0.5, "seconds": WARMUP_TRIAL_S, "rate": 1},
-            client,
-            trials=shape.parallel,
-            parallel=shape.parallel,
-            metric="v",
-            pruner=None,
-            store=False,
+        _, warmup_s = sleepers(client, WARMUP_TRIAL_S, 1, shape.parallel, shape.parallel)
+        sampler = CpuSampler({"workers": workers}, interval=1.0).start()
+        contention = CpuMonitor()
+        before = sampler.sample()
+        exp, wall = sleepers(
+            client, shape.seconds, shape.rate, shape.trials, shape.parallel, f"scalability-{name}"
         )
-        with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-scalability-") as folder:
-            sampler = CpuSampler({"workers": workers}, interval=1.0).start()
-            contention = CpuMonitor()
-            before = sampler.sample()
-            exp, wall = _runner.hpo(
-                sleep_and_report,
-                {"x": space.uniform(0, 1), "seconds": shape.seconds, "rate": shape.rate},
-                client,
-                trials=shape.trials,
-                parallel=shape.parallel,
-                metric="v",
-                pruner=None,
-                seed=0,
-                name=f"scalability-{name}",
-                progress=ReportView,
-                store=os.path.join(folder, "experiments.sqlite"),
-            )
-            after = sampler.sample()
-            sampler.stop()
-            cpu = sampler.window(before["t"], after["t"])
-            cpu_contention = contention.stop(ours_cpu_s=cpu["process_s"] + cpu["groups_s"]["workers"])
-            view = ReportView.last
-            records = exp.trial_records()
-            reports = exp.reports
+        after = sampler.sample()
+        sampler.stop()
+        cpu = sampler.window(before["t"], after["t"])
+        cpu_contention = contention.stop(ours_cpu_s=cpu["process_s"] + cpu["groups_s"]["workers"])
+        view = ReportView.last
+        records = exp.trial_records()
+        reports = exp.reports
     check = view.check(records)
     trials = len(records)
     durations = [r.duration for r in records if r.duration is not None]
@@ -227,12 +194,6 @@ def run_dispatch(scale: float) -> dict:
 
 
 # --- the parent: each shape in a child process --------------------------------------------------------------
-def _child(name: str, scale: float) -> dict:
-    shape = SHAPES.get(name)
-    timeout = 600 if shape is None else 3 * shape.scaled(scale).minimum_s + 600
-    return in_child(["--child", name, "--scale", str(scale)], timeout, label={"shape": name})
-
-
 def _judge(res: dict) -> dict:
     if "error" in res:
         return {"target": None, "met": False}
@@ -280,7 +241,9 @@ def main(shapes: str | None, scale: float, quick: bool, child: str | None) -> di
         results = {}
         for name in names:
             print(f"  {name}...", flush=True)
-            res = _child(name, scale)
+            shape = SHAPES.get(name)
+            timeout = 600 if shape is None else 3 * shape.scaled(scale).minimum_s + 600
+            res = in_child(["--child", name, "--scale", str(scale)], timeout, label={"shape": name})
             res.update(_judge(res))
             results[name] = res
             print(brief(name, {k: res[k] for k in ("error", "stderr", "wall_s", "efficiency") if k in res}))
@@ -293,15 +256,10 @@ def main(shapes: str | None, scale: float, quick: bool, child: str | None) -> di
     return result
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--shapes", help=f"comma-separated, of: {', '.join(ORDER)} (default: all, in that order)"
-    )
-    parser.add_argument(
-        "--scale", type=float, default=1.0, help="shrink trial counts and long trials (0 < F <= 1)"
-    )
-    parser.add_argument("--child", help=argparse.SUPPRESS)  # one shape, in a child process
-
-
 if __name__ == "__main__":
-    _runner.main("scalability", main, _arguments, quick={}, doc=__doc__)  # --quick: --scale 0.1
+    options = {
+        "shapes": (None, f"comma-separated, of: {', '.join(ORDER)} (default: all, in that order)"),
+        "scale": (1.0, "shrink trial counts and long trials (0 < F <= 1)"),
+    }
+    # --quick: --scale 0.1; --child: one shape, in a child process
+    _runner.main("scalability", main, options, quick={}, child=("child",))

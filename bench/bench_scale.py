@@ -9,7 +9,6 @@ Method: docs/performance/streaming.md, "A million reports". Run: ``.venv/bin/pyt
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -287,13 +286,6 @@ def main(trials: int, steps: int, rounds: int, side: str | None, store: str | No
     return result
 
 
-def _arguments(parser) -> None:
-    parser.add_argument("--trials", type=int, default=TRIALS)
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--rounds", type=int, default=1, help="on/off pairs, the order alternating")
-    parser.add_argument("--side", choices=["on", "off"], help=argparse.SUPPRESS)  # a child process's side
-    parser.add_argument("--store", help=argparse.SUPPRESS)
-
-
 if __name__ == "__main__":
-    _runner.main("scale", main, _arguments, doc=__doc__)
+    options = {"trials": TRIALS, "steps": STEPS, "rounds": (1, "on/off pairs, the order alternating")}
+    _runner.main("scale", main, options, child=("side", "store"))  # a child process: one side

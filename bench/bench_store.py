@@ -115,10 +115,4 @@ def main(rounds: int) -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main(
-        "store",
-        main,
-        lambda p: p.add_argument("--rounds", type=int, default=3),
-        quick={"N": 100, "STREAM_S": 2.0},
-        doc=__doc__,
-    )
+    _runner.main("store", main, {"rounds": 3}, quick={"N": 100, "STREAM_S": 2.0})

@@ -200,4 +200,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    _runner.main("streaming", main, quick={"SECONDS": 2.0, "SETTLE_S": 0.5}, doc=__doc__)
+    _runner.main("streaming", main, quick={"SECONDS": 2.0, "SETTLE_S": 0.5})

@@ -237,12 +237,7 @@ def measure(rounds: int, workloads: list[str]) -> dict:
     return out
 
 
-def _arguments(parser) -> None:
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
-    parser.add_argument("--workloads", default="digits,compute")
-
-
 if __name__ == "__main__":
     small = {"digits": (digits_mlp, "val_acc", "max", 4), "compute": (compute_mlp, "loss", "min", 2)}
     quick = {"DIGITS_EPOCHS": 3, "COMPUTE_STEPS": 3, "WORKLOADS": small}
-    _runner.main("trial_speed", main, _arguments, quick=quick, doc=__doc__)
+    _runner.main("trial_speed", main, {"rounds": ROUNDS, "workloads": "digits,compute"}, quick=quick)
