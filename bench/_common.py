@@ -1,10 +1,6 @@
-"""Shared helpers of the benchmarks: machine info, statistics, CPU by process and thread, processes of a Dask
-cluster, a Jupyter server, writing the JSON results. (How a benchmark runs is _runner.py's.)
-
-Only the kernel side uses these; a worker cannot import this module by name. What runs on the workers is in each
-benchmark script (``__main__``, which cloudpickle ships by value) or, when several benchmarks run it, in
-_workloads.py. The scripts import them as siblings: Python puts a script's own folder first on ``sys.path``, so
-``python bench/bench_x.py`` needs no path set-up.
+"""The benchmarks' kernel-side helpers: machine info, statistics, CPU by process and thread, a Dask cluster of
+processes, a Jupyter server, the JSON results (how a benchmark runs is _runner.py's; what runs on the workers,
+_workloads.py's). The scripts import them as siblings: Python puts a script's own folder first on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -25,48 +21,35 @@ import tempfile
 import threading
 import time
 import urllib.request
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 # BENCH_RESULTS sends the JSON elsewhere (a smoke run at small sizes must not replace the measured figures).
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or DEFAULT_RESULTS)
+DASK = str(Path(sys.executable).with_name("dask"))  # the command, beside this Python
+
+
+VERSIONS = ("jupyter_dist", "dask", "distributed", "optuna", "torch", "tornado", "ipywidgets", "plotly")
 
 
 def _version(dist: str) -> str | None:
-    from importlib import metadata
-
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
 
 
-VERSIONS = ("jupyter_dist", "dask", "distributed", "optuna", "torch", "tornado", "ipywidgets", "plotly")
-
-
 def machine_info() -> dict[str, Any]:
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = None
-    cpu_model = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        load = list(os.getloadavg())
-    except OSError:
-        load = None
+    models = [
+        line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")
+    ]
     return {
         "cpu_count": os.cpu_count(),
-        "loadavg_1_5_15min": load,
-        "cpu_affinity": affinity,
-        "cpu_model": cpu_model,
+        "loadavg_1_5_15min": list(os.getloadavg()),
+        "cpu_affinity": len(os.sched_getaffinity(0)),
+        "cpu_model": models[0].split(":", 1)[1].strip() if models else None,
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "versions": {m: _version(m) for m in VERSIONS},
@@ -77,10 +60,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def now_iso() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -103,7 +82,7 @@ def median(values: list[float]) -> float:
 def write_result(name: str, result: dict[str, Any]) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(result, indent=2, sort_keys=False) + "\n")
+    path.write_text(json.dumps(result, indent=2) + "\n")
     return path
 
 
@@ -133,7 +112,7 @@ def git_state() -> dict[str, Any]:
 def header(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
     return {
         "benchmark": name,
-        "timestamp": now_iso(),
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "git": git_state(),
         "machine": machine_info(),
         "parameters": parameters,
@@ -152,11 +131,9 @@ def _cpu_sample() -> tuple[float, int, int, int, float]:
 
 
 class CpuMonitor:
-    """How much CPU other processes used while a benchmark ran (another test suite, a build...).
-
-    Machine-wide busy time (/proc/stat) minus this process's and its reaped children's CPU time (os.times()):
-    call ``stop()`` after the cluster is closed, so the worker processes are reaped and counted as ours.
-    """
+    """How much CPU other processes used while a benchmark ran (a test suite, a build): the machine's busy time
+    (/proc/stat) minus this process's and its reaped children's (os.times()). Call ``stop()`` after the cluster
+    is closed, so the worker processes are reaped and counted as ours."""
 
     def __init__(self) -> None:
         self.hz = os.sysconf("SC_CLK_TCK")
@@ -165,8 +142,8 @@ class CpuMonitor:
     def stop(self, ours_cpu_s: float | None = None) -> dict[str, Any]:
         """``ours_cpu_s``: this benchmark's CPU seconds since ``__init__``, where the benchmark measured them
         itself (processes still running, or not its children); default: this process and its reaped children."""
-        t1, busy1, _total1, steal1, ours1 = _cpu_sample()
-        t0, busy0, _total0, steal0, ours0 = self.start
+        t1, busy1, _, steal1, ours1 = _cpu_sample()
+        t0, busy0, _, steal0, ours0 = self.start
         wall = t1 - t0
         busy = (busy1 - busy0) / self.hz
         ours = ours1 - ours0 if ours_cpu_s is None else ours_cpu_s
@@ -202,9 +179,7 @@ def process_cpu_s(pid: int | str = "self") -> float | None:
 
 def machine_cpu_s() -> float:
     """CPU seconds the whole machine has been busy since boot (all processes, every core)."""
-    with open("/proc/stat") as f:
-        values = [int(v) for v in f.readline().split()[1:9]]
-    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+    return _cpu_sample()[1] / os.sysconf("SC_CLK_TCK")
 
 
 def descendants(pid: int | None = None) -> list[int]:
@@ -232,10 +207,7 @@ THREAD_ROLES = (
 
 
 def thread_role(name: str | None) -> str:
-    for prefix, role in THREAD_ROLES:
-        if name and name.startswith(prefix):
-            return role
-    return "other"
+    return next((role for prefix, role in THREAD_ROLES if name and name.startswith(prefix)), "other")
 
 
 def thread_cpu_s() -> dict[int, tuple[str, float]]:
@@ -243,24 +215,21 @@ def thread_cpu_s() -> dict[int, tuple[str, float]]:
     name (``THREAD_ROLES``), or "other" for threads Python did not start or names no role."""
     names = {t.native_id: t.name for t in threading.enumerate()}
     out = {}
-    for tid in os.listdir("/proc/self/task"):
-        cpu = _stat_cpu_s(f"/proc/self/task/{tid}/stat")
-        if cpu is not None:
-            out[int(tid)] = (thread_role(names.get(int(tid))), cpu)
+    for tid in map(int, os.listdir("/proc/self/task")):
+        if (cpu := _stat_cpu_s(f"/proc/self/task/{tid}/stat")) is not None:
+            out[tid] = (thread_role(names.get(tid)), cpu)
     return out
 
 
 class CpuSampler:
-    """CPU seconds of this process (in all, and by thread role) and of named groups of other processes, sampled
-    every ``interval`` seconds by a thread of its own and on demand (``sample()``); each sample is stamped with
-    ``time.monotonic()`` ("t") and ``time.time()`` ("time", to compare with trials' and reports' times).
+    """CPU seconds of this process (in all and by thread role) and of ``groups`` of other processes ({name: pids},
+    or a callable giving it at each sample), sampled every ``interval`` s and on ``sample()``, each sample stamped
+    with ``time.monotonic()`` ("t") and ``time.time()`` ("time", the clock of trials and reports).
 
-    ``groups``: {name: pids} (the scheduler, the workers...), or a callable returning it, asked at each sample
-    (workers may come and go). ``window(t0, t1)`` gives the CPU each used between the first sample at or after
-    ``t0`` and the last at or before ``t1`` (``clock="time"``: t0 and t1 are ``time.time()`` values). A thread that begins and ends between two samples is counted in the
-    process's total but in no role ("ended_between_samples"); the sampler's own thread is reported apart
-    ("benchmark") and left out of ``kernel_s``.
-    """
+    ``window(t0, t1)``: the CPU each used between the first sample at or after ``t0`` and the last at or before
+    ``t1`` (``clock="time"``: ``time.time()`` values). A thread born and ended between two samples counts in the
+    process's total but in no role ("ended_between_samples"); the sampler's own thread ("benchmark") is left out
+    of ``kernel_s``."""
 
     def __init__(self, groups: Any = None, interval: float = 0.5) -> None:
         self.groups = groups or {}
@@ -334,7 +303,7 @@ class CpuSampler:
 def least_squares(xs: list[list[float]], ys: list[float], names: tuple[str, ...]) -> dict[str, Any] | None:
     """Fit ``y = c0 + c1 x1 + ...`` by least squares: the coefficients by ``names`` (the intercept's first), R²,
     the residuals' RMS and the leave-one-out RMS (each row predicted by a fit without it: how well the form
-    predicts a point it did not see). None with too few rows for a leave-one-out fit."""
+    predicts a point it did not see); None with too few rows."""
     import numpy as np
 
     if len(ys) <= len(names) + 1:
@@ -364,11 +333,10 @@ def die_with_parent() -> None:
 
 
 class DaskProcessCluster:
-    """The ``dask scheduler`` command and ``workers`` x ``dask worker --no-nanny --nthreads threads`` processes on
-    127.0.0.1, each a process of its own (so each one's CPU can be read apart), with ``env`` added to their
-    environment and ``scheduler_args`` / ``worker_args`` (``{i}``: the worker's number) to their command lines.
-    ``start()`` returns their address, pids, start time and memory; ``close()`` ends them (call it on every path;
-    they also end with this process, ``die_with_parent``)."""
+    """``dask scheduler`` and ``workers`` x ``dask worker --no-nanny --nthreads threads`` on 127.0.0.1, each a
+    process of its own (its CPU read apart), with ``env`` added to their environment and ``scheduler_args`` /
+    ``worker_args`` (``{i}``: the worker's number) to their command lines. ``close()`` ends them (they also end
+    with this process: ``die_with_parent``)."""
 
     def __init__(
         self,
@@ -385,21 +353,16 @@ class DaskProcessCluster:
         self.scheduler_args, self.worker_args = scheduler_args, worker_args
         self.procs: list[subprocess.Popen] = []
         self._log = tempfile.TemporaryFile()
-        self._dask = str(Path(sys.executable).with_name("dask"))
 
     def spawn(self, workers: int | None = None) -> None:
         """Start the scheduler (the first time) and ``workers`` more workers (default: all of them); no wait."""
         if not self.procs:
             port = self.address.rsplit(":", 1)[1]
-            self._spawn(
-                [self._dask, "scheduler", "--host", "127.0.0.1", "--port", port, *self.scheduler_args]
-            )
-        for i in range(
-            len(self.procs) - 1, len(self.procs) - 1 + (self.workers if workers is None else workers)
-        ):
-            args = [a.format(i=i) for a in self.worker_args]
-            worker = [self._dask, "worker", self.address, "--nthreads", str(self.threads), "--no-nanny"]
-            self._spawn([*worker, "--no-dashboard", *args])
+            self._spawn([DASK, "scheduler", "--host", "127.0.0.1", "--port", port, *self.scheduler_args])
+        first = len(self.procs) - 1
+        for i in range(first, first + (self.workers if workers is None else workers)):
+            worker = [DASK, "worker", self.address, "--nthreads", str(self.threads), "--no-nanny"]
+            self._spawn([*worker, "--no-dashboard", *(a.format(i=i) for a in self.worker_args)])
 
     def start(self, on_workers=None) -> dict[str, Any]:
         """Start them, wait for every worker, then run ``on_workers`` on each (``Client.run``: e.g. imports that
@@ -487,6 +450,13 @@ def wait_http(
             if time.monotonic() > deadline or (process is not None and process.poll() is not None):
                 raise
             time.sleep(every)
+
+
+def get_json(url: str, token: str):
+    """A Jupyter server's answer to a GET of ``url``, as JSON."""
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
 
 
 @contextlib.contextmanager

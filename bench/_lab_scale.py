@@ -6,12 +6,12 @@ page, the view's draws). Method: docs/performance/jupyterlab.md, "At scale".
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
+
+from _common import get_json
 
 TESTS_LAB = Path(__file__).resolve().parent.parent / "tests" / "lab"
 
@@ -132,12 +132,6 @@ RUN = """exp = jd.hpo(sleepy, {{"x": space.uniform(0, 1)}}, trials={trials}, par
 RUN_CELL = 2  # code cells: %load_ext, LIVE, RUN, then the cluster closed
 
 
-def _api(base: str, token: str, path: str):
-    request = urllib.request.Request(f"{base}/{path}", headers={"Authorization": f"token {token}"})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return json.loads(answer.read())
-
-
 def _last_report(store: str) -> int:
     """The cursor of the store's last report (reports of every experiment count: only the live one writes),
     found by bisection with one-row pages, a few dozen index look-ups: the bench adds no load to speak of."""
@@ -162,11 +156,11 @@ def _last_report(store: str) -> int:
 
 def _running(base: str, token: str) -> int:
     """How many trials of the live run are running."""
-    listing = _api(base, token, "jupyter-dist/api/experiments")["experiments"]
+    listing = get_json(f"{base}/jupyter-dist/api/experiments", token)["experiments"]
     live = next((e for e in listing if e["name"] == "live"), None)
     if live is None:
         return 0
-    trials = _api(base, token, f"jupyter-dist/api/experiments/{live['id']}")["trials"]
+    trials = get_json(f"{base}/jupyter-dist/api/experiments/{live['id']}", token)["trials"]
     return sum(t["state"] == "running" and not t["queued"] for t in trials)
 
 

@@ -1,16 +1,7 @@
-"""The benchmarks' one harness: how a script runs, calls ``hpo()``, watches reports, alternates sides and writes its
-JSON, so that each bench_*.py keeps only what it measures.
-
-* ``main(name, measure)``: a script's entry point (its argparse, ``--quick``, the JSON); ``summary()``: what it
-  prints, the performance pages' tables of the result.
-* ``measuring(name, parameters)``: the result's header, the CPU-contention monitor and the wall time around a run.
-* ``local_cluster()``: the embedded cluster most benchmarks run on (2 worker processes x 1 thread), closed after.
-* ``hpo()``: ``jupyter_dist.hpo`` as the benchmarks call it, timed.
-* ``ReportView``: the ``progress=`` view that records what reaches the kernel (and can draw the real live view).
-* ``interleave()``: sides run side by side round after round, the order turning; ``medians()`` of their figures.
-* ``in_child()`` / ``child_main()``: one measurement in a fresh Python process, its JSON on the last line.
-
-Kernel side only; what runs on the workers is in _workloads.py (or the script's ``__main__``).
+"""The benchmarks' one harness, so that each bench_*.py keeps only what it measures: a script's entry point
+(``main``: arguments, ``--quick``, the JSON, the printed ``summary``), ``measuring`` (header, CPU contention,
+wall), the embedded cluster, ``hpo()`` timed, ``ReportView`` (what reaches the kernel), ``interleave`` (sides
+round after round) and ``in_child`` (one measurement in a fresh process). Kernel side only.
 """
 
 from __future__ import annotations
@@ -109,10 +100,17 @@ def summary(name: str, result: dict) -> str:
     return "\n".join(lines)
 
 
+def constants(*names: str, **more: Any) -> dict[str, Any]:
+    """A result's parameters: the script's module constants ``names`` as this run has them (``--quick`` changes
+    some), by their lower-case names, and ``more``."""
+    return {name.lower(): getattr(sys.modules["__main__"], name) for name in names} | more
+
+
 @contextlib.contextmanager
-def measuring(name: str, parameters: dict[str, Any], wall: bool = True):
-    """Yield the result (its header made now) and add ``cpu_contention`` (and ``wall_s``) once the body is done:
-    close the cluster inside it, so the workers are reaped and their CPU counted as this benchmark's."""
+def measuring(name: str, parameters: dict[str, Any], wall: bool = True, note: bool = False):
+    """Yield the result (its header made now) and add ``cpu_contention`` (and ``wall_s``, and ``note``: the
+    contention in words) once the body is done: close the cluster inside it, so the workers are reaped and their
+    CPU counted as this benchmark's."""
     t0 = time.perf_counter()
     cpu = CpuMonitor()
     result = header(name, parameters)
@@ -120,6 +118,8 @@ def measuring(name: str, parameters: dict[str, Any], wall: bool = True):
     result["cpu_contention"] = cpu.stop()
     if wall:
         result["wall_s"] = time.perf_counter() - t0
+    if note:
+        result["note"] = contention_note(result["cpu_contention"])
 
 
 # --- the cluster and the call --------------------------------------------------------------------------------
@@ -173,15 +173,13 @@ def sleepers(client, seconds: float, rate: float, trials: int, parallel: int, na
 
 # --- what reaches the kernel ---------------------------------------------------------------------------------
 class ReportView:
-    """A ``progress=`` view that records what arrives: each delivery's kernel ``time.time()`` and size, each
-    report's latency (that time minus the worker's ``time.time()`` in ``report()``, same host) and each trial's
-    count; with ``steps=True`` also every report's (trial, step, sent_at, received_at). Its listener runs on the
-    Dask IO thread and only appends. With ``live=True`` it also drives the real ``LiveView`` (its throttled
-    redraws on the main thread, each timed), as a notebook would.
+    """A ``progress=`` view recording what arrives: each delivery's kernel ``time.time()`` and size, each report's
+    latency (that minus the worker's ``time.time()`` in ``report()``, same host), each trial's count; ``steps``:
+    every report's (trial, step, sent_at, received_at). Its listener runs on the Dask IO thread and only appends.
+    ``live``: it also drives the real ``LiveView`` (throttled redraws on the main thread, each timed).
 
-    Pass ``ReportView`` (or ``functools.partial(ReportView, ...)``) as ``hpo(progress=...)``, read
-    ``ReportView.last`` afterwards. ``ReportView(None)`` records without an experiment (a raw baseline feeding
-    ``received_one`` itself)."""
+    Pass it (or a ``functools.partial``) as ``hpo(progress=...)`` and read ``ReportView.last`` afterwards;
+    ``ReportView(None)`` records a raw baseline that feeds ``received_one`` itself."""
 
     last: ReportView | None = None
 

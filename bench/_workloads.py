@@ -1,12 +1,7 @@
-"""The functions more than one benchmark runs on the Dask workers, each written once.
-
-A worker cannot import this module by name (bench/ is not a package on its path; an embedded LocalCluster's
-workers happen to inherit the script's folder, a ``dask worker`` started elsewhere does not), so importing it
-registers it with ``cloudpickle.register_pickle_by_value``, as jupyter_dist's own error message recommends: every
-function below travels with its code in each task, whichever cluster runs it.
-
-Each workload keeps its imports inside the function (they are part of what a trial costs) and takes its sizes
-as arguments; the benchmarks pass their own and record them in their JSON.
+"""The functions several benchmarks run on the Dask workers, each written once. A worker cannot import this
+module by name, so importing it registers it with ``cloudpickle.register_pickle_by_value``: each function travels
+with its code in every task. Each keeps its imports inside (part of what a trial costs) and takes its sizes as
+arguments.
 """
 
 from __future__ import annotations
@@ -29,26 +24,29 @@ def noop(x):
     return x
 
 
-def stream(seconds, rate, x):
-    """Report as fast as possible (rate=0) or at ``rate`` reports/s; return how many were sent."""
+def paced(seconds, rate):
+    """0, 1, 2... for ``seconds``: as fast as the caller goes (rate 0), else ``rate`` a second."""
     import time
 
+    n, start = 0, time.time()
+    while (now := time.time()) < start + seconds:
+        # catch-up pacing: the average rate holds even if a sleep overshoots
+        due = start + n / rate if rate else now
+        if now < due:
+            time.sleep(due - now)
+        yield n
+        n += 1
+
+
+def stream(seconds, rate, x):
+    """Report as fast as possible (rate 0) or at ``rate`` reports/s; return how many were sent."""
     import jupyter_dist
 
-    n = 0
-    start = time.time()
-    end = start + seconds
-    while True:
-        now = time.time()
-        if now >= end:
-            break
-        if rate:
-            due = start + n / rate  # catch-up pacing: the average rate holds even if a sleep overshoots
-            if now < due:
-                time.sleep(due - now)
-        jupyter_dist.report(step=n, v=float(n))
-        n += 1
-    return {"v": float(n), "sent": n}
+    sent = 0
+    for step in paced(seconds, rate):
+        jupyter_dist.report(step=step, v=float(step))
+        sent = step + 1
+    return {"v": float(sent), "sent": sent}
 
 
 def raw_stream(seconds, rate, topic, trial_id):
@@ -58,20 +56,11 @@ def raw_stream(seconds, rate, topic, trial_id):
     from distributed import get_worker
 
     emit = get_worker().log_event
-    n = 0
-    start = time.time()
-    end = start + seconds
-    while True:
-        now = time.time()
-        if now >= end:
-            break
-        if rate:
-            due = start + n / rate
-            if now < due:
-                time.sleep(due - now)
+    sent = 0
+    for n in paced(seconds, rate):
         emit(topic, {"k": "r", "s": n, "m": {"v": float(n)}, "t": trial_id, "a": "raw", "w": time.time()})
-        n += 1
-    return n
+        sent = n + 1
+    return sent
 
 
 def sleep_and_report(x, seconds, rate):
@@ -125,7 +114,7 @@ def train_digits_mlp(lr, width, momentum, weight_decay, epochs, batch=DIGITS_BAT
     data = _digits_split()
     torch.manual_seed(0)
     shuffle = torch.Generator().manual_seed(0)
-    model = _digits_model(width)
+    model = mlp(64, width)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
     for epoch in range(epochs):
         acc = _digits_epoch(model, opt, data, shuffle, batch)
@@ -152,16 +141,14 @@ def _digits_split():
     )
 
 
-def _digits_model(width):
+def mlp(inputs, width, depth=2, outputs=10):
+    """Linear(inputs, width), ReLU, ``depth`` - 1 x (Linear(width, width), ReLU), Linear(width, outputs)."""
     import torch
 
-    return torch.nn.Sequential(
-        torch.nn.Linear(64, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, 10),
-    )
+    layers = [torch.nn.Linear(inputs, width), torch.nn.ReLU()]
+    for _ in range(depth - 1):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, outputs))
 
 
 def _digits_epoch(model, opt, data, shuffle, batch):
@@ -193,7 +180,7 @@ def train_digits_mlp_pbt(lr, momentum, epochs, width=64, batch=DIGITS_BATCH):
     torch.set_num_threads(1)
     data = _digits_split()
     torch.manual_seed(0)
-    model = _digits_model(width)
+    model = mlp(64, width)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     shuffle = torch.Generator().manual_seed(0)
     state = {"model": model, "optimizer": opt, "shuffle": shuffle.get_state()}
@@ -240,20 +227,8 @@ def pbt_toy(lr, max_steps=300, mid=50.0, tolerance=3.0, noise=0.5):
 
 
 # --- the compute-bound MLP ----------------------------------------------------------------------------------
-def compute_model(width=COMPUTE_WIDTH):
-    import torch
-
-    return torch.nn.Sequential(
-        torch.nn.Linear(COMPUTE_INPUTS, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, 10),
-    )
-
-
 def compute_batch(batch=COMPUTE_BATCH):
-    """Random inputs and labels for ``compute_model``: the benchmarks measure speed, not learning."""
+    """Random inputs and labels for the compute-bound MLP: the benchmarks measure speed, not learning."""
     import torch
 
     return torch.randn(batch, COMPUTE_INPUTS), torch.randint(0, 10, (batch,))
@@ -271,7 +246,7 @@ def train_compute_mlp(lr, steps, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH):
     t0 = time.perf_counter()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = compute_model(width)
+    model = mlp(COMPUTE_INPUTS, width)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     x, y = compute_batch(batch)
     for step in range(steps):
@@ -293,7 +268,7 @@ def data_parallel_mlp(steps, warmup, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH, w
     import jupyter_dist
 
     torch.manual_seed(jupyter_dist.rank())
-    model = compute_model(width)
+    model = mlp(COMPUTE_INPUTS, width)
     optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
     if wrap_myself:
         model = torch.nn.parallel.DistributedDataParallel(model)
@@ -313,15 +288,6 @@ def data_parallel_mlp(steps, warmup, width=COMPUTE_WIDTH, batch=COMPUTE_BATCH, w
 
 
 # --- the pieces of the benchmarks' own training functions -------------------------------------------------------
-def deep_mlp(width, depth, outputs=10):
-    """``depth`` x (Linear(width, width), ReLU) and Linear(width, outputs): a model whose steps keep a device busy
-    (bench_fsdp on CPU ranks, bench_gpu on a GPU)."""
-    import torch
-
-    layers = [m for _ in range(depth) for m in (torch.nn.Linear(width, width), torch.nn.ReLU())]
-    return torch.nn.Sequential(*layers, torch.nn.Linear(width, outputs))
-
-
 def timed_steps(step, steps, warmup, sync=None):
     """``warmup`` untimed calls of ``step``, then the seconds ``steps`` calls take between two ``sync()`` (a
     barrier between ranks, ``cuda.synchronize``): the training loop's rate, not the job's start-up."""

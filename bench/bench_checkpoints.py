@@ -1,7 +1,6 @@
 """Checkpoints: the steps a trial redoes when its worker is killed at step 40 of 50, with ``checkpoint()`` every
-5 steps and ``restore()`` against none, and the cost of one save (its size, MB/s, share of a step). No target.
-
-Method: docs/performance/checkpoints.md, "Checkpoints". Run: ``.venv/bin/python bench/bench_checkpoints.py``.
+5 steps against none, and what one save costs (size, MB/s, share of a step). No target. Method:
+docs/performance/checkpoints.md. Run: ``.venv/bin/python bench/bench_checkpoints.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ import time
 from pathlib import Path
 
 import _runner
-from _common import contention_note
 from _runner import interleave, local_cluster, measuring
 from _workloads import die_once
 
@@ -119,7 +117,10 @@ def main() -> dict:
         "cluster": "embedded LocalCluster, 2 workers x 1 thread",
     }
     root = Path(tempfile.mkdtemp(prefix="bench-checkpoints-"))
-    with measuring("checkpoints", parameters, wall=False) as result, local_cluster(timeout=None) as client:
+    with (
+        measuring("checkpoints", parameters, wall=False, note=True) as result,
+        local_cluster(timeout=None) as client,
+    ):
         save_cost(client, 10, root)  # warm-up: imports, first save
         sides = {
             "with": lambda r: killed_run(client, True, root),
@@ -138,7 +139,6 @@ def main() -> dict:
                 "wall_with_vs_without": medians["with"]["wall_s"] / medians["without"]["wall_s"],
             },
         )
-    result["note"] = contention_note(result["cpu_contention"])
     return result
 
 

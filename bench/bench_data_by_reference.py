@@ -1,10 +1,7 @@
-"""Large data by reference: 32 one-second trials of a function closing over a 500 MB array, 2 at a time, its
-pickle sent with every task (``scatter-threshold: null``) against scattered once per run (the automatic 1 MiB
-threshold, and ``with_parameters``): wall time and loopback bytes, 2 rounds, the order rotating. No target.
-
+"""Large data by reference: 32 one-second trials closing over a 500 MB array, its pickle in every task against
+scattered once (automatic threshold, ``with_parameters``): wall and loopback bytes.
 Method: docs/performance/checkpoints.md, "Large data by reference". Run: ``.venv/bin/python
-bench/bench_data_by_reference.py`` (~6.5 min); ``--quick`` (or ``BENCH_DATA_MB=5 BENCH_TRIALS=8
-BENCH_ROUNDS=1``) for a smoke run.
+bench/bench_data_by_reference.py`` (~6.5 min; ``--quick``, or BENCH_DATA_MB, BENCH_TRIALS, BENCH_ROUNDS).
 """
 
 from __future__ import annotations
@@ -80,14 +77,7 @@ def main() -> dict:
 
     import jupyter_dist as jd
 
-    parameters = {
-        "data_mb": DATA_MB,
-        "trials": TRIALS,
-        "rounds": ROUNDS,
-        "trial_s": TRIAL_S,
-        "parallel": 2,
-        "ways": WAYS,
-    }
+    parameters = _runner.constants("DATA_MB", "TRIALS", "ROUNDS", "TRIAL_S", "WAYS", parallel=2)
     array = np.random.default_rng(0).random(int(DATA_MB * 1e6 / 8))
     client = jd.get_client("local", n_workers=2, threads_per_worker=1)
     idle0, t0 = loopback_bytes(), time.monotonic()

@@ -1,9 +1,6 @@
 """CPU data-parallel scaling: samples/s of the compute-bound MLP through ``data_parallel()`` at 1 and 2 ranks
-(one torch thread each), against a plain loop in this process and plain PyTorch DDP in 2 processes, alternating,
-medians of REPEATS. Target: >= 1.6x at 2 ranks.
-
-Method: docs/performance/data-parallel.md, "Data-parallel scaling on CPU". Run: ``.venv/bin/python
-bench/bench_ddp.py``.
+against a plain loop and plain PyTorch DDP, interleaved. Target: >= 1.6x at 2 ranks. Method:
+docs/performance/data-parallel.md. Run: ``.venv/bin/python bench/bench_ddp.py``.
 """
 
 from __future__ import annotations
@@ -90,13 +87,7 @@ def _ranked(client, ranks: int, steps: int) -> float:
 
 
 def main() -> dict:
-    parameters = {
-        "width": WIDTH,
-        "per_rank_batch": PER_RANK_BATCH,
-        "steps": STEPS,
-        "warmup": WARMUP,
-        "repeats": REPEATS,
-    }
+    parameters = _runner.constants("WIDTH", "PER_RANK_BATCH", "STEPS", "WARMUP", "REPEATS")
     with measuring("ddp", parameters, wall=False) as result:
         with local_cluster(timeout=None) as client:
             _ranked(client, 2, 3)  # warm up

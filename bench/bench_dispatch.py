@@ -1,10 +1,6 @@
-"""Dispatch rate: 1000 no-op trials through ``hpo()`` against ``client.map`` of 1000 no-op tasks on the same
-cluster, interleaved, best and median of 3, with the kernel's CPU per trial; Optuna's in-memory loop for
-reference. Target: >= 100 trials/s and >= 80% of raw Dask.
-
-``measure()`` is the interleaved comparison (bench_scalability's "dispatch" shape); ``run_ours()`` the 1000
-trials (bench_store, bench_tracking, bench_gateway, bench_network). Method: docs/performance/dispatch.md,
-"Dispatch rate". Run: ``.venv/bin/python bench/bench_dispatch.py``.
+"""Dispatch rate: 1000 no-op trials through ``hpo()`` against ``client.map`` of 1000 no-op tasks, interleaved, and
+Optuna's in-memory loop; ``measure()`` and ``run_ours()`` serve other benchmarks too. Target: >= 100 trials/s
+and >= 80% of raw Dask. Method: docs/performance/dispatch.md. Run: ``.venv/bin/python bench/bench_dispatch.py``.
 """
 
 from __future__ import annotations

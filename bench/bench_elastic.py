@@ -1,10 +1,6 @@
-"""What a lost worker costs an elastic data-parallel job: a 3-rank job checkpointing every k steps whose last
-rank SIGKILLs its ``dask worker --no-nanny`` at step KILL_AT; the time lost, the recovery and its noticing, the
-steps redone, elastic (``min_workers=2``) against running it again by hand (``resume=True``, and from zero), the
-uninterrupted job for reference. Target: elastic loses less time than by hand from the checkpoint.
-
-Method: docs/performance/elastic.md. Run: ``.venv/bin/python bench/bench_elastic.py``; ``--quick``: k=5, one
-repeat.
+"""What a lost worker costs an elastic 3-rank data-parallel job (``min_workers=2``) against running it again by
+hand (from its checkpoint, from zero): time lost, recovery, steps redone. Target: elastic loses less than by hand.
+Method: docs/performance/elastic.md. Run: ``.venv/bin/python bench/bench_elastic.py`` (``--quick``: k=5, once).
 """
 
 from __future__ import annotations
@@ -199,13 +195,7 @@ def _summary(runs: dict[str, list[dict]]) -> dict:
 def main() -> dict:
     import jupyter_dist as jd
 
-    parameters = {
-        "steps": STEPS,
-        "kill_at": KILL_AT,
-        "every": list(EVERY),
-        "repeats": REPEATS,
-        "workers": WORKERS,
-    }
+    parameters = _runner.constants("STEPS", "KILL_AT", "EVERY", "REPEATS", "WORKERS")
     with measuring("elastic", parameters, wall=False) as result:
         cluster = Cluster()
         run_once(

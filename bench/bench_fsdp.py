@@ -1,15 +1,13 @@
-"""FSDP against DDP on 2 CPU ranks: samples/s, model state and peak RSS growth per rank for the same MLP (DEPTH
-x Linear(WIDTH, WIDTH), Adam), ROUNDS rounds interleaved, medians. No target.
-
+"""FSDP against DDP on 2 CPU ranks: samples/s, model state and peak RSS growth per rank, interleaved. No target.
 Method: docs/performance/data-parallel.md, "FSDP against DDP". Run: ``.venv/bin/python bench/bench_fsdp.py``.
 """
 
 from __future__ import annotations
 
 import _runner
-from _common import contention_note, median
+from _common import median
 from _runner import interleave, local_cluster, measuring
-from _workloads import deep_mlp, timed_steps
+from _workloads import mlp, timed_steps
 
 WIDTH = 2048
 DEPTH = 4
@@ -42,7 +40,7 @@ def train(width=WIDTH, depth=DEPTH, batch=BATCH, steps=STEPS, warmup=WARMUP):
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     torch.manual_seed(0)
-    model = deep_mlp(width, depth)
+    model = mlp(width, width, depth)
     optimiser = torch.optim.Adam(model.parameters(), lr=1e-4)
     model, optimiser = jd.prepare(model, optimiser)
     x, y = torch.randn(batch, width), torch.randint(0, 10, (batch,))
@@ -90,7 +88,7 @@ def main() -> dict:
         "rounds": ROUNDS,
         "cluster": "embedded LocalCluster, 2 workers x 1 thread, gloo",
     }
-    with measuring("fsdp", parameters, wall=False) as result:
+    with measuring("fsdp", parameters, wall=False, note=True) as result:
         with local_cluster(timeout=None) as client:
             for strategy in ("ddp", "fsdp"):  # warm-up: imports, first process groups
                 jd.data_parallel(train, workers=2, strategy=strategy, cluster=client, progress=False, steps=1)
@@ -118,7 +116,6 @@ def main() -> dict:
                 / ddp["peak_rss_growth_mb_per_rank"],
             },
         )
-    result["note"] = contention_note(result["cpu_contention"])
     return result
 
 

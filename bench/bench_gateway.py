@@ -1,8 +1,6 @@
-"""Dask Gateway: a fresh kernel's time to its first trial on the embedded cluster, a new and a kept Gateway
-cluster; then dispatch and paced streaming through the gateway's proxy against a direct ``dask scheduler`` with
-the same workers, interleaved. The gateway is a real dask-gateway-server on 127.0.0.1, started here. No target.
-
-Method: docs/performance/clusters.md, "Dask Gateway". Run: ``.venv/bin/python bench/bench_gateway.py``.
+"""Dask Gateway: a fresh kernel's time to its first trial (embedded, new and kept Gateway cluster), then dispatch
+and paced streaming through the gateway's proxy against a direct scheduler. No target. Method:
+docs/performance/clusters.md, "Dask Gateway". Run: ``.venv/bin/python bench/bench_gateway.py``.
 """
 
 from __future__ import annotations
@@ -15,15 +13,11 @@ from pathlib import Path
 
 import _runner
 import bench_streaming
-from _common import contention_note, free_port, median, wait_http
+from _common import DASK, free_port, median, wait_http
 from _runner import measuring
 
 ROUNDS = 3
-DISPATCH_TRIALS = 300
-STREAM_SECONDS = 3.0
-STREAM_RATE = 2500.0
 WORKERS = 2
-DASK = str(Path(sys.executable).with_name("dask"))
 GATEWAY_SERVER = str(Path(sys.executable).with_name("dask-gateway-server"))
 
 GATEWAY_CONFIG = """
@@ -91,10 +85,6 @@ def start(args: list[str], log: Path, env=None) -> subprocess.Popen:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
-def channel_figures(client) -> dict:
-    return bench_streaming.channel(client, DISPATCH_TRIALS, STREAM_SECONDS, STREAM_RATE)
-
-
 def main() -> dict:
     import tempfile
 
@@ -109,14 +99,13 @@ def main() -> dict:
     processes.append(
         start([DASK, "worker", direct, "--nworkers", str(WORKERS), "--nthreads", "1"], root / "w.log")
     )
-    with measuring("gateway", {}) as result:
+    with measuring("gateway", {}, note=True) as result:
         try:
             _gateway_runs(result, proxy, direct)
         finally:
             for process in reversed(processes):
                 process.terminate()
                 process.wait(30)
-    result["note"] = contention_note(result["cpu_contention"])
     return result
 
 
@@ -143,11 +132,11 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
     gateway_client.wait_for_workers(WORKERS, timeout=120)
     direct_client = Client(direct, set_as_default=False)
     direct_client.wait_for_workers(WORKERS, timeout=60)
-    channel_figures(direct_client), channel_figures(gateway_client)  # warm-up
+    bench_streaming.channel(direct_client), bench_streaming.channel(gateway_client)  # warm-up
     runs: dict[str, list[dict]] = {"direct": [], "gateway": []}
     for _ in range(2):  # interleaved
-        runs["direct"].append(channel_figures(direct_client))
-        runs["gateway"].append(channel_figures(gateway_client))
+        runs["direct"].append(bench_streaming.channel(direct_client))
+        runs["gateway"].append(bench_streaming.channel(gateway_client))
     direct_client.close()
     jupyter_dist.cluster.forget_cluster("gateway")
     channel = {side: _runner.medians(rs) for side, rs in runs.items()}
@@ -156,8 +145,7 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
         {
             "rounds": ROUNDS,
             "workers": f"{WORKERS} x 1 thread (gateway: worker_cores=1; direct: dask worker --nthreads 1)",
-            "dispatch_trials": DISPATCH_TRIALS,
-            "stream": f"2 trials x {STREAM_RATE:g} reports/s for {STREAM_SECONDS:g} s",
+            **bench_streaming.CHANNEL_PARAMETERS,
             "gateway": "dask-gateway-server, local backend, simple auth, on 127.0.0.1; TLS to the scheduler",
         },
     )

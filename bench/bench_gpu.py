@@ -1,9 +1,7 @@
-"""GPU figures on one NVIDIA GPU (``bash scripts/gpu_check.sh`` runs this where there is one): ``data_parallel``
-at world size 1 in fp32, bf16 and fp16 against the same loop in plain PyTorch; ``strategy="fsdp"`` against
-PyTorch's own ``fully_shard``; TRIALS short trials through ``hpo(gpus_per_trial=1)`` against a plain loop;
-whether NCCL runs two ranks on one device. Target: the wrapper costs <= 5% a step.
-
-Method: docs/performance/data-parallel.md, "On a GPU". Run: ``python bench/bench_gpu.py``.
+"""GPU figures on one NVIDIA GPU: ``data_parallel`` at world size 1 (fp32, bf16, fp16) and ``strategy="fsdp"``
+against the same loops in plain PyTorch, TRIALS short trials through ``hpo(gpus_per_trial=1)`` against a plain
+loop, and whether NCCL runs two ranks on one device. Method: docs/performance/data-parallel.md, "On a GPU".
+Run: ``python bench/bench_gpu.py`` (``bash scripts/gpu_check.sh`` runs it where there is a GPU).
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import subprocess
 
 import _runner
 from _common import free_port, header, median
-from _workloads import deep_mlp, timed_steps
+from _workloads import mlp, timed_steps
 
 WIDTH = 8192
 LAYERS = 4
@@ -39,7 +37,7 @@ def busy_mlp(steps=STEPS, warmup=WARMUP, precision="fp32", plain=False, plain_fs
     torch.backends.cuda.matmul.allow_tf32 = True
     device = jupyter_dist.devices()[0] if jupyter_dist.devices() else torch.device("cuda")
     torch.manual_seed(0)
-    model = deep_mlp(WIDTH, LAYERS).to(device)
+    model = mlp(WIDTH, WIDTH, LAYERS).to(device)
     if plain_fsdp:
         from torch.distributed.fsdp import fully_shard
 
@@ -90,13 +88,7 @@ def short_trial(lr=0.01):
     torch.backends.cuda.matmul.allow_tf32 = True
     device = jupyter_dist.devices()[0] if jupyter_dist.devices() else torch.device("cuda")
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(TRIAL_WIDTH, TRIAL_WIDTH),
-        torch.nn.ReLU(),
-        torch.nn.Linear(TRIAL_WIDTH, TRIAL_WIDTH),
-        torch.nn.ReLU(),
-        torch.nn.Linear(TRIAL_WIDTH, 10),
-    ).to(device)
+    model = mlp(TRIAL_WIDTH, TRIAL_WIDTH).to(device)
     optimiser = torch.optim.SGD(model.parameters(), lr=lr)
     x = torch.randn(TRIAL_WIDTH, TRIAL_WIDTH, device=device)
     y = torch.randint(0, 10, (TRIAL_WIDTH,), device=device)
@@ -258,20 +250,8 @@ def main() -> dict:
 
     client = jd.get_client("local", n_workers=2, threads_per_worker=1)  # worker 0 declares the GPU
     declared = {w["name"]: w.get("resources", {}) for w in client.scheduler_info()["workers"].values()}
-    result = header(
-        "gpu",
-        {
-            "width": WIDTH,
-            "layers": LAYERS,
-            "batch": BATCH,
-            "steps": STEPS,
-            "warmup": WARMUP,
-            "repeats": REPEATS,
-            "trials": TRIALS,
-            "trial_width": TRIAL_WIDTH,
-            "trial_steps": TRIAL_STEPS,
-        },
-    )
+    sizes = ("WIDTH", "LAYERS", "BATCH", "STEPS", "WARMUP", "REPEATS", "TRIALS", "TRIAL_WIDTH", "TRIAL_STEPS")
+    result = header("gpu", _runner.constants(*sizes))
     result["gpu"] = gpu_info()
     result["embedded_cluster_resources"] = declared
     result["data_parallel"] = data_parallel_overhead(client)

@@ -1,11 +1,6 @@
-"""A first run in a real JupyterLab driven by chromium through its menus (tests/lab/notebook_runs.py): a short
-HPO cell at three timings (Run All on a new kernel, Restart Kernel and Run All, the idle kernel) and 2 trials
-streaming, the extension's view against the widget view (``JUPYTER_DIST_PROGRESS=widget``): time to the first
-frame, websocket bytes, Busy share, frames/s, long tasks; then the scale figures (_lab_scale.py).
-
-Method: docs/performance/jupyterlab.md. Run: ``.venv/bin/python bench/bench_lab.py`` (~6 min); ``--part scale``
-with ``--trials``, ``--steps``, ``--live-trials``... for smaller sizes; ``--extension DIR`` measures another
-build.
+"""A first run in a real JupyterLab driven by chromium (tests/lab/notebook_runs.py), the extension's view against
+the widget view, then the scale figures (_lab_scale.py). Method: docs/performance/jupyterlab.md. Run:
+``.venv/bin/python bench/bench_lab.py`` (~6 min; ``--part scale --trials ...`` for smaller sizes).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Across hosts against loopback, TLS on and off: dispatch, paced streaming and the compute-bound MLP at 2 ranks
-on four clusters of one shape (loopback and network namespaces, each ``tcp://`` and ``tls://``), 4 rounds
-interleaved. Needs trustme, root and iproute2 (else loopback alone). No target.
-
-Method: docs/performance/clusters.md, "Across hosts, TLS on and off". Run: ``.venv/bin/python
-bench/bench_network.py``.
+"""Across hosts against loopback, TLS on and off: dispatch, paced streaming and 2-rank DDP on four clusters
+(loopback and network namespaces, ``tcp://`` and ``tls://``). Needs trustme; root and iproute2 for the hosts. No
+target. Method: docs/performance/clusters.md. Run: ``.venv/bin/python bench/bench_network.py``.
 """
 
 from __future__ import annotations
@@ -13,22 +10,18 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import _runner
 import bench_streaming
-from _common import CpuMonitor, contention_note, free_port, header
+from _common import DASK, free_port
+from _runner import measuring
 from _workloads import data_parallel_mlp
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"  # tests/namespaces.py: the multi-host tests' hosts
 ROUNDS = 4
-DISPATCH_TRIALS = 300
-STREAM_SECONDS = 3.0
-STREAM_RATE = 2500.0
 DDP_STEPS = 10
 DDP_WARMUP = 3  # bench_ddp's
-DASK = str(Path(sys.executable).with_name("dask"))
 QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
 
@@ -48,15 +41,17 @@ def certificates(root: Path, addresses: list[str]) -> dict[str, list[str]]:
     return args
 
 
+def scheduler_args(protocol: str, host: str, port: int, tls: dict | None) -> list[str]:
+    args = [DASK, "scheduler", "--protocol", protocol, "--host", host, "--port", str(port)]
+    return [*args, "--dashboard-address", ":0", *(tls["scheduler"] if tls else [])]
+
+
 def loopback_cluster(protocol: str, tls: dict | None, started: list[subprocess.Popen]) -> str:
     port = free_port()
+    started.append(subprocess.Popen(scheduler_args(protocol, "127.0.0.1", port, tls), **QUIET))
     address = f"{protocol}://127.0.0.1:{port}"
-    scheduler = [DASK, "scheduler", "--protocol", protocol, "--host", "127.0.0.1", "--port", str(port)]
-    started.append(
-        subprocess.Popen([*scheduler, "--dashboard-address", ":0", *tls_for(tls, "scheduler")], **QUIET)
-    )
     worker = [DASK, "worker", address, "--nworkers", "2", "--nthreads", "1", "--no-dashboard"]
-    started.append(subprocess.Popen([*worker, *tls_for(tls, "worker")], **QUIET))
+    started.append(subprocess.Popen([*worker, *(tls["worker"] if tls else [])], **QUIET))
     return address
 
 
@@ -64,33 +59,19 @@ def hosts_cluster(net, protocol: str, tls: dict | None, started: list[subprocess
     port = (
         8786 if protocol == "tcp" else 8787
     )  # the scheduler host's own namespace: nothing else listens there
+    started.append(net.popen("sched", scheduler_args(protocol, net.address("sched"), port, tls), None))
     address = f"{protocol}://{net.address('sched')}:{port}"
-    scheduler = [
-        DASK,
-        "scheduler",
-        "--protocol",
-        protocol,
-        "--host",
-        net.address("sched"),
-        "--port",
-        str(port),
-    ]
-    scheduler += ["--dashboard-address", ":0", *tls_for(tls, "scheduler")]
-    started.append(net.popen("sched", scheduler, None))
     for host in ("w1", "w2"):
         worker = [DASK, "worker", address, "--host", net.address(host), "--nthreads", "1", "--no-dashboard"]
-        started.append(net.popen(host, [*worker, *tls_for(tls, "worker")], None, env=dict(os.environ)))
+        worker += tls["worker"] if tls else []
+        started.append(net.popen(host, worker, None, env=dict(os.environ)))
     return address
-
-
-def tls_for(tls: dict | None, role: str) -> list[str]:
-    return tls[role] if tls else []
 
 
 def figures(client) -> dict:
     import jupyter_dist as jd
 
-    channel = bench_streaming.channel(client, DISPATCH_TRIALS, STREAM_SECONDS, STREAM_RATE)  # then the ranks
+    channel = bench_streaming.channel(client)  # then the ranks
     ddp = jd.data_parallel(
         data_parallel_mlp, workers=2, threads_per_rank=1, cluster=client, progress=False, store=False,
         steps=DDP_STEPS, warmup=DDP_WARMUP,
@@ -116,9 +97,18 @@ def main() -> dict:
     started: list[subprocess.Popen] = []
     clients: dict[str, Client] = {}
     runs: dict[str, list[dict]] = {}
-    cpu = CpuMonitor()
-    wall0 = time.perf_counter()
-    with contextlib.ExitStack() as stack:
+    hosts = "dask scheduler and 2 x dask worker --nthreads 1, each in a network namespace on a bridge; this "
+    hosts += "process over the bridge" + ("" if net else " (not run: needs root and iproute2)")
+    parameters = {
+        "rounds": ROUNDS,
+        "clusters": {
+            "loopback": "dask scheduler + dask worker --nworkers 2 --nthreads 1 on 127.0.0.1",
+            "hosts": hosts,
+        },
+        **bench_streaming.CHANNEL_PARAMETERS,
+        "ddp": f"bench_ddp's MLP (_workloads.data_parallel_mlp), 2 ranks x 1 thread, {DDP_STEPS} timed steps",
+    }
+    with measuring("network", parameters, note=True) as result, contextlib.ExitStack() as stack:
         if net:
             net.make()
             stack.callback(net.remove)
@@ -140,41 +130,13 @@ def main() -> dict:
         for _ in range(ROUNDS):
             for name, client in clients.items():
                 runs[name].append(figures(client))
-    contention = cpu.stop()
-    medians = {name: _runner.medians(rs) for name, rs in runs.items()}
-    result = header(
-        "network",
-        {
-            "rounds": ROUNDS,
-            "clusters": {
-                "loopback": "dask scheduler + dask worker --nworkers 2 --nthreads 1 on 127.0.0.1",
-                "hosts": "dask scheduler and 2 x dask worker --nthreads 1, each in a network namespace on a "
-                "bridge; this process over the bridge"
-                + ("" if net else " (not run: needs root and iproute2)"),
-            },
-            "dispatch_trials": DISPATCH_TRIALS,
-            "stream": f"2 trials x {STREAM_RATE:g} reports/s for {STREAM_SECONDS:g} s",
-            "ddp": f"bench_ddp's MLP (_workloads.data_parallel_mlp), 2 ranks x 1 thread, {DDP_STEPS} timed steps",
-        },
-    )
-    result.update(
-        {
-            "median": medians,
-            "all": runs,
-            "ratios": {
-                f"{a} vs {b}": ratios(medians[a], medians[b])
-                for a, b in [
-                    ("loopback tls", "loopback tcp"),
-                    ("hosts tcp", "loopback tcp"),
-                    ("hosts tls", "hosts tcp"),
-                ]
-                if a in medians
-            },
-            "wall_s": time.perf_counter() - wall0,
-            "cpu_contention": contention,
-            "note": contention_note(contention),
-        }
-    )
+        medians = {name: _runner.medians(rs) for name, rs in runs.items()}
+        pairs = [("loopback tls", "loopback tcp"), ("hosts tcp", "loopback tcp"), ("hosts tls", "hosts tcp")]
+        result.update(
+            median=medians,
+            all=runs,
+            ratios={f"{a} vs {b}": ratios(medians[a], medians[b]) for a, b in pairs if a in medians},
+        )
     return result
 
 

@@ -1,9 +1,6 @@
-"""Overhead on a real trial: a ~1 s pure-Python function (its size calibrated here) as a 1-trial ``hpo()`` on a
-warm cluster, against calling it directly and ``client.submit(...).result()``, REPEATS times interleaved, the
-order rotating; paired ratios and the spread too (a CPU-bound loop drifts 5-15% on a 2-core VM). Target: <= 5%.
-
-Method: docs/performance/dispatch.md, "Overhead on a real trial". Run: ``.venv/bin/python
-bench/bench_overhead.py``.
+"""Overhead on a real trial: a calibrated ~1 s pure-Python function as a 1-trial ``hpo()`` against calling it
+directly and ``client.submit``, interleaved, the order rotating. Target: <= 5%. Method:
+docs/performance/dispatch.md, "Overhead on a real trial". Run: ``.venv/bin/python bench/bench_overhead.py``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Population-based training against independent trials at equal compute (the same starting points through
-``enqueue=``): Ray Tune's PBT toy problem (5 seeds) and the digits MLP (3 seeds); and PBT's overhead, the
-kernel's copy of a checkpoint per exploit and the restart per segment. Target: PBT's best above the independent
-best in every toy run, by at least 30 points at the median.
-
-Method: docs/performance/pbt.md. Run: ``.venv/bin/python bench/bench_pbt.py``.
+"""Population-based training against independent trials from the same starting points: Ray Tune's PBT toy problem
+and the digits MLP, and PBT's overhead. Target: PBT's best above the independent best in every toy run, by >= 30
+points at the median. Method: docs/performance/pbt.md. Run: ``.venv/bin/python bench/bench_pbt.py``.
 """
 
 from __future__ import annotations
@@ -117,13 +114,7 @@ def _summary(runs: list[dict]) -> dict:
 def main() -> dict:
     from jupyter_dist import space
 
-    parameters = {
-        "workers": N_WORKERS,
-        "population": POPULATION,
-        "toy": TOY,
-        "digits": DIGITS,
-        "copies": COPIES,
-    }
+    parameters = _runner.constants("POPULATION", "TOY", "DIGITS", "COPIES", workers=N_WORKERS)
     toy_space = {"lr": space.uniform(*TOY["lr"])}
     digits_space = {"lr": space.loguniform(*DIGITS["lr"]), "momentum": space.uniform(*DIGITS["momentum"])}
     with (

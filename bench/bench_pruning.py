@@ -1,10 +1,7 @@
-"""Pruning: 64 grid configurations x 27 steps of synthetic curves and of the digits MLP with no pruner, median,
-ASHA and Hyperband (best found, its true rank, steps, pruned; each pruner also replayed one trial at a time),
-and the stop latency from the kernel's decision to ``TrialPruned`` in the worker (every pruned trial, and a
-dedicated ThresholdPruner run split into its legs). Targets: ASHA and Hyperband within 1% of the best at <= 35%
-of the steps; stop p50 < 50 ms.
-
-Method: docs/performance/pruning.md. Run: ``.venv/bin/python bench/bench_pruning.py``.
+"""Pruning: no pruner, median, ASHA and Hyperband on 64 grid configurations of synthetic curves and the digits
+MLP, and the stop latency from the kernel's decision to ``TrialPruned``. Targets: ASHA and Hyperband within 1% of
+the best at <= 35% of the steps, stop p50 < 50 ms. Method: docs/performance/pruning.md. Run: ``.venv/bin/python
+bench/bench_pruning.py``.
 """
 
 from __future__ import annotations
@@ -112,22 +109,12 @@ def config_key(params: dict) -> tuple:
     return tuple(sorted(params.items()))
 
 
-def run_hpo(
-    client, fn, search_space, metric, pruner, trials=None, max_steps=STEPS
-) -> tuple[object, ReportView, float]:
-    exp, wall = _runner.hpo(
-        fn,
-        search_space,
-        client,
-        trials=trials,
-        metric=metric,
-        mode="max",
-        sampler="grid",
-        pruner=pruner,
-        max_steps=max_steps,
-        seed=SEED,
-        progress=functools.partial(ReportView, steps=True),
-    )
+def run_hpo(client, task: tuple, pruner, trials=None, max_steps=STEPS) -> tuple[object, ReportView, float]:
+    """A grid search of ``task`` (fn, space, metric) with ``pruner``, every report recorded: exp, view, wall."""
+    fn, search_space, metric = task
+    view = functools.partial(ReportView, steps=True)
+    options = {"metric": metric, "mode": "max", "sampler": "grid", "pruner": pruner, "max_steps": max_steps}
+    exp, wall = _runner.hpo(fn, search_space, client, trials=trials, seed=SEED, progress=view, **options)
     return exp, ReportView.last, wall
 
 
@@ -187,24 +174,19 @@ def replay_sequential(search_space, metric, pruner, curves: dict[tuple, list[flo
         pruned += state == "pruned"
         if state == "completed" and (best is None or value > best[0]):
             best = (value, params)
-        outcome = {
-            "trial_id": trial_id,
-            "state": state,
-            "value": value,
-            "last": {metric: value},
-            "constraints": None,
-        }
-        search.tell(types.SimpleNamespace(**outcome))
+        outcome = {"trial_id": trial_id, "state": state, "value": value, "constraints": None}
+        search.tell(types.SimpleNamespace(**outcome, last={metric: value}))
     return {"best_value": best[0], "best_params": best[1], "steps": steps, "pruned": pruned}
 
 
 def run_benchmark(client, name: str) -> dict:
-    fn, search_space, metric = spaces()[name]
+    task = spaces()[name]
+    _, search_space, metric = task
     runs = {}
     curves: dict[tuple, list[float]] = {}
     for pruner in PRUNERS:
         label = pruner or "none"
-        exp, log, wall = run_hpo(client, fn, search_space, metric, pruner)
+        exp, log, wall = run_hpo(client, task, pruner)
         counts = exp.counts()
         rows = trial_rows(exp, log)
         if pruner is None:
@@ -288,14 +270,9 @@ def run_latency(client) -> dict:
 
     from jupyter_dist import space
 
-    exp, log, wall = run_hpo(
-        client,
-        ticker,
-        {"k": space.choice(list(range(LAT_TRIALS)))},
-        "v",
-        optuna.pruners.ThresholdPruner(lower=LAT_THRESHOLD),
-        max_steps=LAT_MAX_STEPS,
-    )
+    task = (ticker, {"k": space.choice(list(range(LAT_TRIALS)))}, "v")
+    pruner = optuna.pruners.ThresholdPruner(lower=LAT_THRESHOLD)
+    exp, log, wall = run_hpo(client, task, pruner, max_steps=LAT_MAX_STEPS)
     reports = log.by_trial()
     rows = trial_rows(exp, log)
     for row in rows:
@@ -314,13 +291,8 @@ def run_latency(client) -> dict:
 
 
 def dist(values: list[float]) -> dict:
-    return {
-        "n": len(values),
-        "p50": percentile(values, 50),
-        "p90": percentile(values, 90),
-        "p99": percentile(values, 99),
-        "max": max(values) if values else None,
-    }
+    quantiles = {f"p{q}": percentile(values, q) for q in (50, 90, 99)}
+    return {"n": len(values), **quantiles, "max": max(values) if values else None}
 
 
 def main() -> dict:
@@ -360,10 +332,8 @@ def main() -> dict:
         with local_cluster() as client:
             client.run(warm_digits_imports)
             # Warm-up: the runner, Optuna in the kernel, torch's first model on each worker.
-            fn, search_space, metric = spaces()["mlp"]
-            run_hpo(client, fn, search_space, metric, None, trials=2)
-            fn, search_space, metric = spaces()["synthetic"]
-            run_hpo(client, fn, search_space, metric, "asha", trials=4)
+            run_hpo(client, spaces()["mlp"], None, trials=2)
+            run_hpo(client, spaces()["synthetic"], "asha", trials=4)
             benchmarks = {name: run_benchmark(client, name) for name in ("synthetic", "mlp")}
             latency_run = run_latency(client)
         result.update(judged(benchmarks, latency_run))

@@ -1,24 +1,19 @@
-"""Scale: one experiment of 10,000 trials x 100 reports (1M metrics), store on against ``store=False``, each in
-a fresh process: wall, kernel RSS and CPU by thread, delivery p50/p99; then ``experiments()``, ``load()``,
-``.trials``, ``.history`` and the REST listing and paging from a real ``jupyter server``. Targets: store on <=
-1.1x the off wall, p99 < 50 ms; ``load()`` and the listing < 1 s.
-
-Method: docs/performance/streaming.md, "A million reports". Run: ``.venv/bin/python bench/bench_scale.py
-[--trials 10000 --steps 100 --rounds 1]``.
+"""Scale: 10,000 trials x 100 reports, store on against off, each in a fresh process, then reading it back
+(``load()``, ``.history``, the REST listing from a real ``jupyter server``). Targets: on <= 1.1x off, p99 < 50 ms,
+load and listing < 1 s. Method: docs/performance/streaming.md, "A million reports". Run: ``.venv/bin/python
+bench/bench_scale.py [--trials 10000 --steps 100 --rounds 1]``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import _runner
-from _common import jupyter_server, median, percentile, thread_cpu_s
+from _common import get_json, jupyter_server, median, thread_cpu_s
 from _runner import ReportView, in_child, interleave, local_cluster, measuring
 
 TRIALS = 10_000
@@ -113,7 +108,6 @@ def run_side(side: str, store: str | None, trials: int, steps: int) -> dict:
         sampler.done.set()
         sampler.join()
         threads = sampler.thread_cpu_s()
-        latency = ReportView.last.latency
         return {
             "side": side,
             "wall_s": wall,
@@ -123,11 +117,7 @@ def run_side(side: str, store: str | None, trials: int, steps: int) -> dict:
             "kernel_cpu_s": cpu,
             "kernel_cpu_us_per_report": cpu / exp.reports * 1e6,
             "kernel_thread_cpu_us_per_report": {name: t / exp.reports * 1e6 for name, t in threads.items()},
-            "latency_s": {
-                "p50": percentile(latency, 50),
-                "p99": percentile(latency, 99),
-                "max": max(latency),
-            },
+            "latency_s": ReportView.last.latency_s(),
             "kernel_rss_mb": {
                 "before": rss_before / 2**20,
                 "peak": max(sampler.samples + [rss_before]) / 2**20,
@@ -135,19 +125,6 @@ def run_side(side: str, store: str | None, trials: int, steps: int) -> dict:
             },
             "experiment_id": exp.id,
         }
-
-
-def _child(side: str, store: str | None, trials: int, steps: int) -> dict:
-    args = [
-        "--side",
-        side,
-        "--trials",
-        str(trials),
-        "--steps",
-        str(steps),
-        *(["--store", store] if store else []),
-    ]
-    return in_child(args, SIDE_TIMEOUT_S)
 
 
 # --- reading it back, in the parent -----------------------------------------------------------------------
@@ -182,15 +159,11 @@ def read_back(store: str, experiment_id: str) -> dict:
 
 def read_over_http(store: str, experiment_id: str, folder: str) -> dict:
     with jupyter_server("jupyter_server", folder, store) as (server, token):
-        return _paged(f"{server}/jupyter-dist/api/experiments", token, experiment_id)
+        base = f"{server}/jupyter-dist/api/experiments"
+        return _paged(lambda url: get_json(url, token), base, experiment_id)
 
 
-def _paged(base: str, token: str, experiment_id: str) -> dict:
-    def get(url: str) -> dict:
-        request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return json.loads(answer.read())
-
+def _paged(get, base: str, experiment_id: str) -> dict:
     listing_s, listing = _timed(lambda: get(base), repeats=5)
     one_s, one = _timed(lambda: get(f"{base}/{experiment_id}"))
     t0, cursor, rows, pages, more = time.perf_counter(), 0, 0, 0, True
@@ -240,8 +213,9 @@ def main(trials: int, steps: int, rounds: int, side: str | None, store: str | No
 
         def one(r: int, side: str) -> dict:
             print(f"  round {r}: {trials:,} trials x {steps} steps, store {side}...", flush=True)
-            return _child(
-                side, os.path.join(folder, f"experiments-{r}.sqlite") if side == "on" else None, trials, steps
+            store = ["--store", os.path.join(folder, f"experiments-{r}.sqlite")] if side == "on" else []
+            return in_child(
+                ["--side", side, "--trials", str(trials), "--steps", str(steps), *store], SIDE_TIMEOUT_S
             )
 
         sides = {side: lambda r, side=side: one(r, side) for side in ("on", "off")}

@@ -1,9 +1,6 @@
-"""What recording into the store costs: bench_dispatch's and bench_streaming's tight-loop runs with the store in
-a fresh file against ``JUPYTER_DIST_STORE=off``, interleaved, the rows on disk counted after each. Targets
-(issue 11): <= 10% of either, streaming p50 < 50 ms.
-
-Method: docs/performance/streaming.md, "The experiment store, on and off". Run: ``.venv/bin/python
-bench/bench_store.py [--rounds 3]``.
+"""What recording into the store costs: bench_dispatch's and bench_streaming's tight-loop runs with the store on
+and off, interleaved. Targets: <= 10% of either, streaming p50 < 50 ms. Method: docs/performance/streaming.md.
+Run: ``.venv/bin/python bench/bench_store.py [--rounds 3]``.
 """
 
 from __future__ import annotations

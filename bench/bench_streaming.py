@@ -1,9 +1,6 @@
-"""Streaming: 2 trials calling ``report()`` for SECONDS with the real ``LiveView`` drawing, paced at 2 x
-2,500/s, paced with a pruner asked at every report, then a tight loop: delivered reports/s, latency p50/p99 (the
-worker's ``time.time()`` in ``report()`` to the kernel's listener), sent against received; against one
-``log_event`` per report received by ``subscribe_topic``. Target: >= 5,000/s, p50 < 50 ms.
-
-Method: docs/performance/streaming.md, "Streaming reports". Run: ``.venv/bin/python bench/bench_streaming.py``.
+"""Streaming: 2 trials calling ``report()`` with the real ``LiveView`` drawing (paced, paced with a pruner, tight)
+against one ``log_event`` per report: delivered/s, latency, lost. Target: >= 5,000/s, p50 < 50 ms. Method:
+docs/performance/streaming.md. Run: ``.venv/bin/python bench/bench_streaming.py``.
 """
 
 from __future__ import annotations
@@ -96,17 +93,23 @@ def run_raw(client, seconds: float, rate: float, tag: str) -> dict:
     return recorder.stats(sent, seconds) | {"tasks_wall_s": wall, "sent_per_task": counts}
 
 
-def channel(client, dispatch_trials: int, seconds: float, rate: float) -> dict:
+CHANNEL = {"dispatch_trials": 300, "seconds": 3.0, "rate": 2500.0}
+CHANNEL_PARAMETERS = {
+    "dispatch_trials": CHANNEL["dispatch_trials"],
+    "stream": f"2 trials x {CHANNEL['rate']:g} reports/s for {CHANNEL['seconds']:g} s",
+}
+
+
+def channel(client) -> dict:
     """One cluster's channel, as bench_gateway and bench_network compare clusters: bench_dispatch's no-op trials
-    per second, then 2 trials streaming at ``rate`` each for ``seconds`` with a pruner asked at every report (each
-    report leaves within 5 ms, so the latency is the network's, not the up-to-0.2 s wait of reports nobody
-    decides on)."""
+    per second, then 2 trials streaming (``CHANNEL``) with a pruner asked at every report (each report leaves
+    within 5 ms, so the latency is the network's, not the up-to-0.2 s wait of reports nobody decides on)."""
     import bench_dispatch
 
-    elapsed, _ = bench_dispatch.run_ours(client, dispatch_trials)
-    stream = run_ours(client, seconds, rate, never_prunes())
+    elapsed, _ = bench_dispatch.run_ours(client, CHANNEL["dispatch_trials"])
+    stream = run_ours(client, CHANNEL["seconds"], CHANNEL["rate"], never_prunes())
     return {
-        "dispatch_trials_per_s": dispatch_trials / elapsed,
+        "dispatch_trials_per_s": CHANNEL["dispatch_trials"] / elapsed,
         "stream_delivered_per_s": stream["delivered_per_s"],
         "stream_p50_s": stream["latency_s"]["p50"],
         "stream_p99_s": stream["latency_s"]["p99"],

@@ -1,10 +1,6 @@
-"""What sending every run to a tracker costs: bench_store's two workloads with MLflow (a real ``mlflow server``
-started here) and TensorBoard set in dask config, against no tracker, interleaved, the order turning; the
-export's completion after the run timed and what reached the tracker counted. Target (issue 30): <= 5% of either
-run.
-
-Method: docs/performance/streaming.md, "Experiment trackers". Run: ``.venv/bin/python bench/bench_tracking.py
-[--rounds 3]``.
+"""What sending every run to a tracker costs: bench_store's workloads with MLflow (a real ``mlflow server``) and
+TensorBoard against none, interleaved. Target: <= 5% of either. Method: docs/performance/streaming.md,
+"Experiment trackers". Run: ``.venv/bin/python bench/bench_tracking.py [--rounds 3]``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Trial speed: 24 TPE trials of the digits MLP and 8 of the compute-bound MLP through ``hpo(parallel=2)`` on a
-fresh embedded cluster per round, against the same configurations in a fresh spawn ``Pool(2)`` with imports
-warmed, each side first in half of the rounds; judged on the median of the rounds' paired ratios (pool wall /
-hpo wall). Target: >= 0.95 on both.
-
-Method: docs/performance/dispatch.md, "Trial speed against a process pool". Run: ``.venv/bin/python
-bench/bench_trial_speed.py [--rounds 8] [--workloads digits,compute]`` (~6 min).
+"""Trial speed: TPE trials of the digits and the compute-bound MLP through ``hpo(parallel=2)`` against the same
+configurations in a spawn ``Pool(2)``, each side first in half of the rounds. Target: pool wall / hpo wall >= 0.95
+(median). Method: docs/performance/dispatch.md. Run: ``.venv/bin/python bench/bench_trial_speed.py [--rounds 8]``.
 """
 
 from __future__ import annotations
