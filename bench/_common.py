@@ -326,6 +326,17 @@ def least_squares(xs: list[list[float]], ys: list[float], names: tuple[str, ...]
 
 
 # --- a Dask cluster of real processes ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def glibc_malloc():
+    """Without the MALLOC_* settings Dask's nanny put into ``os.environ``: the processes started meanwhile run with
+    glibc's allocator defaults, as they would outside Dask."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MALLOC_")}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def die_with_parent() -> None:
     """A subprocess ``preexec_fn``: the kernel SIGTERMs the child when the process that started it ends, however
     it ends (Linux's PR_SET_PDEATHSIG), so a benchmark killed mid-run leaves no cluster behind."""

@@ -6,7 +6,6 @@ docs/performance/checkpoints.md. Run: ``.venv/bin/python bench/bench_checkpoints
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 
 import _runner
@@ -69,27 +68,15 @@ def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
 
 def one_trial(client, params: dict, root: Path):
     """``train`` as a 1-trial experiment on ``client``, checkpointing under ``root``: its record."""
-    exp, _ = _runner.hpo(
-        train,
-        params,
-        client,
-        trials=1,
-        metric="loss",
-        mode="min",
-        sampler="tpe",
-        store=False,
-        checkpoint_dir=root / "checkpoints",
-    )
+    search = {"metric": "loss", "mode": "min", "sampler": "tpe", "store": False}
+    exp, _ = _runner.hpo(train, params, client, trials=1, checkpoint_dir=root / "checkpoints", **search)
     return exp, exp.trial_records()[0]
 
 
 def killed_run(client, checkpoints: bool, root: Path) -> dict:
     marker = tempfile.mkdtemp(dir=root) + "/died"
-    began = time.perf_counter()
-    exp, rec = one_trial(
-        client, {"die_at": DIE_AT, "marker": marker, "every": EVERY if checkpoints else 0}, root
-    )
-    wall = time.perf_counter() - began
+    params = {"die_at": DIE_AT, "marker": marker, "every": EVERY if checkpoints else 0}
+    (exp, rec), wall = _runner.timed(one_trial, client, params, root)
     assert rec.state == "completed" and rec.attempts == 2, rec
     client.wait_for_workers(2, timeout=60)
     steps = exp.history.query("metric == 'loss'")  # one per step executed, both attempts

@@ -56,16 +56,8 @@ def one_run(way: str, array, client, round_no: int) -> dict:
     threshold = None if way == "pickled" else "1 MiB"
     with dask.config.set({"jupyter_dist.scatter-threshold": threshold}):
         sent0 = loopback_bytes()
-        exp, wall = _runner.hpo(
-            fn,
-            {"x": space.uniform(0, 1)},
-            client,
-            trials=TRIALS,
-            metric="v",
-            pruner=None,
-            store=False,
-            parallel=2,
-        )
+        search = {"metric": "v", "pruner": None, "store": False, "parallel": 2}
+        exp, wall = _runner.hpo(fn, {"x": space.uniform(0, 1)}, client, trials=TRIALS, **search)
         sent = loopback_bytes() - sent0
     assert exp.state == "completed" and len(exp.trials) == TRIALS, exp
     completed = int((exp.trials.state == "completed").sum())
@@ -105,13 +97,11 @@ def main() -> dict:
         }
         for way in ("automatic", "with_parameters")
     }
-    contention = result.pop("cpu_contention")
     result.update(
         idle_loopback_bytes_per_s=idle_rate,
         runs=[runs[way][r] for r, turn in enumerate(orders) for way in turn],  # in the order they ran
         by_way=by_way,
         ratios=ratios,
-        cpu_contention=contention,
     )
     return result
 

@@ -5,10 +5,8 @@ docs/performance/data-parallel.md. Run: ``.venv/bin/python bench/bench_ddp.py``.
 
 from __future__ import annotations
 
-import os
-
 import _runner
-from _common import free_port, median
+from _common import free_port, glibc_malloc, median
 from _runner import interleave, local_cluster, measuring
 from _workloads import COMPUTE_BATCH, COMPUTE_WIDTH, data_parallel_mlp
 
@@ -53,18 +51,12 @@ def plain_torch_ddp(world: int = 2) -> float:
     port = free_port()
     context = mp.get_context("spawn")
     results = context.Queue()
-    # Starting the LocalCluster put Dask's MALLOC_TRIM_THRESHOLD_ into this process's environment; the reference
-    # processes must run with glibc's defaults, as they would outside Dask.
-    saved = os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    try:
+    with glibc_malloc():  # the reference runs as it would outside Dask
         ranks = [
             context.Process(target=_torch_ddp_rank, args=(r, world, port, results)) for r in range(world)
         ]
         for process in ranks:
             process.start()
-    finally:
-        if saved is not None:
-            os.environ["MALLOC_TRIM_THRESHOLD_"] = saved
     rate = results.get(timeout=120)
     for process in ranks:
         process.join(timeout=60)
@@ -74,15 +66,8 @@ def plain_torch_ddp(world: int = 2) -> float:
 def _ranked(client, ranks: int, steps: int) -> float:
     import jupyter_dist as jd
 
-    exp = jd.data_parallel(
-        data_parallel_mlp,
-        workers=ranks,
-        threads_per_rank=1,
-        cluster=client,
-        progress=False,
-        steps=steps,
-        warmup=WARMUP,
-    )
+    options = {"threads_per_rank": 1, "cluster": client, "progress": False}
+    exp = jd.data_parallel(data_parallel_mlp, workers=ranks, steps=steps, warmup=WARMUP, **options)
     return exp.result["samples_per_s"]
 
 

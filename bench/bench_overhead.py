@@ -89,10 +89,8 @@ def main() -> dict:
         def paired(
             kind: str,
         ) -> float:  # each repeat runs all three back to back: its ratio cancels the drift
-            return _pct(
-                median([o["wall_s"] / d["wall_s"] for o, d in zip(runs[kind], runs["direct"], strict=True)]),
-                1,
-            )
+            ratios = [o["wall_s"] / d["wall_s"] for o, d in zip(runs[kind], runs["direct"], strict=True)]
+            return _pct(median(ratios), 1)
 
         result.update(
             calibration_checks_s=calibration,

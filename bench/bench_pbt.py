@@ -22,35 +22,20 @@ COPIES = 50
 TARGET_MARGIN = 30.0  # accuracy points of the toy problem
 
 
-def compare(client, fn, space, metric, steps, interval, seed, checkpoints, **fixed):
-    """One PBT run and the independent trials from its starting points."""
+def compare(client, problem: tuple, seed: int, checkpoints: Path) -> dict:
+    """One PBT run of ``problem`` (fn, space, metric, the argument its length is given to, that length, the
+    perturbation interval) and the independent trials from its starting points."""
     import jupyter_dist as jd
 
+    fn, space, metric, length, steps, interval = problem
+    search = {**space, length: steps}
     quiet = {"parallel": N_WORKERS, "progress": False, "store": False, "checkpoint_dir": checkpoints}
-    population, pbt_s = timed(
-        jd.pbt,
-        fn,
-        {**space, **fixed},
-        population=POPULATION,
-        metric=metric,
-        perturbation_interval=interval,
-        max_steps=steps,
-        seed=seed,
-        cluster=client,
-        **quiet,
-    )
+    schedule = {"population": POPULATION, "perturbation_interval": interval, "max_steps": steps, "seed": seed}
+    population, pbt_s = timed(jd.pbt, fn, search, metric=metric, cluster=client, **schedule, **quiet)
     starts = population.schedule.query(f"trial_id < {POPULATION}").sort_values("member")
     enqueue = [{name: row[f"params_{name}"] for name in space} for _, row in starts.iterrows()]
-    independent, independent_s = _runner.hpo(
-        fn,
-        {**space, **fixed},
-        client,
-        trials=POPULATION,
-        metric=metric,
-        pruner=None,
-        enqueue=enqueue,
-        **quiet,
-    )
+    same = {"trials": POPULATION, "metric": metric, "pruner": None, "enqueue": enqueue}
+    independent, independent_s = _runner.hpo(fn, search, client, **same, **quiet)
     segments = len(population.trials)
     return {
         "seed": seed,
@@ -74,17 +59,8 @@ def copy_timing(client, checkpoints: Path) -> dict:
     import jupyter_dist as jd
     from jupyter_dist.checkpoints import copy_checkpoint, latest
 
-    exp = jd.data_parallel(
-        train_digits_mlp_pbt,
-        workers=1,
-        lr=0.05,
-        momentum=0.9,
-        epochs=1,
-        cluster=client,
-        progress=False,
-        store=False,
-        checkpoint_dir=checkpoints / "one",
-    )
+    quiet = {"cluster": client, "progress": False, "store": False, "checkpoint_dir": checkpoints / "one"}
+    exp = jd.data_parallel(train_digits_mlp_pbt, workers=1, lr=0.05, momentum=0.9, epochs=1, **quiet)
     saved = latest(str(Path(exp.checkpoint()).parent))
     size = sum(f.stat().st_size for f in Path(saved.path).iterdir())
     times = [
@@ -116,7 +92,18 @@ def main() -> dict:
 
     parameters = _runner.constants("POPULATION", "TOY", "DIGITS", "COPIES", workers=N_WORKERS)
     toy_space = {"lr": space.uniform(*TOY["lr"])}
-    digits_space = {"lr": space.loguniform(*DIGITS["lr"]), "momentum": space.uniform(*DIGITS["momentum"])}
+    mlp_space = {"lr": space.loguniform(*DIGITS["lr"]), "momentum": space.uniform(*DIGITS["momentum"])}
+    problems = {
+        "toy": (pbt_toy, toy_space, "accuracy", "max_steps", TOY["steps"], TOY["interval"]),
+        "digits": (
+            train_digits_mlp_pbt,
+            mlp_space,
+            "val_acc",
+            "epochs",
+            DIGITS["epochs"],
+            DIGITS["interval"],
+        ),
+    }
     with (
         measuring("pbt", parameters, wall=False) as result,
         local_cluster(N_WORKERS, timeout=None) as client,
@@ -124,21 +111,12 @@ def main() -> dict:
     ):
         client.run(warm_digits_imports)
         root = Path(folder)
-        toy_runs, digits_runs = [], []
-        for seed in TOY["seeds"]:
-            run = compare(
-                client, pbt_toy, toy_space, "accuracy", TOY["steps"], TOY["interval"], seed, root / f"toy-{seed}",
-                max_steps=TOY["steps"],
-            )  # fmt: skip
-            print(brief(f"toy seed {seed}", run), flush=True)
-            toy_runs.append(run)
-        for seed in DIGITS["seeds"]:
-            run = compare(
-                client, train_digits_mlp_pbt, digits_space, "val_acc", DIGITS["epochs"], DIGITS["interval"], seed,
-                root / f"digits-{seed}", epochs=DIGITS["epochs"],
-            )  # fmt: skip
-            print(brief(f"digits seed {seed}", run), flush=True)
-            digits_runs.append(run)
+        runs: dict[str, list[dict]] = {"toy": [], "digits": []}
+        for name, seeds in (("toy", TOY["seeds"]), ("digits", DIGITS["seeds"])):
+            for seed in seeds:
+                runs[name].append(compare(client, problems[name], seed, root / f"{name}-{seed}"))
+                print(brief(f"{name} seed {seed}", runs[name][-1]), flush=True)
+        toy_runs, digits_runs = runs["toy"], runs["digits"]
         copies = copy_timing(client, root)
         toy, digits = _summary(toy_runs), _summary(digits_runs)
         restart = [r["restart_s_per_segment"] for r in toy_runs]

@@ -5,12 +5,13 @@ configurations in a spawn ``Pool(2)``, each side first in half of the rounds. Ta
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import time
 
 import _runner
-from _common import CpuMonitor, machine_busy_share, median
+from _common import CpuMonitor, glibc_malloc, machine_busy_share, median
 from _runner import brief, local_cluster, measuring
 from _workloads import (
     COMPUTE_BATCH,
@@ -71,45 +72,42 @@ def _pool_call(task: tuple[str, dict]) -> dict:
     return {"started": started, "duration": time.time() - started, "pid": os.getpid()}
 
 
+@contextlib.contextmanager
 def _plain_pool(processes: int):
-    """A spawn pool with glibc's allocator defaults (not the MALLOC_* Dask's nanny put into os.environ)."""
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("MALLOC_")}
-    try:
+    """A spawn pool with glibc's allocator defaults, its processes started and their imports warmed."""
+    with glibc_malloc():
         pool = multiprocessing.get_context("spawn").Pool(processes, initializer=warm_digits_imports)
         pool.map(abs, range(processes * 4), chunksize=1)  # wait until every process has started and warmed
-    finally:
-        os.environ.update(saved)
-    return pool
-
-
-def run_pool(workload: str, configs: list[dict]) -> dict:
-    cpu = CpuMonitor()
-    pool = _plain_pool(N_WORKERS)
     try:
-        t0 = time.perf_counter()
-        calls = list(pool.imap_unordered(_pool_call, [(workload, c) for c in configs], chunksize=1))
-        wall = time.perf_counter() - t0
+        yield pool
     finally:
         pool.close()
         pool.join()
-    durations = [c["duration"] for c in calls]
+
+
+def _side(wall: float, durations: list[float], cpu: CpuMonitor, **more) -> dict:
     return {
         "wall_s": wall,
         "trial_seconds": sum(durations),
         "busy_share": sum(durations) / (N_WORKERS * wall),
         "durations": durations,
+        **more,
         "cpu_contention": cpu.stop(),
     }
 
 
+def run_pool(workload: str, configs: list[dict]) -> dict:
+    cpu = CpuMonitor()
+    with _plain_pool(N_WORKERS) as pool:
+        tasks = [(workload, c) for c in configs]
+        calls, wall = _runner.timed(lambda: list(pool.imap_unordered(_pool_call, tasks, chunksize=1)))
+    return _side(wall, [c["duration"] for c in calls], cpu)
+
+
 def run_sequential(workload: str, configs: list[dict]) -> list[float]:
     """Each configuration's time run one after another in one plain warmed process (a pool of one)."""
-    pool = _plain_pool(1)
-    try:
+    with _plain_pool(1) as pool:
         calls = pool.map(_pool_call, [(workload, c) for c in configs], chunksize=1)
-    finally:
-        pool.close()
-        pool.join()
     return [c["duration"] for c in calls]
 
 
@@ -128,35 +126,17 @@ def run_ours(workload: str) -> tuple[dict, list[dict]]:
         workers = kernel.children(recursive=True)
         kernel_cpu0 = sum(kernel.cpu_times()[:2])
         workers_cpu0 = sum(sum(w.cpu_times()[:2]) for w in workers)
-        exp, wall = _runner.hpo(
-            fn,
-            _space(workload),
-            client,
-            trials=trials,
-            metric=metric,
-            mode=mode,
-            sampler="tpe",
-            pruner=None,
-            seed=SEED,
-            parallel=N_WORKERS,
-        )
+        search = {"metric": metric, "mode": mode, "sampler": "tpe", "pruner": None, "seed": SEED}
+        exp, wall = _runner.hpo(fn, _space(workload), client, trials=trials, parallel=N_WORKERS, **search)
         # This process runs the kernel's side: the Dask scheduler and nannies (in-process), Optuna, the client.
         kernel_cpu = sum(kernel.cpu_times()[:2]) - kernel_cpu0
         workers_cpu = sum(sum(w.cpu_times()[:2]) for w in workers) - workers_cpu0
     records = exp.trial_records()
     bad = [(r.trial_id, r.state, r.error) for r in records if r.state != "completed"]
     assert not bad, bad
-    durations = [r.duration for r in records]
-    return {
-        "wall_s": wall,
-        "trial_seconds": sum(durations),
-        "busy_share": sum(durations) / (N_WORKERS * wall),
-        "durations": durations,
-        "reports": exp.reports,
-        "kernel_process_cpu_s": kernel_cpu,
-        "worker_processes_cpu_s": workers_cpu,
-        "cpu_contention": cpu.stop(),
-    }, [dict(r.params) for r in records]
+    figures = {"kernel_process_cpu_s": kernel_cpu, "worker_processes_cpu_s": workers_cpu}
+    side = _side(wall, [r.duration for r in records], cpu, reports=exp.reports, **figures)
+    return side, [dict(r.params) for r in records]
 
 
 def main(rounds: int, workloads: str) -> dict:

@@ -1,13 +1,7 @@
-"""Run every benchmark, one after the other, each in a fresh Python process; write bench/results/summary.json.
-
-    .venv/bin/python bench/run_all.py                 # all of them
-    .venv/bin/python bench/run_all.py dispatch        # only some (dispatch, streaming, overhead, pruning, ddp,
-                                                      # others' latest result files are summarised as they are
-
-Fresh processes keep the benchmarks apart (each starts and stops its own LocalCluster) and keep their own training
-functions in ``__main__``, where cloudpickle ships them to the workers by value (the shared ones in _workloads.py
-register themselves for that). Before each benchmark this waits (up to QUIET_WAIT seconds) for the machine to be
-quiet, since other processes (a test suite) skew timings.
+"""Run every benchmark (or those named: ``.venv/bin/python bench/run_all.py dispatch ddp``), each in a fresh
+Python process (its own cluster, its training functions in ``__main__``, shipped by value), after waiting for the
+machine to be quiet (a test suite skews timings); write bench/results/summary.json, with the latest figures of the
+others as they are.
 """
 
 from __future__ import annotations
@@ -97,6 +91,18 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(HERE)) if path.is_relative_to(HERE) else str(path)
 
 
+def _figures(name: str, path: Path) -> dict:
+    """What summary.json keeps of a result file (a benchmark that only measures sets no target)."""
+    result = json.loads(path.read_text())
+    return {
+        "timestamp": result["timestamp"],
+        "target": result.get("target"),
+        "met": result.get("met"),
+        "figures": FIGURES[name](result),
+        "cpu_contention": result.get("cpu_contention"),
+    }
+
+
 def wait_for_quiet() -> dict:
     t0 = time.monotonic()
     share = machine_busy_share(1.0)
@@ -141,15 +147,7 @@ def main(names: list[str]) -> int:
             "file": _shown(path),
         }
         if rc == 0 and fresh:
-            result = json.loads(path.read_text())
-            entry.update(
-                timestamp=result["timestamp"],
-                # A benchmark that only measures (data_by_reference) sets no target.
-                target=result.get("target"),
-                met=result.get("met"),
-                figures=FIGURES[name](result),
-                cpu_contention=result.get("cpu_contention"),
-            )
+            entry.update(_figures(name, path))
         else:
             failed.append(name)
             entry["error"] = f"bench_{name}.py exited with {rc}" + ("" if fresh else "; no fresh result file")
@@ -157,16 +155,7 @@ def main(names: list[str]) -> int:
     for name in BENCHMARKS:  # not run this time: keep the figures of its latest result file, marked as such
         path = RESULTS / f"{name}.json"
         if name not in names and path.exists():
-            result = json.loads(path.read_text())
-            summary["results"][name] = {
-                "ran_now": False,
-                "file": _shown(path),
-                "timestamp": result["timestamp"],
-                "target": result.get("target"),
-                "met": result.get("met"),
-                "figures": FIGURES[name](result),
-                "cpu_contention": result.get("cpu_contention"),
-            }
+            summary["results"][name] = {"ran_now": False, "file": _shown(path), **_figures(name, path)}
     summary["failed"] = failed
     summary["wall_s"] = time.perf_counter() - wall0
     out = write_result("summary", summary)
