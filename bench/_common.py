@@ -11,6 +11,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import secrets
 import signal
 import socket
@@ -29,8 +30,6 @@ from typing import Any
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results"
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or DEFAULT_RESULTS)
 DASK = str(Path(sys.executable).with_name("dask"))  # the command, beside this Python
-
-
 VERSIONS = ("jupyter_dist", "dask", "distributed", "optuna", "torch", "tornado", "ipywidgets", "plotly")
 
 
@@ -42,14 +41,12 @@ def _version(dist: str) -> str | None:
 
 
 def machine_info() -> dict[str, Any]:
-    models = [
-        line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")
-    ]
+    model = re.search(r"^model name\s*:\s*(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
     return {
         "cpu_count": os.cpu_count(),
         "loadavg_1_5_15min": list(os.getloadavg()),
         "cpu_affinity": len(os.sched_getaffinity(0)),
-        "cpu_model": models[0].split(":", 1)[1].strip() if models else None,
+        "cpu_model": model[1].strip() if model else None,
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "versions": {m: _version(m) for m in VERSIONS},
@@ -75,8 +72,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values)
+median = statistics.median
 
 
 def write_result(name: str, result: dict[str, Any]) -> Path:
@@ -101,12 +97,8 @@ def git_state() -> dict[str, Any]:
     if given:  # a copied working tree (a lent GPU machine), whose .git may be missing or older than the files
         return {"commit": given, "package_uncommitted_changes": None}
     changed = git("status", "--porcelain", "--", "jupyter_dist")
-    return {
-        "commit": git("rev-parse", "HEAD"),
-        "package_uncommitted_changes": None
-        if changed is None
-        else [line[3:] for line in changed.splitlines()],
-    }
+    changed = None if changed is None else [line[3:] for line in changed.splitlines()]
+    return {"commit": git("rev-parse", "HEAD"), "package_uncommitted_changes": changed}
 
 
 def header(name: str, parameters: dict[str, Any]) -> dict[str, Any]:

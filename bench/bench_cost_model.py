@@ -371,13 +371,12 @@ def check(points: list[dict], fitted: dict) -> list[dict]:
                     "within_tolerance": abs(error) <= TOLERANCE["cores"]
                     or (measured > 0 and abs(error) / measured <= TOLERANCE["relative"]),
                 }
+            user = forms[m["user_form"]]["within_tolerance"] if m["user_form"] else None
             entry["processes"][process] = {
                 "measured_cores": measured,
                 "by_form": forms,
                 "best_form_within_tolerance": forms[m["best_form"]]["within_tolerance"],
-                "user_form_within_tolerance": forms[m["user_form"]]["within_tolerance"]
-                if m["user_form"]
-                else None,
+                "user_form_within_tolerance": user,
             }
         out.append(entry)
     return out

@@ -147,7 +147,7 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
             "workers": f"{WORKERS} x 1 thread (gateway: worker_cores=1; direct: dask worker --nthreads 1)",
             **bench_streaming.CHANNEL_PARAMETERS,
             "gateway": "dask-gateway-server, local backend, simple auth, on 127.0.0.1; TLS to the scheduler",
-        },
+        }
     )
     result.update(
         {

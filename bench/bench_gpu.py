@@ -121,15 +121,10 @@ def data_parallel_overhead(client) -> dict:
     import jupyter_dist as jd
 
     def ranked(precision, strategy="ddp"):
+        mixed = None if precision == "fp32" else precision
+        one_gpu = {"workers": 1, "gpus_per_worker": 1, "cluster": client, "progress": False}
         exp = jd.data_parallel(
-            busy_mlp,
-            workers=1,
-            gpus_per_worker=1,
-            cluster=client,
-            progress=False,
-            strategy=strategy,
-            mixed_precision=None if precision == "fp32" else precision,
-            precision=precision,
+            busy_mlp, strategy=strategy, mixed_precision=mixed, precision=precision, **one_gpu
         )
         return exp.result
 
@@ -160,10 +155,8 @@ def hpo_on_one_gpu(client) -> dict:
     from jupyter_dist import space
 
     def through_hpo():
-        exp, seconds = _runner.hpo(
-            short_trial, {"lr": space.loguniform(1e-3, 1e-1)}, client, trials=TRIALS, metric="loss", mode="min",
-            pruner=None, gpus_per_trial=1,
-        )  # fmt: skip
+        search = {"trials": TRIALS, "metric": "loss", "mode": "min", "pruner": None, "gpus_per_trial": 1}
+        exp, seconds = _runner.hpo(short_trial, {"lr": space.loguniform(1e-3, 1e-1)}, client, **search)
         assert (exp.trials["state"] == "completed").all()
         return seconds, list(exp.trials["params_lr"])
 

@@ -91,19 +91,9 @@ def run_side(side: str, store: str | None, trials: int, steps: int) -> dict:
         sampler = Sampler()
         sampler.start()
         cpu0 = time.process_time()
-        exp, wall = _runner.hpo(
-            scale_trial,
-            {"x": space.uniform(0, 1), "steps": steps},
-            client,
-            trials=trials,
-            parallel=2,
-            metric="v",
-            pruner=None,
-            seed=0,
-            name="scale",
-            progress=ReportView,
-            store=store if store else False,
-        )
+        search = {"trials": trials, "parallel": 2, "metric": "v", "pruner": None, "seed": 0, "name": "scale"}
+        search |= {"progress": ReportView, "store": store if store else False}
+        exp, wall = _runner.hpo(scale_trial, {"x": space.uniform(0, 1), "steps": steps}, client, **search)
         cpu = time.process_time() - cpu0
         sampler.done.set()
         sampler.join()

@@ -43,16 +43,11 @@ def run_ours(client, seconds: float, rate: float, pruner=None) -> dict:
     every report (each report then leaves within 5 ms)."""
     from jupyter_dist import space
 
+    # How fast stops follow decisions has its own benchmark (bench_pruning).
+    search = {"trials": TRIALS, "parallel": TRIALS, "metric": "v", "pruner": pruner, "seed": 0}
+    search["progress"] = functools.partial(ReportView, live=True)
     exp, wall = _runner.hpo(
-        stream,
-        {"seconds": seconds, "rate": rate, "x": space.uniform(0, 1)},
-        client,
-        trials=TRIALS,
-        parallel=TRIALS,
-        metric="v",
-        pruner=pruner,  # how fast stops follow decisions has its own benchmark (bench_pruning)
-        seed=0,
-        progress=functools.partial(ReportView, live=True),
+        stream, {"seconds": seconds, "rate": rate, "x": space.uniform(0, 1)}, client, **search
     )
     view = ReportView.last
     trials = exp.trials
