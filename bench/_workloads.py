@@ -105,21 +105,26 @@ def train_digits_mlp(lr, width, momentum, weight_decay, epochs, batch=DIGITS_BAT
     seconds the function took."""
     import time
 
-    import torch
-
     import jupyter_dist
 
     t0 = time.perf_counter()
-    torch.set_num_threads(1)
-    data = _digits_split()
-    torch.manual_seed(0)
-    shuffle = torch.Generator().manual_seed(0)
-    model = mlp(64, width)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    data, model, opt, shuffle = _digits_setup(width, lr=lr, momentum=momentum, weight_decay=weight_decay)
     for epoch in range(epochs):
         acc = _digits_epoch(model, opt, data, shuffle, batch)
         jupyter_dist.report(step=epoch, val_acc=acc)
     return {"val_acc": acc, "body_s": time.perf_counter() - t0}
+
+
+def _digits_setup(width, **sgd):
+    """One torch thread; the digits split, the model (seeded), its SGD optimizer (``sgd``), the shuffling's
+    generator."""
+    import torch
+
+    torch.set_num_threads(1)
+    data = _digits_split()
+    torch.manual_seed(0)
+    model = mlp(64, width)
+    return data, model, torch.optim.SGD(model.parameters(), **sgd), torch.Generator().manual_seed(0)
 
 
 def _digits_split():
@@ -133,12 +138,7 @@ def _digits_split():
     y = digits.target.astype("int64")
     order = np.random.RandomState(0).permutation(len(x))
     val, train = order[:DIGITS_VALIDATION], order[DIGITS_VALIDATION:]
-    return (
-        torch.from_numpy(x[train]),
-        torch.from_numpy(y[train]),
-        torch.from_numpy(x[val]),
-        torch.from_numpy(y[val]),
-    )
+    return tuple(torch.from_numpy(a) for a in (x[train], y[train], x[val], y[val]))
 
 
 def mlp(inputs, width, depth=2, outputs=10):
@@ -173,16 +173,9 @@ def train_digits_mlp_pbt(lr, momentum, epochs, width=64, batch=DIGITS_BATCH):
     """``train_digits_mlp`` as a population-based-training member trains it: it goes on from its checkpoint
     (``jupyter_dist.restore``) and saves one after every epoch, the model, the optimizer and the shuffling's
     generator. Reports ``val_acc`` after each epoch."""
-    import torch
-
     import jupyter_dist
 
-    torch.set_num_threads(1)
-    data = _digits_split()
-    torch.manual_seed(0)
-    model = mlp(64, width)
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    shuffle = torch.Generator().manual_seed(0)
+    data, model, opt, shuffle = _digits_setup(width, lr=lr, momentum=momentum)
     state = {"model": model, "optimizer": opt, "shuffle": shuffle.get_state()}
     start = 0
     restored = jupyter_dist.restore(state)

@@ -15,7 +15,8 @@ from types import SimpleNamespace
 
 import _lab_scale
 import _runner
-from _common import CpuMonitor, header, jupyter_server
+from _common import jupyter_server
+from _runner import measuring
 
 CHROMIUM = "/usr/bin/chromium"
 TESTS_LAB = Path(__file__).resolve().parent.parent / "tests" / "lab"  # notebook_runs.py: how tests click
@@ -129,6 +130,10 @@ def measure(runs, page, lab, view: str) -> dict:
     return {"new_kernel": new_kernel, "restart": restart, "idle_kernel": idle}
 
 
+LAB_SETTINGS = {
+    "notebook-extension/tracker": {"windowingMode": "none"},
+    "apputils-extension/notification": {"fetchNews": "false"},
+}
 SIZES = {
     "trials": 10_000,
     "steps": 100,
@@ -155,17 +160,25 @@ def main(part: str, extension: str | None, **sizes) -> dict:
         (share / "labextensions").mkdir()
         (share / "labextensions" / "jupyter-dist").symlink_to(extension)
         os.environ["JUPYTER_PATH"] = f"{share}{os.pathsep}{os.environ.get('JUPYTER_PATH', '')}"
-    wall0 = time.perf_counter()
-    cpu = CpuMonitor()
+    parameters = {
+        "hpo": f"{TRIALS} trials x {STEPS} steps, random sampler, embedded cluster (2 workers)",
+        "stream": f"2 trials x {STREAM_S:.0f} s of report() in a tight loop",
+        "browser": "Debian chromium, headless, 1400x900, JupyterLab with windowing off",
+        "timings": "new_kernel: Run All once the kernel exists; restart: Restart Kernel and Run All; "
+        "idle_kernel: the HPO cell again, Shift+Enter, on the idle kernel (0.4's 'flagged kernel')",
+        "parts": list(parts),
+        "scale": sizes,
+        "extension": extension or "this checkout's build",
+    }
     views, scale = {}, {}
-    with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-lab-") as tmp:
+    with (
+        measuring("lab", parameters) as result,
+        tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-lab-") as tmp,
+    ):
         folder = Path(tmp)
         root = folder / "root"
         root.mkdir()
-        for plugin, values in {
-            "notebook-extension/tracker": {"windowingMode": "none"},
-            "apputils-extension/notification": {"fetchNews": "false"},
-        }.items():
+        for plugin, values in LAB_SETTINGS.items():
             path = folder / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
@@ -185,41 +198,25 @@ def main(part: str, extension: str | None, **sizes) -> dict:
             sync_playwright() as p,
         ):
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+
+            def url(path: str, workspace: str | None = None) -> str:
+                """A page of the server; in a workspace of its own, only that run's notebook open in it."""
+                if workspace:
+                    path = path.replace("lab/", f"lab/workspaces/{workspace}/", 1)
+                return f"{base}/{path}?token={token}"
+
             if "scale" in parts:
                 print("  opening it...", flush=True)
-                scale["open"] = _lab_scale.measure_open(
-                    browser, lambda path: f"{base}/{path}?token={token}", experiment_id
-                )
+                scale["open"] = _lab_scale.measure_open(browser, url, experiment_id)
                 print(f"  {sizes['live_trials']} trials reporting live...", flush=True)
-                scale["live"] = _lab_scale.measure_live(
-                    browser, lambda path: f"{base}/{path}?token={token}", base, token, root, store, sizes
-                )
+                scale["live"] = _lab_scale.measure_live(browser, url, base, token, root, store, sizes)
             for view in ("lab", "widget") if "first_run" in parts else ():
-                # A workspace of its own: only this view's notebook open in the page.
-                lab = SimpleNamespace(
-                    root=root,
-                    url=lambda path, ws=view: (
-                        f"{base}/{path.replace('lab/', f'lab/workspaces/{ws}/', 1)}?token={token}"
-                    ),
-                )
                 page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
                 print(f"  {view} view...", flush=True)
+                lab = SimpleNamespace(root=root, url=lambda path, ws=view: url(path, ws))
                 views[view] = measure(runs, page, lab, view)
                 page.context.close()
             browser.close()
-    result = header(
-        "lab",
-        {
-            "hpo": f"{TRIALS} trials x {STEPS} steps, random sampler, embedded cluster (2 workers)",
-            "stream": f"2 trials x {STREAM_S:.0f} s of report() in a tight loop",
-            "browser": "Debian chromium, headless, 1400x900, JupyterLab with windowing off",
-            "timings": "new_kernel: Run All once the kernel exists; restart: Restart Kernel and Run All; "
-            "idle_kernel: the HPO cell again, Shift+Enter, on the idle kernel (0.4's 'flagged kernel')",
-            "parts": list(parts),
-            "scale": sizes,
-            "extension": extension or "this checkout's build",
-        },
-    )
     if scale:
         result["scale"] = scale
         result["scale_target"] = {"open_below_s": 2.0, "frames_per_s_at_least": 30}
@@ -229,27 +226,23 @@ def main(part: str, extension: str | None, **sizes) -> dict:
             "cell": scale["open"]["cell"]["curves_s"] < 2,
             "live_frames": scale["live"]["frames_per_s"] >= 30,
         }
-    if "first_run" not in parts:
-        result.update(cpu_contention=cpu.stop(), wall_s=time.perf_counter() - wall0)
-        return result
-    lab_view, widget = views["lab"], views["widget"]
-    timings = ("new_kernel", "restart", "idle_kernel")
-    result.update(
-        views=views,
-        ratios_lab_over_widget={
-            f"{what}_{timing}": lab_view[timing][key] / widget[timing][key]
-            for timing in timings
-            for what, key in (("kernel_bytes", "kernel_bytes"), ("first_frame", "first_frame_s"))
-        },
-        target={"kernel_bytes_per_run_below": 500_000, "busy_share_at_least": 0.8},
-        met={
-            "extension_view_every_timing": all(lab_view[t]["drawn"] == "lab" for t in timings),
-            "kernel_bytes_per_run": all(lab_view[t]["kernel_bytes"] < 500_000 for t in timings),
-            "busy_share": all(lab_view[t]["busy_share"] >= 0.8 for t in timings),
-        },
-        cpu_contention=cpu.stop(),
-        wall_s=time.perf_counter() - wall0,
-    )
+    if "first_run" in parts:
+        lab_view, widget = views["lab"], views["widget"]
+        timings = ("new_kernel", "restart", "idle_kernel")
+        result.update(
+            views=views,
+            ratios_lab_over_widget={
+                f"{what}_{timing}": lab_view[timing][key] / widget[timing][key]
+                for timing in timings
+                for what, key in (("kernel_bytes", "kernel_bytes"), ("first_frame", "first_frame_s"))
+            },
+            target={"kernel_bytes_per_run_below": 500_000, "busy_share_at_least": 0.8},
+            met={
+                "extension_view_every_timing": all(lab_view[t]["drawn"] == "lab" for t in timings),
+                "kernel_bytes_per_run": all(lab_view[t]["kernel_bytes"] < 500_000 for t in timings),
+                "busy_share": all(lab_view[t]["busy_share"] >= 0.8 for t in timings),
+            },
+        )
     return result
 
 

@@ -209,12 +209,16 @@ def run_benchmark(client, name: str) -> dict:
     finals = {key: c[-1] for key, c in curves.items()}
     ranked = sorted(finals.values(), reverse=True)
     reference = runs["none"]
-    all_configs = reference["configs_seen"]
-    for label, r in runs.items():
+
+    def against_reference(r: dict) -> dict:
         r["rank_of_best"] = 1 + ranked.index(finals[config_key(r["best_params"])])
         r["best_over_reference"] = r["best_value"] / reference["best_value"]
         r["step_share"] = r["steps"] / reference["steps"]
-        r["same_configs_as_reference"] = r["configs_seen"] == all_configs
+        return r
+
+    for label, r in runs.items():
+        against_reference(r)
+        r["same_configs_as_reference"] = r["configs_seen"] == reference["configs_seen"]
         r["same_order_as_reference"] = r["order"] == reference["order"]
         # Deterministic curves: a completed trial must end on the value the no-pruner run recorded for it.
         r["value_mismatches"] = [
@@ -222,8 +226,7 @@ def run_benchmark(client, name: str) -> dict:
             for t in r["trials"]
             if t["state"] == "completed" and abs(t["value"] - finals[config_key(t["params"])]) > 1e-12
         ]
-        pruned = [t for t in r["trials"] if "prune_decided_at" in t]
-        after = [t["steps_after_decision"] for t in pruned]
+        after = [t["steps_after_decision"] for t in r["trials"] if "prune_decided_at" in t]
         r["pruned_steps_after_decision"] = {
             "n": len(after),
             "total": sum(after),
@@ -232,13 +235,10 @@ def run_benchmark(client, name: str) -> dict:
         }
         if label != "none":
             # Hyperband's brackets hash the study name (seeded here, so the replays agree; kept as a check).
-            replays = []
-            for _ in range(HYPERBAND_REPLAYS if label == "hyperband" else 1):
-                seq = replay_sequential(search_space, metric, label, curves)
-                seq["best_over_reference"] = seq["best_value"] / reference["best_value"]
-                seq["step_share"] = seq["steps"] / reference["steps"]
-                seq["rank_of_best"] = 1 + ranked.index(finals[config_key(seq["best_params"])])
-                replays.append(seq)
+            replays = [
+                against_reference(replay_sequential(search_space, metric, label, curves))
+                for _ in range(HYPERBAND_REPLAYS if label == "hyperband" else 1)
+            ]
             shares = [q["step_share"] for q in replays]
             quality = [q["best_over_reference"] for q in replays]
             r["sequential_replay_reference"] = {
