@@ -100,9 +100,9 @@ class Cluster(DaskProcessCluster):
         client.run(warm_imports)
 
     def close(self) -> None:
-        import jupyter_dist as jd
+        from jupyter_dist.cluster import forget_cluster
 
-        jd.runtime.forget_cluster(self.address)
+        forget_cluster(self.address)
         super().close()
 
 

@@ -49,18 +49,15 @@ print(json.dumps({"first_trial_running_s": exp.trial_records()[0].value - t0}))
 
 def gateway_env(proxy: int, keep: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DASK_", "JUPYTER_DIST"))}
-    env.update(
-        {
-            "DASK_GATEWAY__ADDRESS": f"http://127.0.0.1:{proxy}",
-            "DASK_GATEWAY__PROXY_ADDRESS": f"gateway://127.0.0.1:{proxy}",
-            "DASK_GATEWAY__AUTH__TYPE": "basic",
-            "DASK_GATEWAY__AUTH__KWARGS__USERNAME": "bench",
-            "DASK_GATEWAY__AUTH__KWARGS__PASSWORD": "",
-            "DASK_JUPYTER_DIST__GATEWAY__WORKERS": str(WORKERS),
-            "DASK_JUPYTER_DIST__GATEWAY__SHUTDOWN_ON_CLOSE": "False" if keep else "True",
-        }
-    )
-    return env
+    return env | {
+        "DASK_GATEWAY__ADDRESS": f"http://127.0.0.1:{proxy}",
+        "DASK_GATEWAY__PROXY_ADDRESS": f"gateway://127.0.0.1:{proxy}",
+        "DASK_GATEWAY__AUTH__TYPE": "basic",
+        "DASK_GATEWAY__AUTH__KWARGS__USERNAME": "bench",
+        "DASK_GATEWAY__AUTH__KWARGS__PASSWORD": "",
+        "DASK_JUPYTER_DIST__GATEWAY__WORKERS": str(WORKERS),
+        "DASK_JUPYTER_DIST__GATEWAY__SHUTDOWN_ON_CLOSE": "False" if keep else "True",
+    }
 
 
 def first_trial(cluster: str, env: dict[str, str]) -> float:
@@ -93,13 +90,18 @@ def main() -> dict:
     (root / "config.py").write_text(GATEWAY_CONFIG.format(api=api, proxy=proxy, root=root, dask=DASK))
     processes = [start([GATEWAY_SERVER, "-f", str(root / "config.py")], root / "gateway.log")]
     direct = f"tcp://127.0.0.1:{scheduler_port}"
-    processes.append(
-        start([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(scheduler_port)], root / "sched.log")
-    )
+    scheduler = [DASK, "scheduler", "--host", "127.0.0.1", "--port", str(scheduler_port)]
+    processes.append(start(scheduler, root / "sched.log"))
     processes.append(
         start([DASK, "worker", direct, "--nworkers", str(WORKERS), "--nthreads", "1"], root / "w.log")
     )
-    with measuring("gateway", {}, note=True) as result:
+    parameters = {
+        "rounds": ROUNDS,
+        "workers": f"{WORKERS} x 1 thread (gateway: worker_cores=1; direct: dask worker --nthreads 1)",
+        **bench_streaming.CHANNEL_PARAMETERS,
+        "gateway": "dask-gateway-server, local backend, simple auth, on 127.0.0.1; TLS to the scheduler",
+    }
+    with measuring("gateway", parameters, note=True) as result:
         try:
             _gateway_runs(result, proxy, direct)
         finally:
@@ -141,27 +143,16 @@ def _gateway_runs(result: dict, proxy: int, direct: str) -> None:
     jupyter_dist.cluster.forget_cluster("gateway")
     channel = {side: _runner.medians(rs) for side, rs in runs.items()}
     first = {side: median(values) for side, values in startup.items()}
-    result["parameters"].update(
-        {
-            "rounds": ROUNDS,
-            "workers": f"{WORKERS} x 1 thread (gateway: worker_cores=1; direct: dask worker --nthreads 1)",
-            **bench_streaming.CHANNEL_PARAMETERS,
-            "gateway": "dask-gateway-server, local backend, simple auth, on 127.0.0.1; TLS to the scheduler",
-        }
-    )
+    via, bypass = channel["gateway"], channel["direct"]
     result.update(
-        {
-            "first_trial_running_s": {"median": first, "all": startup},
-            "channel": {"median": channel, "all": runs},
-            "ratios": {
-                "gateway_new_vs_embedded": first["gateway_new"] / first["embedded"],
-                "gateway_reused_vs_embedded": first["gateway_reused"] / first["embedded"],
-                "dispatch_gateway_vs_direct": channel["gateway"]["dispatch_trials_per_s"]
-                / channel["direct"]["dispatch_trials_per_s"],
-                "stream_p50_gateway_vs_direct": channel["gateway"]["stream_p50_s"]
-                / channel["direct"]["stream_p50_s"],
-            },
-        }
+        first_trial_running_s={"median": first, "all": startup},
+        channel={"median": channel, "all": runs},
+        ratios={
+            "gateway_new_vs_embedded": first["gateway_new"] / first["embedded"],
+            "gateway_reused_vs_embedded": first["gateway_reused"] / first["embedded"],
+            "dispatch_gateway_vs_direct": via["dispatch_trials_per_s"] / bypass["dispatch_trials_per_s"],
+            "stream_p50_gateway_vs_direct": via["stream_p50_s"] / bypass["stream_p50_s"],
+        },
     )
 
 
