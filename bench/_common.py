@@ -394,11 +394,8 @@ class DaskProcessCluster:
         }
 
     def _spawn(self, cmd: list[str]) -> None:
-        self.procs.append(
-            subprocess.Popen(
-                cmd, env=self.env, stdout=self._log, stderr=self._log, preexec_fn=die_with_parent
-            )
-        )
+        log = {"stdout": self._log, "stderr": self._log}
+        self.procs.append(subprocess.Popen(cmd, env=self.env, preexec_fn=die_with_parent, **log))
 
     def rss_mb(self) -> dict[str, float]:
         import psutil

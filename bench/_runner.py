@@ -298,9 +298,7 @@ class ReportView:
             "sent_per_s": sent / run_s if run_s else None,
             "delivered_per_s": n / span if span else None,
             "latency_s": {
-                "p50": percentile(lat, 50),
-                "p90": percentile(lat, 90),
-                "p99": percentile(lat, 99),
+                **{f"p{q}": percentile(lat, q) for q in (50, 90, 99)},
                 "max": max(lat) if lat else None,
                 "mean": sum(lat) / n if n else None,
             },
