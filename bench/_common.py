@@ -473,12 +473,8 @@ def jupyter_server(app: str, root: str, store: str, *args: str):
         f"--port={port}",
         f"--ServerApp.root_dir={root}",
     ]
-    server = subprocess.Popen(
-        [sys.executable, "-m", app, *options, *args],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    server = subprocess.Popen([sys.executable, "-m", app, *options, *args], env=env, **quiet)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{base}/api/status?token={token}", 60, server)

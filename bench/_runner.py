@@ -50,11 +50,8 @@ def main(
         parser.add_argument(f"--{key.replace('_', '-')}", help=argparse.SUPPRESS)
     if quick is not None:
         sizes = f" ({', '.join(quick)})" if quick else ""
-        parser.add_argument(
-            "--quick",
-            action="store_true",
-            help=f"a smoke run at small sizes{sizes}; its JSON to a temporary folder",
-        )
+        help = f"a smoke run at small sizes{sizes}; its JSON to a temporary folder"
+        parser.add_argument("--quick", action="store_true", help=help)
     args = vars(parser.parse_args())
     if args.get("quick"):
         vars(sys.modules["__main__"]).update(quick)

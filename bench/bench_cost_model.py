@@ -146,10 +146,11 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
             t0, t1 = starts[max(0, math.ceil(0.99 * len(starts)) - 1)] + 0.5, ends[0] - 0.5
         else:
             t0, t1 = full + 0.5, starts[-1] - 0.5
+        first = starts[0]
         out["ramp_s"] = {
-            "nth_start": full - starts[0],
-            "last_start": starts[-1] - starts[0],
-            "first_end": ends[0] - starts[0],
+            "nth_start": full - first,
+            "last_start": starts[-1] - first,
+            "first_end": ends[0] - first,
         }
         if t1 - t0 < MIN_WINDOW_S:
             return dict(out, error=f"no steady window of {MIN_WINDOW_S:g} s: ramp {out['ramp_s']}")
@@ -231,11 +232,8 @@ def batching(points: list[dict]) -> dict:
             ratio = (p["rates"]["events_per_s"] - p["rates"]["trials_per_s"]) / p["rates"]["reports_per_s"]
             if rate not in per_report or n > per_report[rate][0]:
                 per_report[rate] = (n, ratio)
-    churn = [
-        p["rates"]["events_per_s"] / p["rates"]["trials_per_s"]
-        for p in points
-        if p["point"]["kind"] == "churn"
-    ]
+    churn = [p["rates"] for p in points if p["point"]["kind"] == "churn"]
+    churn = [rates["events_per_s"] / rates["trials_per_s"] for rates in churn]
     return {
         "events_per_report_by_rate": {rate: ratio for rate, (_, ratio) in sorted(per_report.items())},
         "events_per_trial": sum(churn) / len(churn) if churn else 1.0,
@@ -347,12 +345,8 @@ def check(points: list[dict], fitted: dict) -> list[dict]:
     for p in points:
         if p["point"]["sweep"] != "held_out":
             continue
-        entry = {
-            "label": p["label"],
-            "saturated": p.get("saturated"),
-            "error": p.get("error"),
-            "processes": {},
-        }
+        entry = {"label": p["label"], "saturated": p.get("saturated"), "error": p.get("error")}
+        entry["processes"] = {}
         for process in PROCESSES:
             m = fitted["by_process"][process]
             if m["best_form"] is None or "error" in p:
@@ -408,9 +402,7 @@ def measure(workers: int, threads: int, seconds: float) -> dict:
     cluster = DaskProcessCluster(workers, threads, CLUSTER_ENV)
     points: list[dict] = []
     try:
-        print(
-            f"  starting dask scheduler + {workers} dask worker processes x {threads} threads...", flush=True
-        )
+        print(f"  starting dask scheduler + {workers} dask workers x {threads} threads...", flush=True)
         info = cluster.start(on_workers=_preimport)
         print(f"    up in {info['start_s']:.0f} s; RSS scheduler {info['rss_mb']['scheduler']:.0f} MB, "
               f"workers {info['rss_mb']['workers_total']:.0f} MB in all", flush=True)  # fmt: skip
@@ -495,10 +487,6 @@ def _headline(fitted: dict) -> dict:
 
 
 if __name__ == "__main__":
-    options = {
-        "workers": WORKERS,
-        "threads": THREADS,
-        "point_seconds": (POINT_S, "each point's trial length"),
-    }
+    options = {"workers": WORKERS, "threads": THREADS, "point_seconds": (POINT_S, "each trial's length")}
     # --quick: QUICK's sizes; --point and --cluster-file: one point, in a child process
     _runner.main("cost_model", main, options, quick={}, child=("point", "cluster_file"))

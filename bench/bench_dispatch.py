@@ -69,12 +69,8 @@ def measure(client, n: int = N, repeats: int = REPEATS, warmup: int = WARMUP, st
         ours_cpu.append(cpu)
         ours_counts.append(counts)
     raw = dict(_rates(raw_s, n), kernel_cpu_s=raw_cpu, kernel_cpu_ms_per_task=1e3 * median(raw_cpu) / n)
-    ours = dict(
-        _rates(ours_s, n),
-        kernel_cpu_s=ours_cpu,
-        kernel_cpu_ms_per_trial=1e3 * median(ours_cpu) / n,
-        counts=ours_counts,
-    )
+    ours = dict(_rates(ours_s, n), kernel_cpu_s=ours_cpu, kernel_cpu_ms_per_trial=1e3 * median(ours_cpu) / n)
+    ours["counts"] = ours_counts
     return {
         "raw_dask": raw,
         "ours": ours,
