@@ -63,10 +63,8 @@ def copy_timing(client, checkpoints: Path) -> dict:
     exp = jd.data_parallel(train_digits_mlp_pbt, workers=1, lr=0.05, momentum=0.9, epochs=1, **quiet)
     saved = latest(str(Path(exp.checkpoint()).parent))
     size = sum(f.stat().st_size for f in Path(saved.path).iterdir())
-    times = [
-        timed(copy_checkpoint, saved, str(checkpoints / "copies" / f"trial-{i}"), {"lr": 0.01})[1]
-        for i in range(COPIES)
-    ]
+    targets = [str(checkpoints / "copies" / f"trial-{i}") for i in range(COPIES)]
+    times = [timed(copy_checkpoint, saved, target, {"lr": 0.01})[1] for target in targets]
     return {"checkpoint_bytes": size, "median_s": median(times), "max_s": max(times), "copies": COPIES}
 
 

@@ -151,15 +151,8 @@ def replay_sequential(search_space, metric, pruner, curves: dict[tuple, list[flo
     from jupyter_dist.protocol import Objective
     from jupyter_dist.search import OptunaSearch
 
-    search = OptunaSearch(
-        search_space,
-        trials=None,
-        objective=Objective(metric),
-        sampler="grid",
-        pruner=pruner,
-        max_steps=STEPS,
-        seed=SEED,
-    )
+    grid = {"sampler": "grid", "pruner": pruner, "max_steps": STEPS, "seed": SEED}
+    search = OptunaSearch(search_space, trials=None, objective=Objective(metric), **grid)
     steps = pruned = 0
     best = None
     while (planned := search.next_trial()) is not None:

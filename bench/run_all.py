@@ -129,12 +129,8 @@ def main(names: list[str]) -> int:
         before = path.stat().st_mtime if path.exists() else None
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(
-                [sys.executable, str(HERE / f"bench_{name}.py")],
-                timeout=TIMEOUTS.get(name, TIMEOUT),
-                cwd=HERE.parent,
-            )
-            rc = proc.returncode
+            script = [sys.executable, str(HERE / f"bench_{name}.py")]
+            rc = subprocess.run(script, timeout=TIMEOUTS.get(name, TIMEOUT), cwd=HERE.parent).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
         elapsed = time.perf_counter() - t0
@@ -162,10 +158,8 @@ def main(names: list[str]) -> int:
     print(f"=== done in {summary['wall_s']:.0f} s; summary -> {out}")
     git = summary["git"]
     dirty = git["package_uncommitted_changes"]
-    print(
-        f"  measured commit {git['commit']}"
-        + (f" with uncommitted changes in {', '.join(dirty)}" if dirty else "")
-    )
+    changes = f" with uncommitted changes in {', '.join(dirty)}" if dirty else ""
+    print(f"  measured commit {git['commit']}{changes}")
     for name, entry in summary["results"].items():
         print(f"  {name:10} met: {json.dumps(entry.get('met', entry.get('error')))}")
     return 1 if failed else 0
