@@ -220,13 +220,9 @@ def nccl_two_ranks_on_one_gpu() -> dict:
 def gpu_info() -> dict:
     import torch
 
+    query = ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"]
     try:
-        smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout.strip()
+        smi = subprocess.run(query, capture_output=True, text=True, timeout=30).stdout.strip()
     except OSError:
         smi = None
     return {

@@ -48,18 +48,8 @@ def costs(x=0.5, y=0.5, steps=STEPS, pause=SLEEP_S):
 def measure(client, space, pruner, **search) -> dict:
     from jupyter_dist.search import hypervolume
 
-    exp, wall = _runner.hpo(
-        costs,
-        space,
-        client,
-        metric=["cost_a", "cost_b"],
-        mode=["min", "min"],
-        pruner=pruner,
-        max_steps=STEPS,
-        parallel=N_WORKERS,
-        store=False,
-        **search,
-    )
+    both = {"metric": ["cost_a", "cost_b"], "mode": ["min", "min"], "max_steps": STEPS, "parallel": N_WORKERS}
+    exp, wall = _runner.hpo(costs, space, client, pruner=pruner, store=False, **both, **search)
     front = list(zip(exp.pareto.values_cost_a, exp.pareto.values_cost_b, strict=True))
     return {
         "hypervolume": hypervolume(front, REFERENCE),
