@@ -60,16 +60,10 @@ def free_port() -> int:
 
 
 def percentile(values: list[float], q: float) -> float | None:
-    """The q-th percentile (0..100), linear interpolation between the closest ranks."""
-    if not values:
-        return None
-    data = sorted(values)
-    if len(data) == 1:
-        return data[0]
-    pos = (len(data) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+    """The q-th percentile (0..100), linear interpolation between the closest ranks (numpy's default)."""
+    import numpy as np
+
+    return float(np.percentile(values, q)) if len(values) else None
 
 
 median = statistics.median
@@ -198,10 +192,6 @@ THREAD_ROLES = (
 )
 
 
-def thread_role(name: str | None) -> str:
-    return next((role for prefix, role in THREAD_ROLES if name and name.startswith(prefix)), "other")
-
-
 def thread_cpu_s() -> dict[int, tuple[str, float]]:
     """This process's living threads: {native thread id: (role, CPU seconds)}; a thread's role from its Python
     name (``THREAD_ROLES``), or "other" for threads Python did not start or names no role."""
@@ -209,7 +199,8 @@ def thread_cpu_s() -> dict[int, tuple[str, float]]:
     out = {}
     for tid in map(int, os.listdir("/proc/self/task")):
         if (cpu := _stat_cpu_s(f"/proc/self/task/{tid}/stat")) is not None:
-            out[tid] = (thread_role(names.get(tid)), cpu)
+            name = names.get(tid) or ""
+            out[tid] = (next((role for p, role in THREAD_ROLES if name.startswith(p)), "other"), cpu)
     return out
 
 

@@ -38,8 +38,9 @@ def main(
 
     ``options``: {name: default or (default, help)}, each a ``--name`` typed as its default (None: a string);
     ``child``: hidden string options, a child process's. ``quick``: the module constants a ``--quick`` smoke run
-    sets (``measure`` gets ``quick`` too if it takes it); its JSON goes to a temporary folder unless BENCH_RESULTS
-    says where: smoke figures must not replace the measured ones in bench/results/."""
+    sets, and the values it gives options (by their names; ``measure`` gets ``quick`` too if it takes it); its
+    JSON goes to a temporary folder unless BENCH_RESULTS says where: smoke figures must not replace the measured
+    ones in bench/results/."""
     doc = sys.modules["__main__"].__doc__ or ""
     parser = argparse.ArgumentParser(description=doc.strip().split("\n", 1)[0])
     for key, value in (options or {}).items():
@@ -54,7 +55,8 @@ def main(
         parser.add_argument("--quick", action="store_true", help=help)
     args = vars(parser.parse_args())
     if args.get("quick"):
-        vars(sys.modules["__main__"]).update(quick)
+        vars(sys.modules["__main__"]).update({k: v for k, v in quick.items() if k not in args})
+        args.update({k: v for k, v in quick.items() if k in args})
         if _common.RESULTS == _common.DEFAULT_RESULTS:
             _common.RESULTS = Path(tempfile.gettempdir()) / "bench-quick"
     if "quick" not in inspect.signature(measure).parameters:

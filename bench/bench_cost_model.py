@@ -24,7 +24,6 @@ THREADS = 16
 POINT_S = 25.0
 IDLE_S = 15.0
 MIN_WINDOW_S = 5.0
-QUICK = {"workers": 8, "threads": 16, "point_seconds": 10.0}
 AT_ONCE_MULTIPLES = (1, 2, 4, 8, 16)  # x workers
 REPORT_RATES = (2, 5, 10)  # at 2 x workers at once
 CHURN_SECONDS = (8.0, 4.0, 2.0, 1.0)  # at 2 x workers at once
@@ -259,11 +258,8 @@ def saturation(coefficients: dict, made: dict) -> dict:
     """N* = (1 - a) / (b/T + c r + d + e (r x events per report + events per trial / T)): the trials at once,
     each T s long reporting r times a second, that load the process with one core (events per report and per
     trial as measured, ``batching()``)."""
-    a = coefficients["idle_cores"]
-    b = coefficients.get("trials_per_s", 0.0)
-    c = coefficients.get("reports_per_s", 0.0)
-    d = coefficients.get("running", 0.0)
-    e = coefficients.get("events_per_s", 0.0)
+    terms = ("idle_cores", "trials_per_s", "reports_per_s", "running", "events_per_s")
+    a, b, c, d, e = (coefficients.get(term, 0.0) for term in terms)
     table = {}
     for r in PREDICT_RATES:
         ratio = _events_per_report(r, made["events_per_report_by_rate"]) if e else 0.0
@@ -338,41 +334,45 @@ def held_out_points(points: list[dict], workers: int, threads: int, seconds: flo
     return chosen
 
 
+def _versus(predicted: float, measured: float) -> dict:
+    error = predicted - measured
+    relative = error / measured if measured else None
+    within = abs(error) <= TOLERANCE["cores"] or (measured > 0 and abs(relative) <= TOLERANCE["relative"])
+    return {
+        "predicted_cores": predicted,
+        "error_cores": error,
+        "relative_error": relative,
+        "within_tolerance": within,
+    }
+
+
 def check(points: list[dict], fitted: dict) -> list[dict]:
     """Each held-out point: every form's predicted cores per process (from the rates it measured) against the
     cores measured; ``within_tolerance`` for the best and the user form."""
     out = []
-    for p in points:
-        if p["point"]["sweep"] != "held_out":
-            continue
-        entry = {"label": p["label"], "saturated": p.get("saturated"), "error": p.get("error")}
-        entry["processes"] = {}
-        for process in PROCESSES:
-            m = fitted["by_process"][process]
-            if m["best_form"] is None or "error" in p:
+    for p in (p for p in points if p["point"]["sweep"] == "held_out"):
+        processes = {}
+        for process in PROCESSES if "error" not in p else ():
+            m, measured = fitted["by_process"][process], p["cores"][process]
+            if m["best_form"] is None:
                 continue
-            measured = p["cores"][process]
-            forms = {}
-            for name, f in m["fits"].items():
-                if f is None:
-                    continue
-                predicted = predict(f["coefficients"], p["rates"])
-                error = predicted - measured
-                forms[name] = {
-                    "predicted_cores": predicted,
-                    "error_cores": error,
-                    "relative_error": error / measured if measured else None,
-                    "within_tolerance": abs(error) <= TOLERANCE["cores"]
-                    or (measured > 0 and abs(error) / measured <= TOLERANCE["relative"]),
-                }
-            user = forms[m["user_form"]]["within_tolerance"] if m["user_form"] else None
-            entry["processes"][process] = {
-                "measured_cores": measured,
-                "by_form": forms,
-                "best_form_within_tolerance": forms[m["best_form"]]["within_tolerance"],
-                "user_form_within_tolerance": user,
+            forms = {
+                n: _versus(predict(f["coefficients"], p["rates"]), measured)
+                for n, f in m["fits"].items()
+                if f
             }
-        out.append(entry)
+            processes[process] = {"measured_cores": measured, "by_form": forms} | {
+                f"{form}_within_tolerance": forms[m[form]]["within_tolerance"] if m[form] else None
+                for form in ("best_form", "user_form")
+            }
+        out.append(
+            {
+                "label": p["label"],
+                "saturated": p.get("saturated"),
+                "error": p.get("error"),
+                "processes": processes,
+            }
+        )
     return out
 
 
@@ -387,18 +387,10 @@ def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
     return res
 
 
-def main(
-    workers: int, threads: int, point_seconds: float, quick: bool, point: str | None, cluster_file: str | None
-) -> dict | None:
+def main(workers: int, threads: int, point_seconds: float, point: str | None, cluster_file: str | None):
     if point:  # one point, in a child process
         return child_main(run_point(Point(**json.loads(point)), json.loads(Path(cluster_file).read_text())))
-    if quick:
-        workers, threads, point_seconds = QUICK["workers"], QUICK["threads"], QUICK["point_seconds"]
-    return measure(workers, threads, point_seconds)
-
-
-def measure(workers: int, threads: int, seconds: float) -> dict:
-    wall0 = time.perf_counter()
+    wall0, seconds = time.perf_counter(), point_seconds
     cluster = DaskProcessCluster(workers, threads, CLUSTER_ENV)
     points: list[dict] = []
     try:
@@ -488,5 +480,9 @@ def _headline(fitted: dict) -> dict:
 
 if __name__ == "__main__":
     options = {"workers": WORKERS, "threads": THREADS, "point_seconds": (POINT_S, "each trial's length")}
-    # --quick: QUICK's sizes; --point and --cluster-file: one point, in a child process
-    _runner.main("cost_model", main, options, quick={}, child=("point", "cluster_file"))
+    quick = {
+        "workers": 8,
+        "threads": 16,
+        "point_seconds": 10.0,
+    }  # --point, --cluster-file: one point, in a child
+    _runner.main("cost_model", main, options, quick=quick, child=("point", "cluster_file"))

@@ -17,7 +17,6 @@ from _runner import ReportView, brief, child_main, in_child, local_cluster, meas
 
 TARGET_EFFICIENCY = 0.95
 TARGET_DISPATCH_RATIO = 0.8
-QUICK_SCALE = 0.1
 WARMUP_TRIAL_S = 0.05
 RAY_DOCS = "https://docs.ray.io/en/latest/tune/tutorials/tune-scalability.html"
 
@@ -52,19 +51,18 @@ class Shape:
         )
 
 
-def ray(trials: int, rate: float, cpus: int, trial_s: float, wall_s: float, minimum_s: float) -> dict:
-    """A shape as Ray's page published it (one node)."""
-    return {
-        "trials": trials,
-        "results_per_s_per_trial": rate,
+def ray(shape: Shape, wall_s: float) -> Shape:
+    """``shape`` as Ray's page published it: one node, a CPU per trial at once, ``wall_s``."""
+    published = {
+        "trials": shape.trials,
+        "results_per_s_per_trial": shape.rate,
         "nodes": 1,
-        "cpus": cpus,
-        "trial_s": trial_s,
-        "wall_s": wall_s,
-        "minimum_s": minimum_s,
-        "efficiency": minimum_s / wall_s,
-        "source": RAY_DOCS,
+        "cpus": shape.parallel,
     }
+    published |= {"trial_s": shape.seconds, "wall_s": wall_s, "minimum_s": shape.minimum_s}
+    return replace(
+        shape, ray_published=published | {"efficiency": shape.minimum_s / wall_s, "source": RAY_DOCS}
+    )
 
 
 SHAPES = {
@@ -76,25 +74,15 @@ SHAPES = {
     "1000x1s_32procs": Shape(
         "1,000 trials x 1 s, 32 worker processes x 1 thread", 1000, 1.0, 1, 32, 32, 1, 35.4
     ),
-    "ray_10000x1s": Shape(
-        "Ray's bookkeeping overhead: 10,000 trials x 1 s, 16 at a time",
-        10000,
-        1.0,
-        1,
-        16,
-        2,
-        8,
-        ray_published=ray(trials=10000, rate=1, cpus=16, trial_s=1, wall_s=715.27, minimum_s=625),
+    "ray_10000x1s": ray(
+        Shape("Ray's bookkeeping overhead: 10,000 trials x 1 s, 16 at a time", 10000, 1.0, 1, 16, 2, 8),
+        715.27,
     ),
-    "ray_96x100s_10hz": Shape(
-        "Ray's result throughput: 96 trials x 100 s x 10 results/s, all at once",
-        96,
-        100.0,
-        10,
-        96,
-        2,
-        48,
-        ray_published=ray(trials=96, rate=10, cpus=96, trial_s=100, wall_s=168.94, minimum_s=100),
+    "ray_96x100s_10hz": ray(
+        Shape(
+            "Ray's result throughput: 96 trials x 100 s x 10 results/s, all at once", 96, 100.0, 10, 96, 2, 48
+        ),
+        168.94,
     ),
 }
 DISPATCH = "dispatch"
@@ -216,8 +204,7 @@ def _judge(res: dict) -> dict:
     }
 
 
-def main(shapes: str | None, scale: float, quick: bool, child: str | None) -> dict | None:
-    scale = QUICK_SCALE if quick else scale
+def main(shapes: str | None, scale: float, child: str | None) -> dict | None:
     if not 0 < scale <= 1:
         raise SystemExit(f"--scale takes a factor in (0, 1], got {scale}")
     if child:  # one shape, in a child process
@@ -261,5 +248,4 @@ if __name__ == "__main__":
         "shapes": (None, f"comma-separated, of: {', '.join(ORDER)} (default: all, in that order)"),
         "scale": (1.0, "shrink trial counts and long trials (0 < F <= 1)"),
     }
-    # --quick: --scale 0.1; --child: one shape, in a child process
-    _runner.main("scalability", main, options, quick={}, child=("child",))
+    _runner.main("scalability", main, options, quick={"scale": 0.1}, child=("child",))  # --child: one shape

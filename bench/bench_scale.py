@@ -14,7 +14,7 @@ from pathlib import Path
 
 import _runner
 from _common import get_json, jupyter_server, median, thread_cpu_s
-from _runner import ReportView, in_child, interleave, local_cluster, measuring
+from _runner import ReportView, in_child, interleave, local_cluster, measuring, timed
 
 TRIALS = 10_000
 STEPS = 100
@@ -41,33 +41,25 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _thread_cpu() -> dict[int, float]:
-    """CPU seconds (user + system) of each of this process's threads, by native thread id."""
-    return {tid: cpu for tid, (_, cpu) in thread_cpu_s().items()}
-
-
 class Sampler(threading.Thread):
-    """The kernel's RSS every 50 ms, and its threads' CPU times (named as Python names them) every 0.5 s."""
+    """The kernel's RSS every 50 ms, and its threads' CPU seconds (by the name Python gives each) every 0.5 s."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True, name="bench-sampler")
         self.samples: list[int] = []
         self.done = threading.Event()
-        self.cpu_before = _thread_cpu()
-        self.cpu: dict[int, float] = {}
-        self.names: dict[int, str] = {}
+        self.cpu_before = {tid: cpu for tid, (_, cpu) in thread_cpu_s().items()}
+        self.cpu, self.names = dict(self.cpu_before), {}
 
     def run(self) -> None:
-        ticks = 0
         while not self.done.wait(0.05):
             self.samples.append(_rss())
-            ticks += 1
-            if ticks % 10 == 0:
+            if len(self.samples) % 10 == 0:
                 self._cpu()
 
     def _cpu(self) -> None:
         self.names.update({t.native_id: t.name for t in threading.enumerate() if t.native_id})
-        self.cpu.update(_thread_cpu())
+        self.cpu.update({tid: cpu for tid, (_, cpu) in thread_cpu_s().items()})
 
     def thread_cpu_s(self) -> dict[str, float]:
         """CPU seconds per thread name since this sampler was made (a thread that ended loses its last 0.5 s)."""
@@ -119,12 +111,9 @@ def run_side(side: str, store: str | None, trials: int, steps: int) -> dict:
 
 # --- reading it back, in the parent -----------------------------------------------------------------------
 def _timed(fn, repeats: int = 3) -> tuple[float, object]:
-    times, value = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - t0)
-    return median(times), value
+    """The median seconds of ``repeats`` calls of ``fn`` and the last call's value."""
+    runs = [timed(fn) for _ in range(repeats)]
+    return median([seconds for _, seconds in runs]), runs[-1][0]
 
 
 def read_back(store: str, experiment_id: str) -> dict:
@@ -150,18 +139,14 @@ def read_back(store: str, experiment_id: str) -> dict:
 def read_over_http(store: str, experiment_id: str, folder: str) -> dict:
     with jupyter_server("jupyter_server", folder, store) as (server, token):
         base = f"{server}/jupyter-dist/api/experiments"
-        return _paged(lambda url: get_json(url, token), base, experiment_id)
-
-
-def _paged(get, base: str, experiment_id: str) -> dict:
-    listing_s, listing = _timed(lambda: get(base), repeats=5)
-    one_s, one = _timed(lambda: get(f"{base}/{experiment_id}"))
-    t0, cursor, rows, pages, more = time.perf_counter(), 0, 0, 0, True
-    while more:
-        page = get(f"{base}/{experiment_id}/metrics?since={cursor}&limit={PAGE}")
-        rows += len(page["rows"])
-        cursor, more, pages = page["cursor"], page["more"], pages + 1
-    paging_s = time.perf_counter() - t0
+        listing_s, listing = _timed(lambda: get_json(base, token), repeats=5)
+        one_s, one = _timed(lambda: get_json(f"{base}/{experiment_id}", token))
+        t0, cursor, rows, pages, more = time.perf_counter(), 0, 0, 0, True
+        while more:
+            page = get_json(f"{base}/{experiment_id}/metrics?since={cursor}&limit={PAGE}", token)
+            rows += len(page["rows"])
+            cursor, more, pages = page["cursor"], page["more"], pages + 1
+        paging_s = time.perf_counter() - t0
     return {
         "listing_s": listing_s,
         "listed": listing["total"],
@@ -177,11 +162,11 @@ def _paged(get, base: str, experiment_id: str) -> dict:
 def _median_side(runs: list[dict]) -> dict:
     """One side's figures over its rounds: medians (the run nearest the median wall time for the rest)."""
     typical = sorted(runs, key=lambda r: r["wall_s"])[(len(runs) - 1) // 2]
+    medians = _runner.medians(runs, ("wall_s", "kernel_cpu_us_per_report"))
     return {
         **typical,
-        "wall_s": median([r["wall_s"] for r in runs]),
-        "kernel_cpu_us_per_report": median([r["kernel_cpu_us_per_report"] for r in runs]),
-        "latency_s": {q: median([r["latency_s"][q] for r in runs]) for q in ("p50", "p99", "max")},
+        **medians,
+        "latency_s": _runner.medians(r["latency_s"] for r in runs),
         "rounds": len(runs),
     }
 
