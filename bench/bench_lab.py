@@ -6,7 +6,6 @@ the widget view, then the scale figures (_lab_scale.py). Method: docs/performanc
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -145,7 +144,7 @@ SIZES = {
 }
 
 
-def main(part: str, extension: str | None, **sizes) -> dict:
+def main(part: str, **sizes) -> dict:
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(TESTS_LAB))
@@ -154,12 +153,6 @@ def main(part: str, extension: str | None, **sizes) -> dict:
     if part not in ("all", "first_run", "scale"):
         raise SystemExit(f"--part: all, first_run or scale, not {part!r}")
     parts = ("first_run", "scale") if part == "all" else (part,)
-    if extension:  # JupyterLab finds it first on JUPYTER_PATH (the server and the kernels inherit it)
-        extension = str(Path(extension).resolve())
-        share = Path(tempfile.mkdtemp(prefix="jupyter_dist-bench-ext-"))
-        (share / "labextensions").mkdir()
-        (share / "labextensions" / "jupyter-dist").symlink_to(extension)
-        os.environ["JUPYTER_PATH"] = f"{share}{os.pathsep}{os.environ.get('JUPYTER_PATH', '')}"
     parameters = {
         "hpo": f"{TRIALS} trials x {STEPS} steps, random sampler, embedded cluster (2 workers)",
         "stream": f"2 trials x {STREAM_S:.0f} s of report() in a tight loop",
@@ -168,7 +161,7 @@ def main(part: str, extension: str | None, **sizes) -> dict:
         "idle_kernel: the HPO cell again, Shift+Enter, on the idle kernel (0.4's 'flagged kernel')",
         "parts": list(parts),
         "scale": sizes,
-        "extension": extension or "this checkout's build",
+        "extension": "this checkout's build",
     }
     views, scale = {}, {}
     with (
@@ -247,9 +240,4 @@ def main(part: str, extension: str | None, **sizes) -> dict:
 
 
 if __name__ == "__main__":
-    options = {
-        "part": ("all", "all, first_run or scale"),
-        **SIZES,
-        "extension": (None, "a built lab extension to measure instead of this checkout's"),
-    }
-    _runner.main("lab", main, options)
+    _runner.main("lab", main, {"part": ("all", "all, first_run or scale"), **SIZES})

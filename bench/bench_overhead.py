@@ -86,9 +86,8 @@ def main() -> dict:
         ours_worker = median([r["trial_duration_s"] for r in runs["ours"]])
         slowdown = _pct(med["ours"], med["direct"])
 
-        def paired(
-            kind: str,
-        ) -> float:  # each repeat runs all three back to back: its ratio cancels the drift
+        # each repeat runs all three back to back: its ratio cancels the drift
+        def paired(kind: str) -> float:
             ratios = [o["wall_s"] / d["wall_s"] for o, d in zip(runs[kind], runs["direct"], strict=True)]
             return _pct(median(ratios), 1)
 

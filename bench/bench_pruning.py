@@ -91,17 +91,10 @@ def lat_drop_step(k):
 def spaces():
     from jupyter_dist import space
 
+    grid = {"lr": MLP_LR, "width": MLP_WIDTH, "weight_decay": MLP_WEIGHT_DECAY}
     return {
         "synthetic": (synthetic, {"k": space.choice(list(range(N_CONFIGS)))}, "score"),
-        "mlp": (
-            mlp,
-            {
-                "lr": space.choice(MLP_LR),
-                "width": space.choice(MLP_WIDTH),
-                "weight_decay": space.choice(MLP_WEIGHT_DECAY),
-            },
-            "val_acc",
-        ),
+        "mlp": (mlp, {name: space.choice(values) for name, values in grid.items()}, "val_acc"),
     }
 
 
@@ -123,14 +116,8 @@ def trial_rows(exp, log: ReportView) -> list[dict]:
     reports = log.by_trial()
     rows = []
     for rec in exp.trial_records():
-        row = {
-            "trial_id": rec.trial_id,
-            "params": dict(rec.params),
-            "state": rec.state,
-            "value": rec.value,
-            "steps": rec.steps,
-            "duration_s": rec.duration,
-        }
+        row = {"trial_id": rec.trial_id, "params": dict(rec.params), "state": rec.state, "value": rec.value}
+        row |= {"steps": rec.steps, "duration_s": rec.duration}
         if rec.prune_decided_at is not None:
             sent_before = sum(
                 1 for _, sent_at, _ in reports.get(rec.trial_id, []) if sent_at <= rec.prune_decided_at
