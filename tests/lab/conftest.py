@@ -24,6 +24,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 from process_tools import stop
 
@@ -158,9 +159,23 @@ class LabServer:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.process is not None:
-            stop(self.process, grace=20)
-            self.process = None
+        """Stop the server, by its PID. Its stop ends with the interpreter's exit, which can wait forever on an
+        idle AnyIO worker thread of its contents manager (not a daemon thread): once it has no process left under
+        it (its kernels, and their clusters, ended), what is left of it is that wait, and it is killed."""
+        if self.process is None:
+            return
+        server = psutil.Process(self.process.pid)
+        self.process.terminate()
+        deadline = time.monotonic() + 20
+        while self.process.poll() is None and time.monotonic() < deadline:
+            try:
+                if not server.children(recursive=True):
+                    break
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(0.1)
+        stop(self.process, grace=0.5)
+        self.process = None
 
     def _wait_until_started(self, kernel_id: str) -> None:
         from jupyter_client import BlockingKernelClient
@@ -178,6 +193,11 @@ class LabServer:
         finally:
             client.stop_channels()
 
+    def _starting(self, listed: list[dict]) -> set[str]:
+        """The kernels being started: a connection file in the runtime folder, not yet listed."""
+        files = {p.stem.removeprefix("kernel-") for p in (self.home / "runtime").glob("kernel-*.json")}
+        return files - {kernel["id"] for kernel in listed}
+
     def end_kernels(self, lab: Lab) -> bool:
         """Shut down every kernel (the test's, and the clusters in them), as the end of a server of the test's own
         did; False where this server could not be brought to list none."""
@@ -185,13 +205,17 @@ class LabServer:
         # at the test's end starts one) can stay listed, broken (listing kernels then fails with a 500, and the
         # server hangs on it when stopped): each is asked for its kernel info first, which it answers once started.
         # While one is starting, listing kernels may fail too.
+        # A kernel the page asked for just before it closed may still be starting: its connection file is written
+        # before the server lists it. Stopping the server then hangs on it (it gets the interrupt mid-import), so it
+        # is waited for, then ended as the others are.
         deadline = time.monotonic() + 60
-        while (kernels := lab.listed("api/kernels")) is None and time.monotonic() < deadline:
+        while (kernels := lab.listed("api/kernels")) is None or self._starting(kernels):
+            if time.monotonic() > deadline:
+                return False
             time.sleep(0.2)
-        if kernels is None:
-            return False
         for kernel in kernels:
-            self._wait_until_started(kernel["id"])
+            if kernel.get("execution_state") in (None, "starting"):  # a busy one answers only once idle
+                self._wait_until_started(kernel["id"])
             try:
                 lab.api(f"api/kernels/{kernel['id']}", method="DELETE")
             except urllib.error.HTTPError as err:
@@ -202,7 +226,7 @@ class LabServer:
             left = lab.listed("api/kernels"), lab.listed("api/sessions")
             if None in left:
                 return False
-            if left == ([], []):
+            if left == ([], []) and not self._starting([]):
                 return True
             time.sleep(0.1)
         return False

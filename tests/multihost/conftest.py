@@ -22,6 +22,7 @@ DASK = str(Path(sys.executable).with_name("dask"))
 HOSTS = ("sched", "w1", "w2", "client")
 SCHEDULER_PORT = 8786
 WORKER_TTL = "6s"
+COMM_TIMEOUT = "15s"
 
 
 @dataclass(kw_only=True)
@@ -111,7 +112,14 @@ def hosts(tmp_path_factory):
                 logs / "scheduler.log",
                 # A host that goes silent (its link cut) is given up after this, not Dask's default 5 minutes:
                 # the setting an admin chooses for how long a lost host may hold trials (README, Several hosts).
-                env={**os.environ, "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": WORKER_TTL},
+                # Past it, the scheduler tries the host's nanny, and drops the host when that try times out: 15 s
+                # here (Dask refuses less than 11), not its 30 s, which every cut-link test would otherwise wait out.
+                env={
+                    **os.environ,
+                    "DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL": WORKER_TTL,
+                    "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": COMM_TIMEOUT,
+                    "DASK_DISTRIBUTED__COMM__TIMEOUTS__TCP": COMM_TIMEOUT,
+                },
             )
         )
         hosts.workers = {worker: hosts.start_worker(worker) for worker in ("w1", "w2")}
