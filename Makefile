@@ -72,7 +72,7 @@ lint: setup
 ## The documentation site, in docs/_build/html (open docs/_build/html/index.html): the example notebooks and the
 ## pages' code cells are executed on the embedded cluster as it builds; any warning is an error.
 docs: setup
-	$(BIN)/sphinx-build -W --keep-going -b html docs docs/_build/html
+	$(BIN)/sphinx-build -W --keep-going -j auto -b html docs docs/_build/html
 
 ## JupyterLab on the example notebooks.
 lab: setup

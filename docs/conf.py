@@ -57,18 +57,13 @@ smartquotes_action = "qe"
 # - plotly figures are a <div> drawn by the plotly.js the site serves itself (no CDN: the site works from
 #   disk, offline): an IPython profile of the build's own whose startup file (_ext/kernel_startup.py) sets
 #   plotly's renderer;
-# - the experiments the build runs go to a store of its own beside the output, not the user's, new at each
-#   build (the tutorials name their runs, and a name already stored is refused).
+# - the experiments a page runs go to a store of that page's kernel (the startup file again), not the user's:
+#   pages execute side by side (-j), and a name another page's run had taken would read "train-2".
 os.environ["JUPYTER_DIST_PROGRESS"] = "lab"
 
 
 def _kernel_environment(app) -> None:
-    beside_output = Path(app.outdir).parent
-    store = beside_output / "store"
-    shutil.rmtree(store, ignore_errors=True)
-    store.mkdir(parents=True)
-    os.environ["JUPYTER_DIST_STORE"] = str(store / "experiments.sqlite")
-    startup = beside_output / "ipython" / "profile_default" / "startup"
+    startup = Path(app.outdir).parent / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(DOCS / "_ext" / "kernel_startup.py", startup / "00-docs.py")
     os.environ["IPYTHONDIR"] = str(startup.parents[1])

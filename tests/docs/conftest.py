@@ -30,6 +30,9 @@ def docs_build(tmp_path_factory) -> DocsBuild:
         "sphinx",
         "-W",
         "--keep-going",
+        # the pages' and tutorials' kernels, one per core at a time: 116 s instead of 159 s on 2 cores
+        "-j",
+        "auto",
         "-b",
         "html",
         str(DOCS),
