@@ -164,17 +164,18 @@ class LabServer:
         it (its kernels, and their clusters, ended), what is left of it is that wait, and it is killed."""
         if self.process is None:
             return
-        server = psutil.Process(self.process.pid)
-        self.process.terminate()
-        deadline = time.monotonic() + 20
-        while self.process.poll() is None and time.monotonic() < deadline:
-            try:
-                if not server.children(recursive=True):
+        if self.process.poll() is None:
+            server = psutil.Process(self.process.pid)  # still ours: not reaped, its PID is not reused
+            self.process.terminate()
+            deadline = time.monotonic() + 20
+            while self.process.poll() is None and time.monotonic() < deadline:
+                try:
+                    if not server.children(recursive=True):
+                        break
+                except psutil.NoSuchProcess:
                     break
-            except psutil.NoSuchProcess:
-                break
-            time.sleep(0.1)
-        stop(self.process, grace=0.5)
+                time.sleep(0.1)
+            stop(self.process, grace=0.5)
         self.process = None
 
     def _wait_until_started(self, kernel_id: str) -> None:
