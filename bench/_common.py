@@ -471,5 +471,29 @@ def jupyter_server(app: str, root: str, store: str, *args: str):
         wait_http(f"{base}/api/status?token={token}", 60, server)
         yield base, token
     finally:
-        server.terminate()
-        server.wait(30)
+        stop_jupyter_server(server)
+
+
+def stop_jupyter_server(server: subprocess.Popen, grace: float = 30) -> None:
+    """Stop a Jupyter server this process started. Its stop ends with the interpreter's exit, which can wait
+    forever on an idle AnyIO worker thread of its contents manager (not a daemon thread): once no process is left
+    under it (its kernels ended), that wait is all that is left of it, and it is killed."""
+    import psutil
+
+    if server.poll() is not None:
+        return
+    tree = psutil.Process(server.pid)
+    server.terminate()
+    deadline = time.monotonic() + grace
+    while server.poll() is None and time.monotonic() < deadline:
+        try:
+            if not tree.children(recursive=True):
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.1)
+    try:
+        server.wait(0.5)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
