@@ -156,14 +156,10 @@ def measure_point(point: Point, sampler: CpuSampler, exp, events: list[float], w
         cpu = sampler.window(t0, t1, clock="time")
     t0, t1, span = cpu["from"], cpu["to"], cpu["wall_s"]
     ncpu = os.cpu_count() or 1
-    ours = cpu["kernel_s"] + cpu["groups_s"]["scheduler"] + cpu["groups_s"]["workers"]
-    cores = {
-        "kernel": cpu["kernel_s"] / span,
-        "scheduler": cpu["groups_s"]["scheduler"] / span,
-        "workers": cpu["groups_s"]["workers"] / span,
-        "machine": cpu["machine_s"] / span,
-        "others": max(0.0, cpu["machine_s"] - ours - cpu["threads_s"].get("benchmark", 0.0)) / span,
-    }
+    used = {"kernel": cpu["kernel_s"], **cpu["groups_s"], "machine": cpu["machine_s"]}  # CPU seconds
+    ours = used["kernel"] + used["scheduler"] + used["workers"]
+    used["others"] = max(0.0, cpu["machine_s"] - ours - cpu["threads_s"].get("benchmark", 0.0))
+    cores = {name: seconds / span for name, seconds in used.items()}
     running = (
         sum(max(0.0, min(t1, r.started + (r.duration or 0.0)) - max(t0, r.started)) for r in records) / span
     )
@@ -480,9 +476,6 @@ def _headline(fitted: dict) -> dict:
 
 if __name__ == "__main__":
     options = {"workers": WORKERS, "threads": THREADS, "point_seconds": (POINT_S, "each trial's length")}
-    quick = {
-        "workers": 8,
-        "threads": 16,
-        "point_seconds": 10.0,
-    }  # --point, --cluster-file: one point, in a child
+    quick = {"workers": 8, "threads": 16, "point_seconds": 10.0}
+    # --point, --cluster-file: one point, in a child
     _runner.main("cost_model", main, options, quick=quick, child=("point", "cluster_file"))

@@ -182,13 +182,11 @@ def _summary(runs: dict[str, list[dict]]) -> dict:
             for key in ("lost_s", "recovery_s", "noticed_s"):
                 out[way][f"{key}_median"] = median([r[key] for r in done])
                 out[way][f"{key}_max"] = max(r[key] for r in done)
-    lost = {way: out[way]["lost_s_median"] for way in WAYS[1:]}
-    out["lost_ratio_by_hand_checkpoint_over_elastic"] = lost["by_hand_checkpoint"] / lost["elastic"]
-    out["lost_ratio_by_hand_zero_over_elastic"] = lost["by_hand_zero"] / lost["elastic"]
-    recovery = {way: out[way]["recovery_s_median"] for way in WAYS[1:]}
-    out["recovery_ratio_by_hand_checkpoint_over_elastic"] = (
-        recovery["by_hand_checkpoint"] / recovery["elastic"]
-    )
+    elastic = out["elastic"]
+    for way in ("by_hand_checkpoint", "by_hand_zero"):
+        out[f"lost_ratio_{way}_over_elastic"] = out[way]["lost_s_median"] / elastic["lost_s_median"]
+    recovery = out["by_hand_checkpoint"]["recovery_s_median"] / elastic["recovery_s_median"]
+    out["recovery_ratio_by_hand_checkpoint_over_elastic"] = recovery
     return out
 
 
@@ -198,9 +196,8 @@ def main() -> dict:
     parameters = _runner.constants("STEPS", "KILL_AT", "EVERY", "REPEATS", "WORKERS")
     with measuring("elastic", parameters, wall=False) as result:
         cluster = Cluster()
-        run_once(
-            jd, cluster, "baseline", EVERY[0], Path(tempfile.gettempdir())
-        )  # warm-up: imports, first task
+        # warm-up: imports, first task
+        run_once(jd, cluster, "baseline", EVERY[0], Path(tempfile.gettempdir()))
         runs: dict[str, dict[str, list[dict]]] = {str(k): {way: [] for way in WAYS} for k in EVERY}
         try:
             with tempfile.TemporaryDirectory() as root:

@@ -106,14 +106,14 @@ def main() -> dict:
             for strategy, rs in runs.items()
         }
         fsdp, ddp = medians["fsdp"], medians["ddp"]
+        rss_growth = "peak_rss_growth_mb_per_rank"
         result.update(
             median=medians,
             all=runs,
             ratios_fsdp_vs_ddp={
                 "samples_per_s": fsdp["samples_per_s"] / ddp["samples_per_s"],
                 "model_state_per_rank": fsdp["model_state_mb_per_rank"] / ddp["model_state_mb_per_rank"],
-                "peak_rss_growth_per_rank": fsdp["peak_rss_growth_mb_per_rank"]
-                / ddp["peak_rss_growth_mb_per_rank"],
+                "peak_rss_growth_per_rank": fsdp[rss_growth] / ddp[rss_growth],
             },
         )
     return result

@@ -56,9 +56,8 @@ def loopback_cluster(protocol: str, tls: dict | None, started: list[subprocess.P
 
 
 def hosts_cluster(net, protocol: str, tls: dict | None, started: list[subprocess.Popen]) -> str:
-    port = (
-        8786 if protocol == "tcp" else 8787
-    )  # the scheduler host's own namespace: nothing else listens there
+    # in the scheduler host's own namespace: nothing else listens there
+    port = 8786 if protocol == "tcp" else 8787
     started.append(net.popen("sched", scheduler_args(protocol, net.address("sched"), port, tls), None))
     address = f"{protocol}://{net.address('sched')}:{port}"
     for host in ("w1", "w2"):

@@ -223,8 +223,7 @@ def run_benchmark(client, name: str) -> dict:
             quality = [q["best_over_reference"] for q in replays]
             r["sequential_replay_reference"] = {
                 "replays": len(replays),
-                "step_share": {"median": median(shares), "min": min(shares), "max": max(shares)},
-                "best_over_reference": {"median": median(quality), "min": min(quality), "max": max(quality)},
+                **{key: spread([q[key] for q in replays]) for key in ("step_share", "best_over_reference")},
                 "met_share": sum(
                     q >= 1 - TARGET_WITHIN and s <= TARGET_STEP_SHARE
                     for q, s in zip(quality, shares, strict=True)
@@ -268,6 +267,10 @@ def run_latency(client) -> dict:
             )
     print(f"  latency   threshold {wall:6.1f} s  {exp.status_line()}", flush=True)
     return {"wall_s": wall, "counts": exp.counts(), "steps": int(exp.trials["steps"].sum()), "trials": rows}
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": median(values), "min": min(values), "max": max(values)}
 
 
 def dist(values: list[float]) -> dict:

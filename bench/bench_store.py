@@ -9,6 +9,7 @@ import os
 import sqlite3
 import tempfile
 from pathlib import Path
+from unittest.mock import patch
 
 import _runner
 import bench_dispatch
@@ -63,43 +64,31 @@ def main(rounds: int) -> dict:
         "off": "JUPYTER_DIST_STORE=off",
     }
     with measuring("store", parameters) as result:
-        saved = os.environ.get("JUPYTER_DIST_STORE")
-        try:
-            with (
-                local_cluster() as client,
-                tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-store-") as folder,
-            ):
-                bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
-                sides = {
-                    side: lambda r, side=side: run_side(client, side, folder, r) for side in ("off", "on")
-                }
-                runs = interleave(rounds, sides, order="alternate")
-        finally:
-            if saved is None:
-                os.environ.pop("JUPYTER_DIST_STORE", None)
-            else:
-                os.environ["JUPYTER_DIST_STORE"] = saved
+        with (
+            patch.dict(os.environ),  # run_side sets JUPYTER_DIST_STORE: as it was afterwards
+            local_cluster() as client,
+            tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-store-") as folder,
+        ):
+            bench_dispatch.run_ours(client, bench_dispatch.WARMUP)
+            sides = {side: lambda r, side=side: run_side(client, side, folder, r) for side in ("off", "on")}
+            runs = interleave(rounds, sides, order="alternate")
 
         def med(side: str, key: str) -> float:
-            values = [
-                v for run in runs[side] for v in (run[key] if isinstance(run[key], list) else [run[key]])
-            ]
-            return median(values)
+            """The median over the rounds (and over each round's repeats, where a run has a list)."""
+            return median(
+                [v for run in runs[side] for v in (run[key] if isinstance(run[key], list) else [run[key]])]
+            )
 
-        dispatch = {side: med(side, "dispatch_trials_per_s") for side in runs}
-        streaming = {side: med(side, "streaming_delivered_per_s") for side in runs}
-        p50 = {side: med(side, "streaming_p50_s") for side in runs}
+        keys = ("dispatch_trials_per_s", "streaming_delivered_per_s", "streaming_p50_s")
+        medians = {key: {side: med(side, key) for side in runs} for key in keys}
+        dispatch, streaming, p50 = (medians[key] for key in keys)
         cost = {
             "dispatch": 1 - dispatch["on"] / dispatch["off"],
             "streaming": 1 - streaming["on"] / streaming["off"],
         }
         result.update(
             runs=runs,
-            median={
-                "dispatch_trials_per_s": dispatch,
-                "streaming_delivered_per_s": streaming,
-                "streaming_p50_s": p50,
-            },
+            median=medians,
             cost_of_the_store=cost,
             target={"cost_at_most": TARGET_COST, "streaming_p50_s_below": TARGET_P50_S},
             met={

@@ -172,6 +172,11 @@ def main(rounds: int, workloads: str) -> dict:
     return result
 
 
+def _by_side(rows: list[dict], key: str) -> dict:
+    """Each side's median of ``key`` over the rounds."""
+    return {side: median([row[side][key] for row in rows]) for side in ("ours", "pool")}
+
+
 def measure(rounds: int, workloads: list[str]) -> dict:
     warm_digits_imports()  # this process: the hpo side's kernel, as a notebook would have it
     out: dict = {}
@@ -191,8 +196,7 @@ def measure(rounds: int, workloads: list[str]) -> dict:
             walls = {side: row[side]["wall_s"] for side in ("ours", "pool")}
             print(brief(f"{workload} round {r}, walls", {**walls, "ratio": row["ratio"]}), flush=True)
         sequential = run_sequential(workload, configs)
-        med = {side: median([row[side]["wall_s"] for row in rows]) for side in ("ours", "pool")}
-        trial_s = {side: median([row[side]["trial_seconds"] for row in rows]) for side in ("ours", "pool")}
+        med, trial_s = _by_side(rows, "wall_s"), _by_side(rows, "trial_seconds")
         ratio = median([row["ratio"] for row in rows])
         out[workload] = {
             "rounds": rows,
@@ -202,9 +206,7 @@ def measure(rounds: int, workloads: list[str]) -> dict:
             "median_wall_s": med,
             "median_trial_seconds": trial_s,
             "trial_seconds_over_sequential": {side: trial_s[side] / sum(sequential) for side in trial_s},
-            "median_busy_share": {
-                side: median([row[side]["busy_share"] for row in rows]) for side in ("ours", "pool")
-            },
+            "median_busy_share": _by_side(rows, "busy_share"),
             "ratios_per_round": [row["ratio"] for row in rows],
             "ratio_pool_over_ours": ratio,
             "ratio_of_median_walls": med["pool"] / med["ours"],

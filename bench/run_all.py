@@ -24,12 +24,12 @@ QUIET_SHARE = 0.10  # "quiet": under this share of the machine's CPU busy
 
 
 def _dispatch(r: dict) -> dict:
+    def rates(side: str) -> dict:
+        return {"best": r[side]["best_per_s"], "median": r[side]["median_per_s"]}
+
     return {
-        "ours_trials_per_s": {"best": r["ours"]["best_per_s"], "median": r["ours"]["median_per_s"]},
-        "raw_dask_tasks_per_s": {
-            "best": r["raw_dask"]["best_per_s"],
-            "median": r["raw_dask"]["median_per_s"],
-        },
+        "ours_trials_per_s": rates("ours"),
+        "raw_dask_tasks_per_s": rates("raw_dask"),
         "ratio_ours_over_raw": r["ratio_ours_over_raw"],
         "optuna_in_memory_trials_per_s": r["optuna_in_memory_reference"]["median_per_s"],
     }
