@@ -28,13 +28,9 @@ def train(steps=STEPS, die_at=None, marker="", every=EVERY, width=WIDTH):
 
     import jupyter_dist as jd
 
+    nn = torch.nn
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(512, width),
-        torch.nn.ReLU(),
-        torch.nn.Linear(width, width),
-        torch.nn.Linear(width, 10),
-    )
+    model = nn.Sequential(nn.Linear(512, width), nn.ReLU(), nn.Linear(width, width), nn.Linear(width, 10))
     optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
     x, y = torch.randn(256, 512), torch.randint(0, 10, (256,))
     state = {"model": model, "optimiser": optimiser}

@@ -89,11 +89,11 @@ def main() -> dict:
         }
         for way, rs in runs.items()
     }
+    pickled = by_way["pickled"]
     ratios = {
         way: {
-            "bytes_pickled_over_this": by_way["pickled"]["median_loopback_gb"]
-            / by_way[way]["median_loopback_gb"],
-            "wall_pickled_over_this": by_way["pickled"]["median_wall_s"] / by_way[way]["median_wall_s"],
+            "bytes_pickled_over_this": pickled["median_loopback_gb"] / by_way[way]["median_loopback_gb"],
+            "wall_pickled_over_this": pickled["median_wall_s"] / by_way[way]["median_wall_s"],
         }
         for way in ("automatic", "with_parameters")
     }

@@ -110,13 +110,9 @@ def main() -> dict:
                 "ours_worker_side_vs_direct": _pct(ours_worker, med["direct"]),
             },
             slowdown_pct_by_min={
-                "ours_vs_direct": _pct(best["ours"], best["direct"]),
-                "raw_dask_vs_direct": _pct(best["raw_dask"], best["direct"]),
+                f"{k}_vs_direct": _pct(best[k], best["direct"]) for k in ("ours", "raw_dask")
             },
-            slowdown_pct_paired_median={
-                "ours_vs_direct": paired("ours"),
-                "raw_dask_vs_direct": paired("raw_dask"),
-            },
+            slowdown_pct_paired_median={f"{k}_vs_direct": paired(k) for k in ("ours", "raw_dask")},
             spread_pct={k: _pct(max(r["wall_s"] for r in v), best[k]) for k, v in runs.items()},
             ratio_ours_over_direct=med["ours"] / med["direct"],
             target={"slowdown_pct_at_most": TARGET_SLOWDOWN_PCT, "judged_on": "median ours vs median direct"},
