@@ -91,17 +91,10 @@ def main() -> dict:
     parameters = _runner.constants("POPULATION", "TOY", "DIGITS", "COPIES", workers=N_WORKERS)
     toy_space = {"lr": space.uniform(*TOY["lr"])}
     mlp_space = {"lr": space.loguniform(*DIGITS["lr"]), "momentum": space.uniform(*DIGITS["momentum"])}
-    problems = {
-        "toy": (pbt_toy, toy_space, "accuracy", "max_steps", TOY["steps"], TOY["interval"]),
-        "digits": (
-            train_digits_mlp_pbt,
-            mlp_space,
-            "val_acc",
-            "epochs",
-            DIGITS["epochs"],
-            DIGITS["interval"],
-        ),
-    }
+    # as compare() takes a problem: fn, space, metric, its length's argument, that length, the interval
+    toy = (pbt_toy, toy_space, "accuracy", "max_steps", TOY["steps"], TOY["interval"])
+    digits = (train_digits_mlp_pbt, mlp_space, "val_acc", "epochs", DIGITS["epochs"], DIGITS["interval"])
+    problems = {"toy": toy, "digits": digits}
     with (
         measuring("pbt", parameters, wall=False) as result,
         local_cluster(N_WORKERS, timeout=None) as client,
