@@ -58,9 +58,10 @@ sshfs:
 
 ## All the tests (and the linters): the extension's TypeScript unit tests, then pytest (browser tests included;
 ## tests/docs builds the documentation with warnings as errors, executing the tutorials and every code cell).
+## Two xdist workers, each module on one of them (tests/conftest.py groups them): the suite mostly waits.
 test: setup browser hub slurm sshfs lint
 	cd labextension && npm test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check jupyter_dist tests scripts bench docs/conf.py docs/_ext

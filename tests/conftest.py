@@ -11,11 +11,13 @@ import pytest
 
 def pytest_configure(config):
     # Every experiment of the suite (and of the kernels the notebook tests start) is recorded in a store of the
-    # suite's own, never in the user's Jupyter data directory.
-    if "JUPYTER_DIST_STORE" not in os.environ:
+    # suite's own, never in the user's Jupyter data directory: one per xdist worker too (a worker inherits the
+    # controller's environment, and a kernel's run names count the runs of its store before them).
+    if "JUPYTER_DIST_STORE" not in os.environ or os.environ.get("JUPYTER_DIST_TESTS_STORE"):
         os.environ["JUPYTER_DIST_STORE"] = os.path.join(
             tempfile.mkdtemp(prefix="jupyter_dist-tests-"), "store.sqlite"
         )
+        os.environ["JUPYTER_DIST_TESTS_STORE"] = "1"
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +68,31 @@ def run_ddp(client):
     import jupyter_dist
 
     return functools.partial(jupyter_dist.data_parallel, cluster=client, progress=False)
+
+
+# `make test` runs the suite on two xdist workers (`-n 2 --dist loadgroup`): most of its time is spent waiting on
+# servers, browsers, clusters and timeouts, not computing. Each module stays on one worker (its module-scoped
+# servers start once), and a folder whose modules share something runs on one worker as one group: tests/docs'
+# modules read one session-scoped build of the site (a worker of their own would build it again), and
+# tests/slurm's modules each start a Slurm whose node is this machine's hostname.
+ONE_GROUP_FOLDERS = ("docs", "slurm")
+# The longest groups start first, so neither worker is left with a long module at the end (the docs build, the
+# browser tests, the several-host and the hub tests).
+LONGEST_FIRST = ("docs", "lab", "multihost", "hub", "slurm")
+
+
+def pytest_collection_modifyitems(config, items):
+    def folder(item) -> str:
+        parts = item.nodeid.split("/")
+        return parts[1] if len(parts) > 2 else ""
+
+    for item in items:
+        name = folder(item)
+        group = name if name in ONE_GROUP_FOLDERS else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+    def rank(item) -> int:
+        name = folder(item)
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each module's own order is kept
