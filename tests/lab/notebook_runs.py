@@ -115,7 +115,7 @@ def wait_for_a_kernel(page) -> None:
         }""",
         arg=CURRENT,
         polling=20,
-        timeout=60_000,
+        timeout=120_000,  # a kernel starting on a loaded machine (a Python and torch to import) took over 60 s
     )
 
 

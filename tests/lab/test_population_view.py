@@ -10,6 +10,8 @@ from notebook_runs import (
 )
 from playwright.sync_api import expect
 
+import jupyter_dist as jd
+
 PBT = """%%distribute pbt --population 3 --metric acc --max-steps 12 --perturbation-interval 3 --seed 0
 import time
 import jupyter_dist as jd
@@ -45,7 +47,11 @@ def test_the_cell_view_draws_the_schedules_and_keeps_them_saved(lab, page):
     save_and_reopen_without_kernel(lab, page, "pbt.ipynb")
     saved = saved_view_of(lab, "pbt.ipynb", 1)
     segments = len(saved["snapshot"]["trials"])
-    assert segments >= 12 and len(saved["curves"]["trials"]) == segments  # every segment's curve is kept
+    # Every segment the run recorded is in the saved view, each with its curve. How many there are depends on
+    # timing (PBT is asynchronous: a member that copies one further on skips the segments between), but each of
+    # the 3 members went on past its first.
+    assert segments == len(jd.load("climb").trial_records()) > 3
+    assert len(saved["curves"]["trials"]) == segments
     reopened = cell_view(page, 1)
     expect(reopened.locator(".jd-schedules .jd-schedule canvas")).to_have_count(1, timeout=30_000)
     expect(reopened.locator(".jd-schedules .u-legend")).to_contain_text("member 2")
