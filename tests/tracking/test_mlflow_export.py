@@ -182,7 +182,9 @@ def test_a_server_that_does_not_answer_neither_slows_the_run_nor_blocks_the_wait
         waited = time.monotonic()
         assert not MLflow.wait(exp, timeout=1)
         waited = time.monotonic() - waited
-    assert exp.state == "completed" and took < 20 and waited < 5
+    # Waiting on MLflow's retries (7, backing off 2 s to 120 s: minutes) would take far longer than 60 s; the run of
+    # two 0.5 s trials took under 5 s on a quiet machine, 21 s beside a CPU hog with the suite on two workers.
+    assert exp.state == "completed" and took < 60 and waited < 5
     (warning,) = [w for w in caught if "MLflow tracking server" in str(w.message)]
     assert "did not take the last writes within 1 s" in str(warning.message)
 
