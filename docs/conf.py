@@ -80,6 +80,23 @@ nb_execution_timeout = 600
 nb_execution_in_temp = True  # what the notebooks write (quickstart_report.html) stays out of the sources
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
+
+
+def _patient_kernel_start() -> None:
+    """Wait up to 5 minutes for each page's kernel to start, not nbclient's 60 s.
+
+    On a loaded machine (the test suite's other worker, a CPU hog beside it) a kernel that imports plotly in its
+    startup file took longer than 60 s to answer, and the page failed with "Kernel didn't respond". MyST-NB passes
+    only the cell timeout to nbclient, so the keyword is added where MyST-NB calls jupyter-cache (the `-j` workers
+    fork after this file is read, so they inherit it)."""
+    import functools
+
+    from myst_nb.core.execute import direct
+
+    direct.single_nb_execution = functools.partial(direct.single_nb_execution, startup_timeout=300)
+
+
+_patient_kernel_start()
 # The cell view's bundle carries the JupyterLab extension's own MIME type beside its HTML; MyST-NB warns of any
 # type it has no renderer for before it picks the HTML (tests/docs checks the HTML is in the pages).
 suppress_warnings = ["mystnb.unknown_mime_type"]
