@@ -454,6 +454,9 @@ def get_json(url: str, token: str):
 def jupyter_server(app: str, root: str, store: str, *args: str):
     """A real ``jupyter server`` (app "jupyter_server") or JupyterLab ("jupyterlab") on 127.0.0.1 reading
     ``store``, started and stopped here; yields (base URL, token) once it answers."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from process_tools import stop_jupyter_server  # stopped as the tests stop theirs
+
     port = free_port()
     token = secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_DIST_STORE": store, "JUPYTER_TOKEN": token}
@@ -472,28 +475,3 @@ def jupyter_server(app: str, root: str, store: str, *args: str):
         yield base, token
     finally:
         stop_jupyter_server(server)
-
-
-def stop_jupyter_server(server: subprocess.Popen, grace: float = 30) -> None:
-    """Stop a Jupyter server this process started. Its stop ends with the interpreter's exit, which can wait
-    forever on an idle AnyIO worker thread of its contents manager (not a daemon thread): once no process is left
-    under it (its kernels ended), that wait is all that is left of it, and it is killed."""
-    import psutil
-
-    if server.poll() is not None:
-        return
-    tree = psutil.Process(server.pid)
-    server.terminate()
-    deadline = time.monotonic() + grace
-    while server.poll() is None and time.monotonic() < deadline:
-        try:
-            if not tree.children(recursive=True):
-                break
-        except psutil.NoSuchProcess:
-            break
-        time.sleep(0.1)
-    try:
-        server.wait(0.5)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()

@@ -24,9 +24,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
-from process_tools import stop
+from process_tools import stop_jupyter_server
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -159,23 +158,9 @@ class LabServer:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        """Stop the server, by its PID. Its stop ends with the interpreter's exit, which can wait forever on an
-        idle AnyIO worker thread of its contents manager (not a daemon thread): once it has no process left under
-        it (its kernels, and their clusters, ended), what is left of it is that wait, and it is killed."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            server = psutil.Process(self.process.pid)  # still ours: not reaped, its PID is not reused
-            self.process.terminate()
-            deadline = time.monotonic() + 20
-            while self.process.poll() is None and time.monotonic() < deadline:
-                try:
-                    if not server.children(recursive=True):
-                        break
-                except psutil.NoSuchProcess:
-                    break
-                time.sleep(0.1)
-            stop(self.process, grace=0.5)
+        """Stop the server, by its PID (the kernels it started end with it)."""
+        if self.process is not None:
+            stop_jupyter_server(self.process)
         self.process = None
 
     def _wait_until_started(self, kernel_id: str) -> None:
