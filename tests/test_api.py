@@ -345,8 +345,12 @@ def test_a_worker_killed_mid_trial_restarts_neither_the_runs_clock_nor_the_trial
             shown = float(line.rsplit(" · ", 1)[-1].rstrip("s"))
             assert shown == pytest.approx(at - exp.started, abs=0.15)
         assert exp.elapsed == pytest.approx(exp.ended - exp.started) and exp.elapsed <= wall
+        # A running trial counts to the kernel's now; once ended it counts its worker's measured time, which
+        # is shorter by the time the outcome took to reach the kernel (tenths of a second beside a CPU hog). A
+        # clock restarted by the second attempt would drop the count by the first attempt's seconds (over 0.8 s
+        # of reports, then the nanny's restart).
         trial_seconds = [used for _, _, used in seen]
-        assert all(later >= earlier - 0.01 for earlier, later in itertools.pairwise(trial_seconds))
+        assert all(later >= earlier - 0.5 for earlier, later in itertools.pairwise(trial_seconds))
         assert trial_seconds[-1] == pytest.approx(trial.duration)
     finally:
         # the nanny restarts the killed worker: the next test (on this cluster) finds both, even when an
