@@ -2,9 +2,10 @@
 run's ``DataParallelExperiment`` (a population's and an ablation study's live with their kinds: population/, ablation/)."""
 
 from ._data_parallel import DataParallelExperiment
-from ._experiment import SHOWN_COUNTS, Best, Experiment
+from ._experiment import Best, Experiment
 from ._frames import best_first
 from ._plots import curve_style
+from ._status import SHOWN_COUNTS
 
 __all__ = [
     "SHOWN_COUNTS",

@@ -1,0 +1,52 @@
+"""How an experiment reads in one line (``status_line``, every view's) and as a notebook's HTML output."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from ..protocol import ExperimentState
+
+__all__ = ["SHOWN_COUNTS", "format_params", "repr_html", "status_line"]
+
+# The counts a status line shows, when not zero (completed ones are in "N/M trials done").
+SHOWN_COUNTS = ("running", "queued", "pruned", "failed", "stopped", "interrupted")
+
+
+def status_line(exp: Any) -> str:
+    """An Experiment's (typed Any: it imports this module) kind, name, state, trials done, headline result, time."""
+    c = exp.counts()
+    parts = [f"{exp.kind} {exp.name!r} {exp.state}: {exp.done}/{exp.total or '?'} trials done"]
+    parts += [f"{c[s]} {s}" for s in SHOWN_COUNTS if c[s]]
+    highlight = exp._highlight()
+    if highlight:
+        parts.append(highlight)
+    if exp.state is ExperimentState.COMPLETED and exp.message:  # how a planned end came: a target reached
+        parts.append(exp.message)
+    used = exp.compute()
+    if "saved" in used and exp.state is not ExperimentState.RUNNING:
+        parts.append(f"{used['saved']:.0%} of steps saved by pruning")
+    parts.append(f"{exp.elapsed:.1f}s")
+    if exp.record.store_problem:  # the run goes on in memory, but a kernel restart would lose it
+        parts.append(f"NOT STORED: {exp.record.store_problem}")
+    return " · ".join(parts)
+
+
+def repr_html(exp: Any) -> str:
+    """The status line over the ten best trials."""
+    table = exp.trials
+    if len(table):
+        table = (
+            table.drop(columns=["error"])
+            .sort_values("value", ascending=exp.mode == "min", na_position="last")
+            .head(10)
+        )
+    return (
+        f"<div><b>{html.escape(exp.status_line())}</b>"
+        f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}') if len(table) else ''}</div>"
+    )
+
+
+def format_params(params: dict[str, Any]) -> str:
+    """Parameters as a status line writes them: floats to 4 significant digits, as every table does."""
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())
