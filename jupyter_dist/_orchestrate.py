@@ -23,7 +23,7 @@ from .cluster import check_kernel_cuda, dashboard_link, get_client
 from .errors import ClusterLost, ExperimentFailed, HookFailed, MetricError
 from .experiment import Experiment
 from .kinds import Kind, RunOptions, TrialPlan, experiment_of, kind_of
-from .protocol import ExperimentState, TrialState
+from .protocol import ExperimentState, TrialState, draw_seed
 from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
 from .trials import DaskLauncher, StopSignal, TrialLoop, interrupts_stop, quiet_collector
 
@@ -42,6 +42,7 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, args: Any) -> 
         prior = prior_run(store, options.name, kind.name)
         # What the call leaves out is what the stored run had: its control, and how its trials used the cluster.
         options = as_resumed(options, prior).resumed(prior.definition.details)
+    args = _seeded(args, prior)
     plan = kind.plan(fn, options, args)
     if prior is not None:
         plan = kind.resume(prior, plan, options)
@@ -54,6 +55,15 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, args: Any) -> 
     definition = control.applied(dataclasses.replace(plan.definition, details=details))
     plan = dataclasses.replace(plan, definition=definition)
     return run_experiment(plan, options, store, prior, control)
+
+
+def _seeded(args: Any, prior: InMemoryRecord | None) -> Any:
+    """A kind's arguments with a seed: a kind that takes ``seed=`` and was given none draws one, or, continuing a
+    stored run, goes on with that run's. It seeds the search and every trial, and is recorded (exp.seed)."""
+    if not any(f.name == "seed" for f in dataclasses.fields(args)) or args.seed is not None:
+        return args
+    stored = prior.definition.details.get("seed") if prior is not None else None
+    return dataclasses.replace(args, seed=draw_seed() if stored is None else stored)
 
 
 def run_experiment(

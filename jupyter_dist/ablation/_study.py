@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable, Collection
 
 from ..experiment import Experiment
-from ..protocol import ErrorKind, Outcome, ReportRow, TrialState
+from ..protocol import ErrorKind, Outcome, ReportRow, TrialState, derive_seed
 from ..store import ExperimentRecord
 from ..trials import TrialSpec
 from ._plan import BASELINE, Plan
@@ -22,9 +22,10 @@ class AblationSource:
 
     prunes = False
 
-    def __init__(self, plan: Plan, done: Collection[int] = frozenset()) -> None:
-        """``done``: trial ids a resumed study already finished."""
+    def __init__(self, plan: Plan, done: Collection[int] = frozenset(), seed: int | None = None) -> None:
+        """``done``: trial ids a resumed study already finished. ``seed``: the study's (its repeat 0's)."""
         self.plan = plan
+        self.seed = seed
         self._planned = [t for t in plan.trials if t.trial_id not in done]
         self._given = 0
         self._variant = {t.trial_id: t.variant for t in plan.trials}
@@ -36,7 +37,10 @@ class AblationSource:
         trial = self._planned[self._given]
         self._given += 1
         labels = {"ablated": trial.variant.name, "kind": trial.variant.kind, "repeat": trial.repeat}
-        return TrialSpec(trial.trial_id, dict(trial.params), labels)
+        # Seeded by the repeat, not the trial id: every variant of a repeat draws what the baseline drew, so the
+        # comparison stays paired (as the seed= each repeat passes to fn).
+        seed = None if self.seed is None else derive_seed(self.seed, trial.repeat)
+        return TrialSpec(trial.trial_id, dict(trial.params), labels, seed=seed)
 
     def remaining(self) -> int:
         return 0 if self.halted else len(self._planned) - self._given

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArgumentError
-from ..protocol import Outcome, ReportRow
+from ..protocol import Outcome, ReportRow, derive_seed
 from ..trials import TrialSpec
 from ._fsdp import check_strategy
 from ._precision import check_mixed_precision
@@ -14,19 +14,20 @@ BACKENDS = ("gloo", "nccl")
 
 
 class SingleRun:
-    """One trial: the function's arguments as given."""
+    """One trial: the function's arguments as given; each rank seeded from ``seed`` (protocol/_seeds.py)."""
 
     prunes = False
 
-    def __init__(self, kwargs: dict[str, Any]) -> None:
+    def __init__(self, kwargs: dict[str, Any], seed: int | None = None) -> None:
         self.kwargs = kwargs
+        self.seed = seed
         self.given = False
 
     def next_trial(self) -> TrialSpec | None:
         if self.given:
             return None
         self.given = True
-        return TrialSpec(0, dict(self.kwargs))
+        return TrialSpec(0, dict(self.kwargs), seed=None if self.seed is None else derive_seed(self.seed, 0))
 
     def remaining(self) -> int:
         return 0 if self.given else 1

@@ -6,7 +6,6 @@ serves a live run and one read back from the store (``load()``) alike.
 
 from __future__ import annotations
 
-import html
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +15,10 @@ from ..errors import ArgumentError, NoResultError
 from ..protocol import ExperimentKind, ExperimentState
 from ..store import ExperimentRecord, TrialRecord
 from ._frames import best_first, history_frame, pareto_frame, restarts_frame, trials_frame
+from ._status import format_params, repr_html, status_line
 
 if TYPE_CHECKING:
     import optuna
-
-# The counts a status line shows, when not zero (completed ones are in "N/M trials done").
-SHOWN_COUNTS = ("running", "queued", "pruned", "failed", "stopped", "interrupted")
 
 __all__ = ["Best", "Experiment", "best_first"]
 
@@ -94,6 +91,13 @@ class Experiment:
     def timeout(self) -> float | None:
         """The seconds given for the whole experiment (``timeout=``), or None."""
         return self.record.definition.timeout
+
+    @property
+    def seed(self) -> int | None:
+        """The experiment's seed: ``seed=`` as given, or drawn when none was. With each trial's id it seeds what the
+        trial draws (``exp.trials``'s ``seed`` column); running again with ``seed=exp.seed`` draws the same. None:
+        a run recorded before seeds were."""
+        return self.record.definition.details.get("seed")
 
     @property
     def dashboard_link(self) -> str | None:
@@ -346,49 +350,19 @@ class Experiment:
         if best is None:
             return None
         # 4 significant digits, as every table and the JupyterLab extension write numbers
-        return f"best {self.metric}={best.value:.4g} (trial {best.trial_id}, {_format_params(best.params)})"
+        return f"best {self.metric}={best.value:.4g} (trial {best.trial_id}, {format_params(best.params)})"
 
     def status_line(self) -> str:
         """The one-line status every view shows: kind, name, state, trials done, the headline result, time."""
-        c = self.counts()
-        parts = [f"{self.kind} {self.name!r} {self.state}: {self.done}/{self.total or '?'} trials done"]
-        parts += [f"{c[s]} {s}" for s in SHOWN_COUNTS if c[s]]
-        highlight = self._highlight()
-        if highlight:
-            parts.append(highlight)
-        if (
-            self.state is ExperimentState.COMPLETED and self.message
-        ):  # how a planned end came: a target reached
-            parts.append(self.message)
-        used = self.compute()
-        if "saved" in used and self.state is not ExperimentState.RUNNING:
-            parts.append(f"{used['saved']:.0%} of steps saved by pruning")
-        parts.append(f"{self.elapsed:.1f}s")
-        if self.record.store_problem:  # the run goes on in memory, but a kernel restart would lose it
-            parts.append(f"NOT STORED: {self.record.store_problem}")
-        return " · ".join(parts)
+        return status_line(self)
 
     def __repr__(self) -> str:
         return f"<Experiment {self.status_line()}>"
 
     def _repr_html_(self) -> str:
-        table = self.trials
-        if len(table):
-            table = (
-                table.drop(columns=["error"])
-                .sort_values("value", ascending=self.mode == "min", na_position="last")
-                .head(10)
-            )
-        return (
-            f"<div><b>{html.escape(self.status_line())}</b>"
-            f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}') if len(table) else ''}</div>"
-        )
+        return repr_html(self)
 
 
 def _seconds(rec: TrialRecord, now: float) -> float:
     """The trial-seconds a trial used: its duration, or so far (none while it is queued)."""
     return rec.seconds(now) or 0.0
-
-
-def _format_params(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())

@@ -13,16 +13,19 @@ __all__ = ["best_first", "history_frame", "pareto_frame", "restarts_frame", "tri
 
 
 def trials_frame(records: list[TrialRecord]):
-    """One row per trial: trial_id, [labels...], state, value, params_<name>..., duration, steps, attempts, error."""
+    """One row per trial: trial_id, [labels...], state, value, params_<name>..., duration, steps, attempts, seed,
+    error."""
     import pandas as pd
 
     rows = []
     for rec in records:
         row = {"trial_id": rec.trial_id, **rec.labels, "state": rec.state.value, "value": rec.value}
         row.update({f"params_{k}": v for k, v in rec.params.items()})
-        row.update(duration=rec.duration, steps=rec.steps, attempts=rec.attempts, error=rec.error)
+        row.update(
+            duration=rec.duration, steps=rec.steps, attempts=rec.attempts, seed=rec.seed, error=rec.error
+        )
         rows.append(row)
-    columns = ["trial_id", "state", "value", "duration", "steps", "attempts", "error"]
+    columns = ["trial_id", "state", "value", "duration", "steps", "attempts", "seed", "error"]
     frame = pd.DataFrame(rows, columns=None if rows else columns)
     # pandas would store a missing traceback as NaN in a string column; the contract says None.
     frame["error"] = pd.Series([r["error"] for r in rows], dtype=object, index=frame.index)

@@ -80,8 +80,9 @@ class AblationArguments:
     mode: str = option("max", short=MODE_SHORT, magic=MODE_MAGIC, with_option="metric")
     repeats: int = option(
         1,
-        help="Runs per variant. Repeat r passes ``seed=seed + r`` to every variant when ``fn`` takes ``seed``, so "
-        "each comparison with the baseline is paired; the summary then has a mean and a std per component.",
+        help="Runs per variant. Repeat r passes ``seed=seed + r`` to every variant when ``fn`` takes ``seed``, and "
+        "seeds every variant's Python ``random``, NumPy and torch generators alike (from ``seed`` and r), so each "
+        "comparison with the baseline is paired; the summary then has a mean and a std per component.",
         short="ablation: runs per variant (default 1)",
         magic={"type": int},
     )
@@ -132,7 +133,7 @@ class AblationStudy(Kind):
             },
         )
         trial_fn = AblationTrial(fn, study.modules, study.removed_modules())
-        return TrialPlan(definition, trial_fn, AblationSource(study))
+        return TrialPlan(definition, trial_fn, AblationSource(study, seed=args.seed))
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """Run the variants' trials the stored study has not finished."""
@@ -149,7 +150,9 @@ class AblationStudy(Kind):
         done = {rec.trial_id for rec in finished_and_rerun(prior)[0]}
         definition = dataclasses.replace(prior.definition, timeout=options.timeout)
         assert isinstance(plan.source, AblationSource)  # the source plan() made
-        return dataclasses.replace(plan, definition=definition, source=AblationSource(plan.source.plan, done))
+        return dataclasses.replace(
+            plan, definition=definition, source=AblationSource(plan.source.plan, done, plan.source.seed)
+        )
 
     def experiment(
         self,

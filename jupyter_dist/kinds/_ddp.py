@@ -11,7 +11,7 @@ from .._validate import check_positive
 from ..ddp import MIXED_PRECISIONS, STRATEGIES
 from ..errors import ArgumentError
 from ..experiment import DataParallelExperiment
-from ..protocol import ExperimentKind, Objective
+from ..protocol import ExperimentKind, Objective, draw_seed
 from ..space import validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ..trials import Elastic
@@ -120,6 +120,8 @@ class DataParallelRun(Kind):
             options.gpus, args.backend, strategy=args.strategy, mixed_precision=args.mixed_precision
         )
         validate_space(fn, kwargs_for_train)
+        # Its keywords are the function's own (a seed= there is fn's), so the run's seed is drawn, and recorded.
+        seed = draw_seed()
         definition = ExperimentDefinition(
             self.name,
             options.experiment_name(fn),
@@ -133,6 +135,7 @@ class DataParallelRun(Kind):
                 "backend": args.backend,
                 "strategy": args.strategy,
                 "mixed_precision": args.mixed_precision,
+                "seed": seed,
                 **(elastic.to_details() if elastic else {}),
             },
         )
@@ -147,16 +150,20 @@ class DataParallelRun(Kind):
             mixed_precision=args.mixed_precision,
         )
         return TrialPlan(
-            definition, trial_fn, SingleRun(kwargs_for_train), ranks=args.workers, elastic=elastic
+            definition, trial_fn, SingleRun(kwargs_for_train, seed), ranks=args.workers, elastic=elastic
         )
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """The run again, as its next attempt: the same id and name, so the same checkpoints; this call's
-        arguments."""
+        arguments; its ranks seeded as before (a stored run from before seeds keeps this call's)."""
+        from ..ddp import SingleRun
+
+        details = plan.definition.details
+        source = plan.source
+        stored = prior.definition.details.get("seed")
+        if stored is not None:
+            details, source = {**details, "seed": stored}, SingleRun(dict(plan.definition.space), stored)
         definition = dataclasses.replace(
-            prior.definition,
-            space=plan.definition.space,
-            timeout=options.timeout,
-            details=plan.definition.details,
+            prior.definition, space=plan.definition.space, timeout=options.timeout, details=details
         )
-        return dataclasses.replace(plan, definition=definition)
+        return dataclasses.replace(plan, definition=definition, source=source)

@@ -86,7 +86,12 @@ class HpoArguments:
         parse=lambda text: None if text == "none" else text,
     )
     seed: int | None = option(
-        None, help="Seeds the sampler, making the search reproducible.", short=SEED_SHORT, magic={"type": int}
+        None,
+        help="Seeds the sampler, and each trial's Python ``random``, NumPy and torch generators (from this seed and "
+        "the trial's id): the same seed gives the same trials and the same values trial by trial. None: one is "
+        "drawn, and recorded (``exp.seed``, ``exp.trials``'s ``seed`` column).",
+        short=SEED_SHORT,
+        magic={"type": int},
     )
     max_steps: int | None = option(
         None,

@@ -80,7 +80,9 @@ class PbtArguments:
     )
     seed: int | None = option(
         None,
-        help="Seeds the starting points, the choice of donors and the perturbations.",
+        help="Seeds the starting points, the choice of donors and the perturbations, and each segment's Python "
+        "``random``, NumPy and torch generators (from this seed, its member and its last step). None: one is "
+        "drawn, and recorded (``exp.seed``).",
         short=SEED_SHORT,
         magic={"type": int},
     )

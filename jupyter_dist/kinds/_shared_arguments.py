@@ -9,4 +9,4 @@ METRIC_SHORT = "the metric to optimise or compare, reported or returned by the f
 MODE_SHORT = "max or min (default max)"
 # MODE is the magic's first word (hpo, pbt, ablation, ddp): --mode's value is the objective's direction.
 MODE_MAGIC = {"metavar": "DIRECTION"}
-SEED_SHORT = "hpo: seed of the sampler; ablation: seed of repeat 0"
+SEED_SHORT = "seeds the search and each trial's random, numpy and torch (default: drawn, see exp.seed); ablation: repeat 0's"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checkpoints import Saved, copy_checkpoint, latest, remove
-from ..protocol import CheckpointPlan, Objective, Outcome, TrialState
+from ..protocol import CheckpointPlan, Objective, Outcome, TrialState, derive_seed
 from ..space import Space
 from ..trials import TrialSpec
 from ._explore import Explorer
@@ -83,6 +83,7 @@ class PopulationSearch:
         self.max_steps = max_steps
         self.explorer = explorer
         self.rng = random.Random(None if seed is None else seed + 1)
+        self.seed = seed
         self.checkpoints: CheckpointPlan | None = None
         constants = {name: value for name, value in space.items() if name not in explorer.mutations}
         self.members: list[Member] = []
@@ -234,7 +235,12 @@ class PopulationSearch:
     ) -> TrialSpec:
         until = segment_end(member.step, self.interval, self.max_steps)
         self._until[trial_id] = until
-        return TrialSpec(trial_id, dict(params), labels=labels, continues=continues, until_step=until)
+        # Seeded by the member and the segment's last step, not the trial id: which segment gets which id depends
+        # on the order segments happen to end in.
+        seed = None if self.seed is None else derive_seed(self.seed, member.index, until)
+        return TrialSpec(
+            trial_id, dict(params), labels=labels, continues=continues, until_step=until, seed=seed
+        )
 
     def _quantiles(self) -> tuple[list[Member], list[Member]]:
         """The bottom and the top ``quantile`` of the members that have a value (at least one member each, and

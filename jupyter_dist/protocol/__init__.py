@@ -9,6 +9,7 @@
 - ``Outcome``: how one trial attempt (or one rank of it) ended, built on the worker, decoded in the kernel.
 - ``TrialTask``: what one trial task is told (kernel → worker): the function, the parameters, where to report,
   its rank, its GPUs and checkpoints; ``CheckpointPlan``: where a trial's checkpoints go and how many are kept.
+- ``derive_seed``, ``draw_seed``: each trial's seed, from its experiment's (the same rule in kernel and worker).
 - The wire: reports, output, checkpoints saved or resumed from, and outcomes travel as Dask events. The messages
   (plain dicts with short keys, made by ``encode_*``) sent at the same moment travel together in one event, packed
   by ``pack_event`` as msgpack bytes (worker side); ``decode_all`` is its only reader (kernel side).
@@ -16,6 +17,7 @@
 
 from ._messages import CheckpointPlan, Outcome, RankInfo, Regrouped, TrialTask
 from ._objective import SCOPES, Objective, ScopedValue, check_scope
+from ._seeds import SEED_RANGE, derive_seed, draw_seed
 from ._states import Direction, ErrorKind, ExperimentKind, ExperimentState, TrialState
 from ._wire import (
     CheckpointEvent,
@@ -45,12 +47,15 @@ __all__ = [
     "RankInfo",
     "ReportBatch",
     "SCOPES",
+    "SEED_RANGE",
     "ScopedValue",
     "ReportRow",
     "TrialState",
     "TrialTask",
     "check_scope",
     "decode",
+    "derive_seed",
+    "draw_seed",
     "decode_all",
     "encode_checkpoint",
     "encode_log",

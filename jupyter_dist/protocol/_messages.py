@@ -132,3 +132,6 @@ class TrialTask:
     # One rank of an elastic data-parallel job: at each checkpoint its ranks agree whether to end there and regroup
     # at another size (trials/_elastic.py).
     elastic: bool = False
+    # The trial's seed (protocol/_seeds.py): Python's random, NumPy's global generator and torch are seeded with it
+    # (a rank's: derived from it and the rank) before the function runs; None: nothing is seeded.
+    seed: int | None = None

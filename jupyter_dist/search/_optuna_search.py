@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._validate import check_positive
 from ..errors import ArgumentError, SearchSpaceError
-from ..protocol import Objective, Outcome, ReportRow, TrialState
+from ..protocol import Objective, Outcome, ReportRow, TrialState, derive_seed
 from ..space import accepted_arguments, constants, is_space_function, searched
 from ..trials import TrialSpec
 from ._define_by_run import distributions_from_json, distributions_to_json, suggest
@@ -106,10 +106,15 @@ class OptunaSearch:
         queue the ``rerun`` trials' parameters (those a dead kernel left running) to be asked first. They all
         count towards ``total``; new trial ids follow the stored ones. A seeded sampler chosen by name goes on
         from a seed of its own (the seed and how many trials were stored): seeded as the first run was, it would
-        propose that run's first points again."""
+        propose that run's first points again. Not the grid: its trial numbers index a grid its seed shuffled,
+        so the stored trials' numbers say which points ran only in the first run's order."""
         import optuna
 
-        if self._seed is not None and isinstance(self._sampler_choice, str):
+        if (
+            self._seed is not None
+            and isinstance(self._sampler_choice, str)
+            and self._sampler_choice != "grid"
+        ):
             stored = len(finished) + len(rerun)
             self.study.sampler = make_sampler(
                 self._sampler_choice,
@@ -223,7 +228,10 @@ class OptunaSearch:
             continues, labels = which.trial_id, dict(which.labels)
         elif what == "known":
             labels = {ENQUEUED: self._known[which]}
-        return TrialSpec(trial_id, params, labels=labels, continues=continues, distributions=distributions)
+        seed = None if self._seed is None else derive_seed(self._seed, trial_id)
+        return TrialSpec(
+            trial_id, params, labels=labels, continues=continues, distributions=distributions, seed=seed
+        )
 
     @property
     def enqueued(self) -> list[dict[str, Any]]:

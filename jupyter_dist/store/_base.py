@@ -123,6 +123,8 @@ class TrialRecord:
     distributions: dict[str, Any] | None = None
     # hpo(constraints=): its constraints' values (each <= 0 when it holds), from when it completed; None: none.
     constraints: list[float] | None = None
+    # What its worker seeded random, NumPy and torch with (protocol/_seeds.py); None: nothing was seeded.
+    seed: int | None = None
     # An elastic data-parallel trial's regroups, oldest first: each {"at", "why", "lost" (ranks), "world_before",
     # "world_after", "lost_at" (its newest step then), "from_step" (the checkpoint it went on from),
     # "steps_redone", "message"}.
@@ -190,8 +192,10 @@ class TrialSink(Protocol):
         labels: dict[str, Any],
         queued: bool = False,
         distributions: dict[str, Any] | None = None,
+        seed: int | None = None,
     ) -> None:
-        """A trial was sent to run; ``queued``: it waits on a worker behind another one until trial_began()."""
+        """A trial was sent to run; ``queued``: it waits on a worker behind another one until trial_began().
+        ``seed``: what its worker seeded its random numbers with."""
 
     @abstractmethod
     def trial_began(self, trial_id: int) -> None:

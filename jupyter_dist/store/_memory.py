@@ -50,10 +50,11 @@ class InMemoryRecord(ExperimentRecord):
         labels: dict[str, Any],
         queued: bool = False,
         distributions: dict[str, Any] | None = None,
+        seed: int | None = None,
     ) -> None:
         earlier = self._trials.get(trial_id)  # a resumed run running a trial of the run it continues again
         rec = TrialRecord(
-            trial_id, dict(params), labels=dict(labels), queued=queued, distributions=distributions
+            trial_id, dict(params), labels=dict(labels), queued=queued, distributions=distributions, seed=seed
         )
         self._trials[trial_id] = rec
         self._attempts[trial_id] = {}

@@ -205,7 +205,12 @@ class TrialLoop:
                 break
             # Recorded before it starts: its first reports may arrive before start() returns.
             self.sink.trial_started(
-                spec.trial_id, spec.params, spec.labels, queued, distributions=spec.distributions
+                spec.trial_id,
+                spec.params,
+                spec.labels,
+                queued,
+                distributions=spec.distributions,
+                seed=spec.seed,
             )
             starts.append((spec, placement))
             if queued:

@@ -16,12 +16,13 @@ from typing import Any
 
 from .._tracebacks import trial_traceback
 from ..errors import JupyterDistError, TrialPruned
-from ..protocol import ErrorKind, Outcome, TrialState, TrialTask, encode_outcome
+from ..protocol import ErrorKind, Outcome, TrialState, TrialTask, derive_seed, encode_outcome
 from ._allocator import tensor_friendly_allocator
 from ._capture import TrialOutput
 from ._cpus import torch_threads
 from ._devices import holding_gpus, release_gpu_memory
 from ._outbox import OUTCOME_WAIT, QUEUED_OUTCOME_WAIT
+from ._seeding import seeded
 from ._trial_context import Regroup, Reporter, SegmentDone, TrialContext, activate
 from ._worker_cache import KEPT_EXPERIMENTS, load_function
 
@@ -69,6 +70,7 @@ def run_trial(task: TrialTask) -> Outcome:
                 holding_gpus(int(task.gpus), declared) as ctx.devices,
                 tensor_friendly_allocator(),
                 torch_threads(task.cpus),
+                seeded(_seed_of(task)),
             ):
                 returned = fn(**kwargs)
             if ctx.should_stop:
@@ -122,6 +124,14 @@ def run_trial(task: TrialTask) -> Outcome:
     if rank is not None:
         outcome.result = result
     return outcome
+
+
+def _seed_of(task: TrialTask) -> int | None:
+    """The trial's seed; each rank of a data-parallel trial its own, from the trial's and its rank (every rank
+    drawing the same numbers would, say, drop out the same units on every rank)."""
+    if task.seed is None or task.rank is None:
+        return task.seed
+    return derive_seed(task.seed, task.rank.rank)
 
 
 def _outcome_wait(worker) -> float:

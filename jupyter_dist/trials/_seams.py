@@ -44,6 +44,8 @@ class TrialSpec:
     distributions: dict[str, Any] | None = None
     # It ends, completed, at its first checkpoint of this step or a later one (a PBT member's segment).
     until_step: int | None = None
+    # Its seed (protocol/_seeds.py), which its worker seeds random, NumPy and torch with; None: nothing seeded.
+    seed: int | None = None
 
 
 @dataclass(frozen=True)

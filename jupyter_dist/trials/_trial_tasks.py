@@ -107,6 +107,7 @@ class TrialTasks:
             report_wait=self.report_wait,
             until_step=spec.until_step,
             elastic=self.elastic and rank is not None,
+            seed=spec.seed,
         )
 
     def _checkpoint_dir(self, spec: TrialSpec) -> str | None:
