@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import platform
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,10 +18,11 @@ from ._control import RunControl, as_resumed
 from ._stored import prior_run
 from ._tracebacks import in_user_terms
 from ._validate import check_callable
+from ._version import run_versions
 from .checkpoints import checkpoint_plan, checkpoint_settings
 from .cluster import check_kernel_cuda, dashboard_link, get_client
 from .errors import ClusterLost, ExperimentFailed, HookFailed, MetricError
-from .experiment import Experiment
+from .experiment import Experiment, source_of
 from .kinds import Kind, RunOptions, TrialPlan, experiment_of, kind_of
 from .protocol import ExperimentState, TrialState, draw_seed
 from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
@@ -136,8 +137,8 @@ def run_experiment(
     # What the run put on the cluster leaves it however the run ends, also before its trial loop starts.
     try:
         journal = None
+        about = _about(plan.fn, client, parallel)
         if store is not None:
-            about = _about(plan.fn, client, parallel)
             journal = Journal(
                 store, definition, about, name_given=options.name is not None, resume=prior is not None
             )
@@ -149,6 +150,8 @@ def run_experiment(
         if journal:
             journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
         exp = experiment_of(record, stop.request, source)
+        # what exp.reproduce runs (the user's function: a kind's wrapper is the kind's to add), and compares with
+        exp._function, exp._about = getattr(plan.fn, "fn", plan.fn), about
         watcher = control.hooks(exp, source)
         launcher.on_retry = functools.partial(_retried, record, watcher)
         launcher.on_regroup = record.trial_regrouped
@@ -266,33 +269,15 @@ def _make_view(progress: Any, exp: Experiment, preamble=None):
 
 
 def _about(fn: Callable, client, parallel: int) -> dict[str, Any]:
-    """What the store keeps beside the definition, so a stored run says what ran where."""
-    import inspect
-
+    """What the store keeps beside the definition, so a stored run says what ran where (and ``exp.reproduce``
+    what has changed since)."""
     user_fn = getattr(fn, "fn", fn)  # the trial wrappers (ablation, data-parallel) keep the user's as .fn
-    try:
-        source = inspect.getsource(user_fn)
-    except (OSError, TypeError):
-        source = None
+    source = source_of(user_fn)
     return {
         "function": getattr(user_fn, "__qualname__", repr(user_fn)),
         "source": source,
-        "versions": {**_installed_versions(), "python": platform.python_version()},
+        "source_sha256": None if source is None else hashlib.sha256(source.encode()).hexdigest(),
+        "versions": dict(run_versions()),
         "cluster": getattr(client.scheduler, "address", None),
         "parallel": parallel,
     }
-
-
-@functools.cache
-def _installed_versions() -> dict[str, str | None]:
-    """The versions of the packages a run depends on, looked up once per process: importlib.metadata parses each
-    package's METADATA file (~8 ms each, 39 ms of every hpo() call's set-up when asked every time)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    versions: dict[str, str | None] = {}
-    for package in ("jupyter_dist", "torch", "dask", "distributed", "optuna"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            versions[package] = None
-    return versions

@@ -36,8 +36,10 @@ def load(name_or_id: str, store: Any = None) -> Experiment:
     path = store_path(store)
     if path is None:
         raise ArgumentError("load() needs a store: store=False (or JUPYTER_DIST_STORE=off) has none")
-    record, _about = read_record(path, name_or_id)
-    return experiment_of(record)
+    record, about = read_record(path, name_or_id)
+    exp = experiment_of(record)
+    exp._about = about  # what exp.reproduce compares with
+    return exp
 
 
 def prior_run(path: str | None, name: str | None, kind: str) -> InMemoryRecord:

@@ -68,6 +68,20 @@ class AblationExperiment(Experiment):
         super().__init__(record, stop)
         self.plan = plan
 
+    def _trial_function(self, fn: Callable) -> Callable:
+        """``fn`` as the study runs it: each variant's modules replaced by an identity (which trial is which
+        variant read from the trials' labels: a stored study's plan keeps its variants, not its trials)."""
+        from ._ablate import AblationTrial
+
+        variants = {v.name: v for v in self.plan.variants}
+        removed = {}
+        for rec in self.trial_records():
+            variant = variants.get(str(rec.labels.get("ablated")))
+            if variant is not None and variant.modules:
+                removed[rec.trial_id] = variant.modules
+        modules = tuple(dict.fromkeys(m for v in self.plan.variants for m in v.modules))
+        return AblationTrial(fn, self.plan.modules or modules, removed)
+
     def _values(self) -> dict[str, list[float]]:
         values: dict[str, list[float]] = {}
         for rec in self.trial_records():

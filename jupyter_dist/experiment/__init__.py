@@ -5,6 +5,7 @@ from ._data_parallel import DataParallelExperiment
 from ._experiment import Best, Experiment
 from ._frames import best_first
 from ._plots import curve_style
+from ._reproduce import ReproduceWarning, source_of
 from ._status import SHOWN_COUNTS
 
 __all__ = [
@@ -12,6 +13,8 @@ __all__ = [
     "Best",
     "DataParallelExperiment",
     "Experiment",
+    "ReproduceWarning",
     "best_first",
     "curve_style",
+    "source_of",
 ]

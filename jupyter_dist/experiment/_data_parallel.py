@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import NoResultError
+from ..errors import ArgumentError, NoResultError
 from ..protocol import TrialState
 from ..store import ExperimentRecord
 from ._experiment import Experiment
@@ -32,6 +32,12 @@ class DataParallelExperiment(Experiment):
         """Every rank's return value, in rank order."""
         records = self.trial_records()
         return list(records[0].rank_results or []) if records else []
+
+    def _reproduction(self, rec) -> dict[str, Any]:
+        raise ArgumentError(
+            f"{self.name!r} is a data-parallel run of {self.world_size} ranks; reproduce runs a single-process "
+            f"trial: run data_parallel() again with its arguments (its ranks are seeded from exp.seed={self.seed})"
+        )
 
     def _highlight(self) -> str | None:
         """The headline result so far: the ranks, and the last metrics rank 0 reported."""

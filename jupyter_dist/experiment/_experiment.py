@@ -45,6 +45,10 @@ class Experiment:
     def __init__(self, record: ExperimentRecord, stop: Callable[[], None] | None = None) -> None:
         self.record = record
         self._request_stop = stop
+        # For exp.reproduce: the run's trial function (a run in this kernel), and what was recorded about it
+        # (its name, source hash, the versions; the store's, or the live run's). None: not known.
+        self._function: Callable | None = None
+        self._about: dict[str, Any] | None = None
 
     # --- what it is -------------------------------------------------------------------------------------------
     @property
@@ -168,6 +172,34 @@ class Experiment:
                 "trial (exp.pareto is for metric=[...] with several)"
             )
         return pareto_frame(self.trial_records(), objective)
+
+    def reproduce(self, trial_id: int, on: str = "kernel", *, fn: Callable | None = None) -> Any:
+        """Run trial ``trial_id`` again as its run ran it, and return what the function returned: its
+        parameters, its seed (``random``, NumPy and torch start where they did), stopped at the report its run
+        stopped it at (None returned); a failed trial raises its error again. ``on="kernel"`` (the default) runs it here, where
+        ``%debug`` and breakpoints work; ``on="cluster"`` as one task on the current cluster. It starts from its
+        beginning and leaves the experiment and its checkpoints as they are (its reports are not recorded).
+
+        The function is the run's, or for a ``load()``ed experiment the one of its name defined in the notebook
+        again (or ``fn=``). A warning names what changed since the run: the function's source, or the versions
+        of Python, torch, Dask, Optuna and jupyter_dist."""
+        from ._reproduce import reproduce
+
+        return reproduce(self, trial_id, on, fn)
+
+    def _reproduction(self, rec: TrialRecord) -> dict[str, Any]:
+        """How ``rec`` runs again alone (run_again's ``until_step``), or an ArgumentError saying why it cannot."""
+        ranks = self.record.definition.details.get("workers_per_trial") or 1
+        if ranks > 1:
+            raise ArgumentError(
+                f"trial {rec.trial_id} of {self.name!r} is a data-parallel job of {ranks} ranks; reproduce runs a "
+                "single-process trial: run it with data_parallel(fn, workers=...) and its parameters"
+            )
+        return {}
+
+    def _trial_function(self, fn: Callable) -> Callable:
+        """What runs the user's ``fn`` as this kind's trials ran (an ablation study's removes modules)."""
+        return fn
 
     def checkpoint(self, trial_id: int | None = None) -> str | None:
         """The folder of a trial's newest checkpoint (``jupyter_dist.checkpoint()``), by default the best

@@ -8,12 +8,14 @@ Everything is read from the segments' records (one trial per segment; labels ``m
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from ..errors import NoResultError
+from ..errors import ArgumentError, NoResultError
 from ..experiment import Best, Experiment
 from ..protocol import TrialState
 from ..store import TrialRecord
 from ._lineage import first_step, is_exploit, lineage_origins, member_segments
+from ._search import segment_end
 
 __all__ = ["PopulationExperiment"]
 
@@ -29,6 +31,20 @@ class PopulationExperiment(Experiment):
     def __init__(self, record, stop=None) -> None:
         super().__init__(record, stop)
         self._origins: tuple[int, dict[int, int]] = (-1, {})  # (segments read, each one's origin)
+
+    def _reproduction(self, rec: TrialRecord) -> dict[str, Any]:
+        """A member's first segment runs again from the start to its first checkpoint of the segment's last step;
+        a later one went on from a checkpoint, which reproduce does not restore."""
+        if rec.labels.get("from_trial") is not None:
+            raise ArgumentError(
+                f"trial {rec.trial_id} of {self.name!r} is a segment that went on from trial "
+                f"{rec.labels['from_trial']}'s checkpoint of step {rec.labels.get('from_step')}; reproduce runs a "
+                f"trial from its beginning: reproduce member {rec.labels.get('member')}'s first segment instead"
+            )
+        details = self.record.definition.details
+        return {
+            "until_step": segment_end(-1, int(details["perturbation_interval"]), int(self.max_steps or 0))
+        }
 
     @property
     def population(self) -> int:

@@ -12,6 +12,7 @@ from ._elastic import Elastic
 from ._goals import Constraints, StopRule, check_target
 from ._interrupts import StopSignal, interrupts_stop
 from ._launcher import DaskLauncher
+from ._local_trial import run_again
 from ._loop import TrialLoop
 from ._seams import RunningTrial, TrialLauncher, TrialSink, TrialSource, TrialSpec, TrialWatcher
 from ._trial_context import Reporter, TrialContext, current_trial
@@ -36,6 +37,7 @@ __all__ = [
     "current_trial",
     "interrupts_stop",
     "quiet_collector",
+    "run_again",
     "release_gpu_memory",
     "with_parameters",
 ]
