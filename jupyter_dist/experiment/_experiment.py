@@ -217,9 +217,9 @@ class Experiment:
 
     @property
     def trials(self):
-        """One row per trial, a DataFrame of trial_id, [labels...], state, value, params_<name>..., duration,
-        steps, attempts, error."""
-        return trials_frame(self.trial_records())
+        """One row per trial, a DataFrame of trial_id, [labels...], state, value, [with several objectives: a
+        column per objective, by its metric's name], params_<name>..., duration, steps, attempts, seed, error."""
+        return trials_frame(self.trial_records(), self.record.definition.objective)
 
     @property
     def history(self):

@@ -9,17 +9,26 @@ from collections.abc import Iterable
 from ..protocol import Direction, Objective, TrialState
 from ..store import TrialRecord
 
-__all__ = ["best_first", "history_frame", "pareto_frame", "restarts_frame", "trials_frame"]
+__all__ = [
+    "best_first",
+    "history_frame",
+    "pareto_frame",
+    "restarts_frame",
+    "trials_frame",
+]
 
 
-def trials_frame(records: list[TrialRecord]):
-    """One row per trial: trial_id, [labels...], state, value, params_<name>..., duration, steps, attempts, seed,
-    error."""
+def trials_frame(records: list[TrialRecord], objective: Objective | None = None):
+    """One row per trial: trial_id, [labels...], state, value, [<metric>... with several objectives: each one's
+    value, by its name], params_<name>..., duration, steps, attempts, seed, error."""
     import pandas as pd
 
     rows = []
+    several = objective is not None and objective.several
     for rec in records:
         row = {"trial_id": rec.trial_id, **rec.labels, "state": rec.state.value, "value": rec.value}
+        if several:
+            row.update(objective.by_metric(rec.value, rec.last))  # type: ignore[union-attr]  # several: given
         row.update({f"params_{k}": v for k, v in rec.params.items()})
         row.update(
             duration=rec.duration, steps=rec.steps, attempts=rec.attempts, seed=rec.seed, error=rec.error

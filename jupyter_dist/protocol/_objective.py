@@ -128,6 +128,12 @@ class Objective:
         present = [float(v) for v in vector if v is not None]
         return present if len(present) == len(vector) else None
 
+    def by_metric(self, value: float | None, last: dict[str, float]) -> dict[str, float | None]:
+        """Each objective's value of a trial by its metric's name, for the tables: the first is ``value``, the
+        others as it reported or returned them (a running trial's latest); None where it has none."""
+        first, *others = (str(name) for name in self.metrics)
+        return {first: value, **{name: last.get(name) for name in others}}
+
     def better(self, a: float, b: float) -> bool:
         return self.direction.better(a, b)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from ..protocol import Objective
 from ._base import ExperimentRecord, TrialRecord
 from ._codec import definition_to_json, finite, plain
 from ._wire import ExperimentDetail, TrialSummary
@@ -12,9 +13,10 @@ from ._wire import ExperimentDetail, TrialSummary
 __all__ = ["experiment_detail", "trial_summary"]
 
 
-def trial_summary(rec: TrialRecord) -> TrialSummary:
-    """A trial as the views show it (run ``finite`` over it for JSON)."""
-    return {
+def trial_summary(rec: TrialRecord, objective: Objective | None = None) -> TrialSummary:
+    """A trial as the views show it (run ``finite`` over it for JSON); with several objectives (``objective``),
+    each one's value too."""
+    summary: TrialSummary = {
         "trial_id": rec.trial_id,
         "state": rec.state.value,
         "value": rec.value,
@@ -35,6 +37,9 @@ def trial_summary(rec: TrialRecord) -> TrialSummary:
         "constraints": rec.constraints,
         "restarts": list(rec.restarts),
     }
+    if objective is not None and objective.several:
+        summary["values"] = objective.by_metric(rec.value, rec.last)
+    return summary
 
 
 def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> ExperimentDetail:
@@ -75,7 +80,7 @@ def experiment_detail(record: ExperimentRecord, about: dict | None = None) -> Ex
         "error": record.error,
         "message": record.message,
         "definition": json.loads(definition_to_json(definition)),
-        "trials": [trial_summary(rec) for rec in record.trial_records()],
+        "trials": [trial_summary(rec, objective) for rec in record.trial_records()],
     }
     if about is not None:
         detail["about"] = about

@@ -232,6 +232,8 @@ class LiveView(ExperimentView):
         self._table_key = key
         labels = list(records[0].labels) if records else []
         names = param_names(records)  # the search space's order, as the summary
+        objective = self.exp.record.definition.objective
+        others = [str(m) for m in objective.metrics[1:]] if objective.several else []  # a column each
         head = "".join(
             f"<th>{html.escape(h)}</th>"
             for h in [
@@ -239,6 +241,7 @@ class LiveView(ExperimentView):
                 *labels,
                 "state",
                 self.exp._curve_metric or "value",
+                *others,
                 *names,
                 "steps",
                 "duration",
@@ -247,7 +250,7 @@ class LiveView(ExperimentView):
         rows = []
         now = time.time()
         metric = self.exp._curve_metric
-        for r in best_first(records, self.exp.record.definition.objective)[:MAX_TABLE_ROWS]:
+        for r in best_first(records, objective)[:MAX_TABLE_ROWS]:
             running = r.state is TrialState.RUNNING
             value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
             duration = r.seconds(now)
@@ -261,6 +264,7 @@ class LiveView(ExperimentView):
                     else state
                 ),
                 _fmt(value),
+                *(_fmt(r.last.get(m)) for m in others),
                 *(_fmt(r.params.get(n)) for n in names),
                 r.steps,
                 format_duration(duration) if duration is not None else "",

@@ -55,7 +55,11 @@ class TextView(ExperimentView):
 
     def finish(self) -> None:
         self.draw()
-        for output in [*self.exp._final_outputs(), importances_table(self.exp)]:
+        front = None
+        if self.exp.record.definition.objective.several:  # every objective, for the trials no other beats
+            front = self.exp.pareto
+            self._print(f"Pareto front ({len(front)} trials):")
+        for output in [*self.exp._final_outputs(), front, importances_table(self.exp)]:
             if hasattr(output, "to_string"):  # a table; figures need a notebook
                 self._print(output.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep=""))
 

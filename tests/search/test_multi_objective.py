@@ -204,3 +204,53 @@ def test_ranks_front_and_hypervolume_by_hand():
     assert hypervolume(points, [6, 6]) == pytest.approx(17)
     assert hypervolume([[1, 1, 1]], [2, 3, 4]) == pytest.approx(6)  # three objectives: Optuna's WFG
     assert minimised([0.9, 20.0], [jd.Direction.MAX, jd.Direction.MIN]) == [-0.9, 20.0]
+
+
+def test_every_objective_is_a_column_of_every_table(run_multi):
+    import io
+
+    from jupyter_dist.store import experiment_detail
+    from jupyter_dist.widgets import TextView
+    from jupyter_dist.widgets._live import LiveView
+
+    out, views = io.StringIO(), []
+
+    def both(exp):  # the widget's table, and the text a terminal shows
+        views.append(LiveView(exp))
+        return _Both(views[-1], TextView(exp, stream=out))
+
+    exp = run_multi(two_costs, SPACE, trials=5, sampler="random", pruner=None, seed=3, progress=both)
+    returned = {t.trial_id: two_costs(**t.params) for t in exp.trial_records()}
+    table = exp.trials.set_index("trial_id")
+    assert list(table.columns[table.columns.get_loc("value") :][:3]) == ["value", "cost_a", "cost_b"]
+    for trial_id, values in returned.items():
+        assert table.loc[trial_id, "cost_a"] == values["cost_a"] == table.loc[trial_id, "value"]
+        assert table.loc[trial_id, "cost_b"] == values["cost_b"]
+    # REST (the detail the server and the saved notebook send)
+    detail = experiment_detail(jd.load(exp.name).record)
+    assert {t["trial_id"]: t["values"] for t in detail["trials"]} == returned
+    # the widget's trials table: a column per objective
+    header = views[0].table.html.split("</thead>")[0]
+    assert "<th>cost_a</th>" in header and "<th>cost_b</th>" in header
+    for values in returned.values():
+        assert f"<td>{values['cost_b']:.4g}</td>" in views[0].table.html
+    # the text view ends with the Pareto front, every objective a column
+    text = out.getvalue()
+    assert f"Pareto front ({len(exp.pareto)} trials):" in text and "values_cost_b" in text
+
+
+class _Both:
+    def __init__(self, *views):
+        self.views = views
+
+    def start(self):
+        for view in self.views:
+            view.start()
+
+    def idle(self):
+        for view in self.views:
+            view.idle()
+
+    def finish(self):
+        for view in self.views:
+            view.finish()
