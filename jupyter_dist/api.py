@@ -60,6 +60,7 @@ def hpo(
     cpus_per_trial: int | None = None,
     resources: dict[str, float] | None = None,
     constraints: Callable[[dict[str, float]], Any] | None = None,
+    warm_start: Any = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment."""
     return _run(ExperimentKind.HPO, fn, locals())

@@ -6,6 +6,7 @@ import html
 from typing import Any
 
 from ..protocol import ExperimentState
+from ..search import warm_start_line
 
 __all__ = ["SHOWN_COUNTS", "format_params", "repr_html", "status_line"]
 
@@ -21,6 +22,9 @@ def status_line(exp: Any) -> str:
     highlight = exp._highlight()
     if highlight:
         parts.append(highlight)
+    warm = exp.record.definition.details.get("warm_start")
+    if warm:  # its sampler's earlier trials: not this run's, so not among its trials
+        parts.append(warm_start_line(warm))
     if exp.state is ExperimentState.COMPLETED and exp.message:  # how a planned end came: a target reached
         parts.append(exp.message)
     used = exp.compute()

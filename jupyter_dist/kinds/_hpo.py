@@ -123,6 +123,17 @@ class HpoArguments:
         short="hpo: a list of configurations (dicts) to run first, e.g. known good ones",
         variable=True,
     )
+    warm_start: Any = option(
+        None,
+        help="Earlier HPO experiments (Experiments, or names in the store) whose completed trials, and pruned ones "
+        "with their curves, are told to the sampler before it asks, without running them again. Parameters the "
+        "new space lacks are dropped; trials outside its ranges or choices are left out; the views say how many "
+        "were told (\"warm start: 14 trials from 'a', 'b'; 2 outside the space\") and ``exp.study`` holds them. "
+        "Their metric and mode must be this search's. Any sampler but ``grid``, with a dict search space.",
+        short="hpo: earlier experiments (names, comma-separated) whose trials the sampler is told first",
+        flags=("--warm-start",),
+        parse=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+    )
 
 
 class HyperparameterSearch(Kind):
@@ -172,6 +183,7 @@ class HyperparameterSearch(Kind):
             fn=fn,
             enqueue=args.enqueue,
         )
+        warm = self._warm_start(args, search, options, objective)
         definition = ExperimentDefinition(
             self.name,
             options.experiment_name(fn),
@@ -196,6 +208,7 @@ class HyperparameterSearch(Kind):
                     else {}
                 ),
                 **({"enqueue": search.enqueued} if search.enqueued else {}),
+                **({"warm_start": warm} if warm is not None else {}),
             },
         )
         if args.workers_per_trial == 1 and elastic is None:
@@ -204,6 +217,28 @@ class HyperparameterSearch(Kind):
 
         ranks = DataParallelTrial(fn, backend=None, gpus_per_worker=0, threads=None, rendezvous_timeout=60)
         return TrialPlan(definition, ranks, search, ranks=args.workers_per_trial, elastic=elastic)
+
+    def _warm_start(
+        self, args: HpoArguments, search: Any, options: RunOptions, objective: Objective
+    ) -> dict[str, Any] | None:
+        """Tell ``search`` the earlier experiments' trials (warm_start=); what was told, for the details."""
+        if args.warm_start is None:
+            return None
+        from ..search import warm_start, warm_start_trials
+
+        if search.space_function is not None:
+            raise ArgumentError(
+                "warm_start= fits earlier trials to a dict search space: a function space(trial) says its "
+                "parameters only as each trial runs; give a dict"
+            )
+        if args.sampler == "grid":
+            raise ArgumentError(
+                "warm_start= tells a sampler that learns: sampler='grid' runs every point anyway"
+            )
+        earlier = [_record_of(item, options.store) for item in _as_list(args.warm_start)]
+        warm = warm_start(earlier, search.searched, objective)
+        search.tell_earlier(warm_start_trials(warm, search.searched))
+        return warm
 
     def resume(self, prior: InMemoryRecord, plan: TrialPlan, options: RunOptions) -> TrialPlan:
         """Tell the search the stored trials; the trials the last run left unfinished run again first."""
@@ -227,13 +262,20 @@ class HyperparameterSearch(Kind):
         from ..search import objective_curves
 
         finished, rerun = finished_and_rerun(prior)
+        details = definition.details
+        warm = prior.definition.details.get("warm_start")
+        if warm is not None and "warm_start" not in details:  # told again, as the first run was
+            from ..search import warm_start_trials
+
+            search.tell_earlier(warm_start_trials(warm, search.searched))
+            details = {**details, "warm_start": warm}
         search.resume(finished, rerun, objective_curves(prior, finished))
         continued = dataclasses.replace(
             prior.definition,
             total=search.total,
             max_steps=definition.max_steps,
             timeout=definition.timeout,
-            details=definition.details,
+            details=details,
         )
         return dataclasses.replace(plan, definition=continued)
 
@@ -242,3 +284,30 @@ class HyperparameterSearch(Kind):
         if "timeout" in arguments:  # --timeout without --trials: as many trials as fit in the time
             arguments.setdefault("trials", None)
         return arguments
+
+
+def _as_list(value: Any) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _record_of(earlier: Any, store: Any) -> InMemoryRecord | Any:
+    """The record of an earlier experiment given to warm_start=: an Experiment's, or a stored one's by name."""
+    from ..experiment import Experiment
+    from ..store import NotInStore, read_record, store_path
+
+    if isinstance(earlier, Experiment):
+        return earlier.record
+    if not isinstance(earlier, str) or not earlier:
+        raise ArgumentError(
+            f"warm_start={earlier!r:.60}: give Experiments, or the names of stored experiments (a list of them)"
+        )
+    path = store_path(store)
+    if path is None:
+        raise ArgumentError(f"warm_start={earlier!r} names a stored experiment, but this run has no store")
+    try:
+        return read_record(path, earlier)[0]
+    except NotInStore:
+        raise ArgumentError(
+            f"warm_start: there is no experiment named {earlier!r} in {path}; jupyter_dist.experiments() lists "
+            "the stored ones"
+        ) from None

@@ -12,7 +12,9 @@ from ._study import (
     objective_curves,
     param_importances,
     study_of,
+    warm_start_trials,
 )
+from ._warm_start import warm_start, warm_start_line
 
 __all__ = [
     "DEFAULT_PRUNER",
@@ -32,4 +34,7 @@ __all__ = [
     "param_importances",
     "ranks",
     "study_of",
+    "warm_start",
+    "warm_start_line",
+    "warm_start_trials",
 ]

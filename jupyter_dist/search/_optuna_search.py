@@ -100,6 +100,12 @@ class OptunaSearch:
         self._sampler_choice, self._seed = sampler, seed
         self._vectors: dict[int, dict[str, float]] = {}  # several objectives: each trial's newest of each
 
+    def tell_earlier(self, trials: list) -> None:
+        """Tell the sampler earlier experiments' trials (Optuna trials, hpo(warm_start=)) before it asks: they are
+        the study's, not this run's (none of our trial ids)."""
+        with quiet_optuna():
+            self.study.add_trials(trials)
+
     def resume(self, finished: list, rerun: list, curves: dict[int, dict[int, float]]) -> None:
         """Continue a stored search: tell Optuna the ``finished`` trials (records: completed, pruned, failed),
         with their objective's ``curves`` (trial id -> step -> value) so pruning rungs include them, and

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError
 from ..protocol import ExperimentKind, TrialState
-from ..space import searched
+from ..space import Space, searched
 from ..store import ExperimentRecord, ParamImportances, TrialRecord
 from ._define_by_run import distributions_from_json
 
@@ -26,6 +26,7 @@ __all__ = [
     "objective_curves",
     "param_importances",
     "study_of",
+    "warm_start_trials",
 ]
 
 # Fewer completed trials than this give importances that are noise (and PED-ANOVA, Optuna's default evaluator,
@@ -104,7 +105,32 @@ def study_of(record: ExperimentRecord, intermediate_values: bool = True) -> optu
             for key, value in constraints_of(rec.constraints).items():
                 frozen.set_constraint(key, value)  # hpo(constraints=): feasibility, as the search told it
             study.add_trial(frozen)
+        if "warm_start" in definition.details:  # hpo(warm_start=): what its sampler was told first
+            study.add_trials(warm_start_trials(definition.details["warm_start"], spaces))
     return study
+
+
+def warm_start_trials(warm: dict[str, Any], spaces: dict[str, Space]) -> list[optuna.trial.FrozenTrial]:
+    """The trials ``warm`` (_warm_start.py's) tells, as Optuna trials of the search space ``spaces``, each with
+    user_attrs ``warm_start`` (its experiment) and ``trial_id`` (its id there)."""
+    import optuna
+
+    distributions = {name: space.to_optuna(name) for name, space in spaces.items()}
+    trials = []
+    for told in warm.get("trials", []):
+        params = {name: value for name, value in told["params"].items() if name in distributions}
+        completed = told["state"] == "completed"
+        trials.append(
+            optuna.trial.create_trial(
+                params=params,
+                distributions={name: distributions[name] for name in params},
+                values=told["values"] if completed else None,
+                state=optuna.trial.TrialState.COMPLETE if completed else optuna.trial.TrialState.PRUNED,
+                intermediate_values={int(step): value for step, value in told["curve"]},
+                user_attrs={"warm_start": told["experiment"], "trial_id": told["trial_id"]},
+            )
+        )
+    return trials
 
 
 def _check_searched(record: ExperimentRecord) -> None:
