@@ -9,7 +9,18 @@ from ._callbacks import Callback
 from ._report import Reporter, report
 from ._version import __version__ as __version__
 from .ablation import AblationExperiment, ablate
-from .api import ablation, cluster_info, data_parallel, experiments, hpo, load, pbt, use_cluster
+from .api import (
+    Comparison,
+    ablation,
+    cluster_info,
+    compare,
+    data_parallel,
+    experiments,
+    hpo,
+    load,
+    pbt,
+    use_cluster,
+)
 from .checkpoints import Checkpoint, checkpoint, restore
 from .cluster import close_local_cluster, get_client
 from .ddp import (
@@ -50,6 +61,7 @@ __all__ = [
     "Callback",
     "Checkpoint",
     "ClusterError",
+    "Comparison",
     "DataParallelExperiment",
     "Direction",
     "Experiment",
@@ -72,6 +84,7 @@ __all__ = [
     "checkpoint",
     "cluster_info",
     "close_local_cluster",
+    "compare",
     "data_parallel",
     "devices",
     "experiments",

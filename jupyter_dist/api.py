@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ._compare import Comparison, compare
 from ._orchestrate import run_kind
 from ._stored import experiments, load
 from .cluster import cluster_info, use_cluster
@@ -24,7 +25,18 @@ from .kinds._spec import parameters_doc
 from .protocol import ExperimentKind
 from .search import DEFAULT_PRUNER
 
-__all__ = ["ablation", "cluster_info", "data_parallel", "experiments", "hpo", "load", "pbt", "use_cluster"]
+__all__ = [
+    "Comparison",
+    "ablation",
+    "cluster_info",
+    "compare",
+    "data_parallel",
+    "experiments",
+    "hpo",
+    "load",
+    "pbt",
+    "use_cluster",
+]
 
 
 def hpo(
