@@ -58,7 +58,8 @@ def warm_start(
 def warm_start_line(warm: dict[str, Any]) -> str:
     """The line the views show: "warm start: 14 trials from 'a', 'b'; 2 outside the space"."""
     names = ", ".join(repr(name) for name in warm["from"])
-    line = f"warm start: {len(warm['trials'])} trials from {names}"
+    count = len(warm["trials"])
+    line = f"warm start: {count} trial{'' if count == 1 else 's'} from {names}"
     return line + (f"; {warm['outside']} outside the space" if warm["outside"] else "")
 
 
