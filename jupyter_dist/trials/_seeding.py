@@ -44,7 +44,9 @@ def seeded(seed: int | None) -> Iterator[None]:
     ]
     finder = None
     if "torch" in sys.modules:
-        _seed_torch(sys.modules["torch"], seed)
+        # importing waits for another thread still running torch's __init__ (a second trial in this process):
+        # the module it put in sys.modules is not whole yet
+        _seed_torch(importlib.import_module("torch"), seed)
     else:
         finder = _SeedTorchOnImport(seed)
         sys.meta_path.insert(0, finder)

@@ -4,7 +4,7 @@ be reproduced is refused, saying why, and what changed since the run is warned o
 
 from __future__ import annotations
 
-import sys
+import inspect
 import warnings
 from pathlib import Path
 
@@ -17,8 +17,9 @@ from jupyter_dist.experiment import ReproduceWarning
 ran_in_this_process: list[int] = []  # the steps a trial reported when it ran here (in the test's process)
 
 
-def draws(x=0.0, steps=3):
+def draws(x=0.0, steps=3, pause=0.0):
     import random
+    import time
 
     import numpy as np
     import torch
@@ -26,6 +27,7 @@ def draws(x=0.0, steps=3):
     drawn = {"py": random.random(), "np": float(np.random.rand()), "torch": float(torch.rand(1))}
     for step in range(steps):
         ran_in_this_process.append(step)
+        time.sleep(pause)
         jd.report(step=step, v=x + step)
     if x > 2:
         raise ValueError(f"x={x} is too large")
@@ -50,9 +52,10 @@ def test_a_trial_runs_again_in_the_kernel_and_on_the_cluster_returning_what_it_r
 
 def test_a_stopped_trial_stops_at_the_report_its_run_stopped_it_at(run_hpo):
     # its goal is v >= 10: it is told to stop, and stops at whichever report learnt of it
-    exp = run_hpo(draws, {"x": 0.5, "steps": 400}, trials=1, metric="v", stop={"v": 10}, name="stopped")
+    slow = {"x": 0.5, "steps": 2000, "pause": 0.01}  # 20 s unless stopped
+    exp = run_hpo(draws, slow, trials=1, metric="v", stop={"v": 10}, name="stopped")
     (rec,) = exp.trial_records()
-    assert rec.stopped_at is not None and 10 < rec.steps < 400
+    assert rec.stopped_at is not None and 10 < rec.steps < 2000
     ran_in_this_process.clear()
     assert exp.reproduce(rec.trial_id) is None
     assert len(ran_in_this_process) == rec.steps
@@ -68,15 +71,22 @@ def test_a_failed_trial_raises_its_error_again_where_debug_can_reach_it(run_hpo)
     assert raised.traceback[-1].name == "draws"  # raised in the function's own frame, in this process
 
 
-def test_a_loaded_experiment_runs_the_function_the_notebook_defines_again(run_hpo, monkeypatch):
+def test_a_loaded_experiment_runs_the_function_the_notebook_defines_again(run_hpo):
+    from IPython.core.interactiveshell import InteractiveShell
+
     exp = run_hpo(draws, SPACE, trials=2, metric="v", name="stored")
     loaded = jd.load("stored")
+    shell = InteractiveShell.instance()  # the notebook's kernel shell
+    shell.user_ns.pop("draws", None)
     with pytest.raises(jd.JupyterDistError, match=r"ran draws\(\), which is not defined in this notebook"):
         loaded.reproduce(0)
-    monkeypatch.setattr(sys.modules["__main__"], "draws", draws, raising=False)  # the cell run again
+    # the cell that defines it run again, as it was
+    cell = "import jupyter_dist as jd\nran_in_this_process = []\n" + inspect.getsource(draws)
+    assert shell.run_cell(cell).success
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReproduceWarning)  # nothing changed: no warning
         assert loaded.reproduce(1) == exp.reproduce(1)
+    shell.user_ns.pop("draws")
 
 
 def edited(x=0.0):

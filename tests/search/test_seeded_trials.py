@@ -177,3 +177,26 @@ def test_derived_seeds_fit_every_generator(seed):
     derived = derive_seed(seed, 7)
     assert 0 <= derived < 2**32
     np.random.seed(derived)  # NumPy's legacy generator takes nothing larger
+
+
+def test_a_trial_starting_while_another_thread_imports_torch_waits_for_it_then_seeds_it():
+    # Two trials in one worker process (a worker of 2 threads): the first imports torch, the second starts while
+    # torch's __init__ still runs, and finds a module in sys.modules that is not whole yet.
+    code = """
+import sys, threading, time
+from jupyter_dist.trials._seeding import seeded
+importer = threading.Thread(target=lambda: __import__("torch"))
+importer.start()
+while "torch" not in sys.modules:
+    time.sleep(0.0005)
+assert getattr(sys.modules["torch"].__spec__, "_initializing", False), "torch was whole already"
+with seeded(9):
+    import torch
+    inside = torch.rand(2).tolist()
+importer.join()
+torch.manual_seed(9)
+assert inside == torch.rand(2).tolist(), inside
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr
