@@ -85,6 +85,35 @@ def sleep_and_report(x, seconds, rate):
     return {"v": float(sent), "sent": sent}
 
 
+# --- a known function ----------------------------------------------------------------------------------------
+# The 6-d Hartmann function (Dixon & Szegő), on [0, 1]^6: its minimum, -3.32237, at one point among several
+# local minima; a standard test of samplers (Optuna's and Ray Tune's own examples use it).
+HARTMANN_ALPHA = (1.0, 1.2, 3.0, 3.2)
+HARTMANN_A = (
+    (10, 3, 17, 3.5, 1.7, 8),
+    (0.05, 10, 17, 0.1, 8, 14),
+    (3, 3.5, 1.7, 10, 17, 8),
+    (17, 8, 0.05, 10, 0.1, 14),
+)
+HARTMANN_P = (
+    (0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886),
+    (0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991),
+    (0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650),
+    (0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381),
+)
+
+
+def hartmann6(x0, x1, x2, x3, x4, x5):
+    """The 6-d Hartmann function at (x0..x5): minimise it (the minimum is -3.32237)."""
+    import math
+
+    x = (x0, x1, x2, x3, x4, x5)
+    total = 0.0
+    for alpha, a, p in zip(HARTMANN_ALPHA, HARTMANN_A, HARTMANN_P, strict=True):
+        total -= alpha * math.exp(-sum(ai * (xi - pi) ** 2 for ai, xi, pi in zip(a, x, p, strict=True)))
+    return {"y": total}
+
+
 # --- the digits MLP -----------------------------------------------------------------------------------------
 def warm_digits_imports():
     """Import what ``train_digits_mlp`` needs, so the first trial in a process does not pay for it."""

@@ -73,6 +73,10 @@ FIGURES: dict[str, Callable[[dict], dict]] = {
         }
         | {"restart_s_per_segment": r["overhead"]["restart_s_per_segment_median"]}
     ),
+    "warm_start": lambda r: {
+        bench: {key: r[bench][key] for key in ("warm_over_cold_median", "warm_reached")}
+        for bench in ("hartmann6", "digits")
+    },
     "elastic": lambda r: {
         k: {
             way: r["every"][k][way]["lost_s_median"]

@@ -141,6 +141,21 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             },
         ),
     },
+    "warm_start": {
+        "trials": lambda r: grid(
+            r,
+            {"6-d Hartmann (minimised)": "hartmann6", "digits MLP (validation accuracy)": "digits"},
+            {
+                "cold: trials to its best of 60, median": "cold_trials_needed_median",
+                "warm: new trials to the cold best, median": "warm_trials_needed_median",
+                "warm ÷ cold, median": "warm_over_cold_median:x",
+                "warm reached the cold best": lambda d: f"{d['warm_reached']} of {d['runs']} seeds",
+                "warm's best at least as good": lambda d: (
+                    f"{d['warm_best_at_least_as_good']} of {d['runs']} seeds"
+                ),
+            },
+        ),
+    },
     "overhead": {
         "times": lambda r: grid(
             r,
