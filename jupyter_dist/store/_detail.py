@@ -36,9 +36,10 @@ def trial_summary(rec: TrialRecord, objective: Objective | None = None) -> Trial
         "result": rec.result_repr,
         "constraints": rec.constraints,
         "restarts": list(rec.restarts),
+        "values": objective.by_metric(rec.value, rec.last)
+        if objective is not None and objective.several
+        else None,
     }
-    if objective is not None and objective.several:
-        summary["values"] = objective.by_metric(rec.value, rec.last)
     return summary
 
 

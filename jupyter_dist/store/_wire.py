@@ -99,8 +99,9 @@ class TrialSummary(TypedDict):
     result: str | None  # a data-parallel trial's returned value (rank 0's), as its repr
     constraints: NotRequired[list[float] | None]  # hpo(constraints=): each <= 0 when it holds; from 0.5
     restarts: NotRequired[list[Restart]]  # an elastic data-parallel trial's regroups, oldest first; from 0.5
-    # Several objectives: each one's value, by its metric (the first is ``value``; a running trial's latest)
-    values: NotRequired[dict[str, float | None]]
+    # Several objectives: each one's value, by its metric (the first is ``value``; a running trial's latest);
+    # null with one objective (``value``); after 0.5
+    values: NotRequired[dict[str, float | None] | None]
 
 
 class BestTrial(TypedDict):

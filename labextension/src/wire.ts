@@ -60,7 +60,7 @@ export interface ITrialSummary {
   result: string | null; // a data-parallel trial's returned value (rank 0's), as its repr
   constraints?: number[] | null; // hpo(constraints=): each <= 0 when it holds; from 0.5
   restarts?: IRestart[]; // an elastic data-parallel trial's regroups, oldest first; from 0.5
-  values?: Record<string, number | null>;
+  values?: Record<string, number | null> | null;
 }
 
 /** The best completed trial (an experiment with an objective only). */
