@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +21,7 @@ from ._version import run_versions
 from .checkpoints import checkpoint_plan, checkpoint_settings
 from .cluster import check_kernel_cuda, dashboard_link, get_client
 from .errors import ClusterLost, ExperimentFailed, HookFailed, MetricError
-from .experiment import Experiment, source_of
+from .experiment import Experiment, Extension, OneTrial, runs_extensions, source_hash, source_of
 from .kinds import Kind, RunOptions, TrialPlan, experiment_of, kind_of
 from .protocol import ExperimentState, TrialState, draw_seed
 from .store import ExperimentRecord, InMemoryRecord, Journal, store_path
@@ -151,7 +150,7 @@ def run_experiment(
             journal.on_stop_requested = stop.request  # the lab extension's Stop button, through the store
         exp = experiment_of(record, stop.request, source)
         # what exp.reproduce runs (the user's function: a kind's wrapper is the kind's to add), and compares with
-        exp._function, exp._about = getattr(plan.fn, "fn", plan.fn), about
+        exp._function, exp._about, exp._store = getattr(plan.fn, "fn", plan.fn), about, store
         watcher = control.hooks(exp, source)
         launcher.on_retry = functools.partial(_retried, record, watcher)
         launcher.on_regroup = record.trial_regrouped
@@ -184,6 +183,25 @@ def run_experiment(
     finally:
         launcher.release()
     return exp
+
+
+@runs_extensions
+def extend_trial(exp: Experiment, extension: Extension, *, cluster: Any, progress: Any) -> None:
+    """Run ``exp.extend``'s one trial (``extension``, checked) under the experiment's own id, name and store, as a
+    resumed run: its record goes on (the user's ``exp`` shows it), its control and cluster settings are the
+    stored ones."""
+    prior = exp.record
+    assert isinstance(prior, InMemoryRecord)  # what a run and load() hold
+    options = as_resumed(RunOptions(cluster=cluster, progress=progress, name=exp.name), prior)
+    options = options.resumed(prior.definition.details)
+    options.check()
+    source = OneTrial(extension.spec)
+    # No time limit: the trial trains to its steps (a search's timeout= was for the search).
+    definition = dataclasses.replace(prior.definition, timeout=None)
+    control = RunControl.of(options, definition.objective, source)
+    plan = TrialPlan(control.applied(definition), extension.fn, source)
+    ran = run_experiment(plan, options, exp._store, prior, control)
+    exp._about = ran._about
 
 
 def _retried(record: InMemoryRecord, watcher, outcome, why: str) -> None:
@@ -272,11 +290,10 @@ def _about(fn: Callable, client, parallel: int) -> dict[str, Any]:
     """What the store keeps beside the definition, so a stored run says what ran where (and ``exp.reproduce``
     what has changed since)."""
     user_fn = getattr(fn, "fn", fn)  # the trial wrappers (ablation, data-parallel) keep the user's as .fn
-    source = source_of(user_fn)
     return {
         "function": getattr(user_fn, "__qualname__", repr(user_fn)),
-        "source": source,
-        "source_sha256": None if source is None else hashlib.sha256(source.encode()).hexdigest(),
+        "source": source_of(user_fn),
+        "source_sha256": source_hash(user_fn),
         "versions": dict(run_versions()),
         "cluster": getattr(client.scheduler, "address", None),
         "parallel": parallel,

@@ -38,7 +38,7 @@ def load(name_or_id: str, store: Any = None) -> Experiment:
         raise ArgumentError("load() needs a store: store=False (or JUPYTER_DIST_STORE=off) has none")
     record, about = read_record(path, name_or_id)
     exp = experiment_of(record)
-    exp._about = about  # what exp.reproduce compares with
+    exp._about, exp._store = about, path  # what exp.reproduce compares with; where exp.extend records
     return exp
 
 

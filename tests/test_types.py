@@ -93,6 +93,9 @@ class Sink:
     def trial_pruned(self, trial_id: int) -> None:
         pass
 
+    def metrics_so_far(self, trial_id: int) -> dict[str, float]:
+        return {}
+
     def trial_finished(self, outcome: Outcome) -> object:
         return None
 

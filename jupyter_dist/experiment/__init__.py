@@ -3,9 +3,10 @@ run's ``DataParallelExperiment`` (a population's and an ablation study's live wi
 
 from ._data_parallel import DataParallelExperiment
 from ._experiment import Best, Experiment
+from ._extend import ExtendWarning, Extension, OneTrial, runs_extensions
 from ._frames import best_first
 from ._plots import curve_style
-from ._reproduce import ReproduceWarning, source_of
+from ._reproduce import ReproduceWarning, source_hash, source_of
 from ._status import SHOWN_COUNTS
 
 __all__ = [
@@ -13,8 +14,13 @@ __all__ = [
     "Best",
     "DataParallelExperiment",
     "Experiment",
+    "ExtendWarning",
+    "Extension",
+    "OneTrial",
     "ReproduceWarning",
     "best_first",
     "curve_style",
+    "runs_extensions",
+    "source_hash",
     "source_of",
 ]

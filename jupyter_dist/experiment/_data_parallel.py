@@ -39,6 +39,13 @@ class DataParallelExperiment(Experiment):
             f"trial: run data_parallel() again with its arguments (its ranks are seeded from exp.seed={self.seed})"
         )
 
+    def _extendable(self, rec) -> None:
+        raise ArgumentError(
+            f"{self.name!r} is a data-parallel run of {self.world_size} ranks: run data_parallel() again with "
+            f"name={self.name!r}, resume=True and the larger budget; it goes on from its newest checkpoint as its "
+            "next attempt"
+        )
+
     def _highlight(self) -> str | None:
         """The headline result so far: the ranks, and the last metrics rank 0 reported."""
         records = self.trial_records()

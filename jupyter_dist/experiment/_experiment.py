@@ -39,7 +39,7 @@ class Experiment:
     trial (``best``), its plots (``plot()``), its trials' output (``logs()``) and checkpoints
     (``checkpoint()``), and for HPO a real ``optuna.Study`` (``study``). It reads the run's record (``record``)
     and never writes to it: a live run and one read back from the store read the same; ``stop()`` ends a live
-    run gracefully.
+    run gracefully. Once it has ended, ``extend()`` trains a trial on and ``reproduce()`` runs one again.
     """
 
     def __init__(self, record: ExperimentRecord, stop: Callable[[], None] | None = None) -> None:
@@ -49,6 +49,8 @@ class Experiment:
         # (its name, source hash, the versions; the store's, or the live run's). None: not known.
         self._function: Callable | None = None
         self._about: dict[str, Any] | None = None
+        # The store file it is recorded in (None: memory only), where exp.extend records the trial trained on.
+        self._store: str | None = None
 
     # --- what it is -------------------------------------------------------------------------------------------
     @property
@@ -200,6 +202,40 @@ class Experiment:
     def _trial_function(self, fn: Callable) -> Callable:
         """What runs the user's ``fn`` as this kind's trials ran (an ablation study's removes modules)."""
         return fn
+
+    def extend(
+        self,
+        trial_id: int,
+        max_steps: int,
+        *,
+        fn: Callable | None = None,
+        cluster: Any = None,
+        progress: Any = "auto",
+        **params: Any,
+    ) -> Experiment:
+        """Train finished (or pruned) trial ``trial_id`` on from its newest checkpoint to ``max_steps`` steps, as
+        that trial's next attempt, and return this experiment: no step is done again, its curve goes on in every
+        view, its value and state become the attempt's, its label ``extended`` says to how many steps. It ends,
+        completed, at its checkpoint of step ``max_steps - 1``.
+
+        ``**params``: arguments of the function that change, most often what bounds its loop
+        (``exp.extend(3, max_steps=40, epochs=40)``); a warning says so when the function's own budget ended it
+        early. The function must save checkpoints (``jupyter_dist.checkpoint``) and load them
+        (``jupyter_dist.restore``); one that saved none is refused. ``fn``: the function, for a ``load()``ed
+        experiment whose function the notebook does not define again under its name. ``cluster`` and
+        ``progress``: as for ``hpo()``. It runs once the experiment has ended, recorded where the experiment is."""
+        from ._extend import extend
+
+        return extend(self, trial_id, max_steps, fn, cluster, progress, params)
+
+    def _extendable(self, rec: TrialRecord) -> None:
+        """An ArgumentError saying why ``rec`` cannot be trained on alone, if it cannot."""
+        ranks = self.record.definition.details.get("workers_per_trial") or 1
+        if ranks > 1:
+            raise ArgumentError(
+                f"trial {rec.trial_id} of {self.name!r} is a data-parallel job of {ranks} ranks; extend trains a "
+                "single-process trial on"
+            )
 
     def checkpoint(self, trial_id: int | None = None) -> str | None:
         """The folder of a trial's newest checkpoint (``jupyter_dist.checkpoint()``), by default the best

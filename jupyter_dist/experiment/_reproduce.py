@@ -20,7 +20,7 @@ from ..errors import ArgumentError, JupyterDistError
 from ..protocol import TrialState
 from ..store import TrialRecord
 
-__all__ = ["PLACES", "ReproduceWarning", "reproduce", "source_of"]
+__all__ = ["PLACES", "ReproduceWarning", "defined_again", "reproduce", "source_hash", "source_of", "trial_of"]
 
 PLACES = ("kernel", "cluster")
 
@@ -37,18 +37,24 @@ def source_of(fn: Callable) -> str | None:
         return None
 
 
+def source_hash(fn: Callable) -> str | None:
+    """The SHA-256 of the function's source (what a run records, and what ``reproduce`` compares); None: none."""
+    source = source_of(fn)
+    return None if source is None else hashlib.sha256(source.encode()).hexdigest()
+
+
 def reproduce(exp: Any, trial_id: int, on: str, fn: Callable | None) -> Any:
     """See ``Experiment.reproduce``. ``exp``: the Experiment (typed Any: it imports this module)."""
     if on not in PLACES:
         raise ArgumentError(
             f"on={on!r}: give 'kernel' (the default: %debug and breakpoints work) or 'cluster'"
         )
-    rec = _trial(exp, trial_id)
+    rec = trial_of(exp, trial_id)
     how = exp._reproduction(rec)
     if fn is not None and not callable(fn):
         raise ArgumentError(f"fn={fn!r:.60} is not a function: give the training function, or leave fn out")
     about = exp._about or {}
-    user_fn = fn or exp._function or _defined_again(about.get("function"), exp.name)
+    user_fn = fn or exp._function or defined_again(about.get("function"), exp.name, "reproduce")
     _warn_of_changes(about, user_fn, trial_id)
     trial_fn = exp._trial_function(user_fn)
     # stopped where its run stopped it: pruned, stopped with the run, or told to stop by its stop= goal
@@ -72,7 +78,8 @@ def reproduce(exp: Any, trial_id: int, on: str, fn: Callable | None) -> Any:
     return get_client(None).submit(run_again, *arguments, pure=False, resources=resources).result()
 
 
-def _trial(exp: Any, trial_id: Any) -> TrialRecord:
+def trial_of(exp: Any, trial_id: Any) -> TrialRecord:
+    """The trial ``trial_id`` of ``exp``, once it has ended; an ArgumentError naming the ids it has otherwise."""
     records = {r.trial_id: r for r in exp.trial_records()}
     if isinstance(trial_id, bool) or not isinstance(trial_id, int) or trial_id not in records:
         ids = sorted(records)
@@ -82,20 +89,18 @@ def _trial(exp: Any, trial_id: Any) -> TrialRecord:
         )
     rec = records[trial_id]
     if rec.state is TrialState.RUNNING:
-        raise ArgumentError(
-            f"trial {trial_id} of {exp.name!r} is still running: reproduce it once it has ended"
-        )
+        raise ArgumentError(f"trial {trial_id} of {exp.name!r} is still running: wait until it has ended")
     return rec
 
 
-def _defined_again(name: str | None, experiment: str) -> Callable:
+def defined_again(name: str | None, experiment: str, verb: str) -> Callable:
     """The function of the run's name, as the notebook (IPython's namespace, else ``__main__``) defines it now."""
     namespace = _notebook_namespace()
     found = namespace.get(name) if name else None
     if not callable(found):
         raise JupyterDistError(
             f"{experiment!r} ran {name or 'a function'}(), which is not defined in this notebook: define it again "
-            f"(run its cell), or pass it: exp.reproduce(trial_id, fn=...)"
+            f"(run its cell), or pass it: exp.{verb}(trial_id, fn=...)"
         )
     return found
 
@@ -115,9 +120,8 @@ def _notebook_namespace() -> dict[str, Any]:
 def _warn_of_changes(about: dict[str, Any], fn: Callable, trial_id: int) -> None:
     """Warn, naming each, of what differs from what the run recorded: the function's source, the versions."""
     changed = []
-    recorded = about.get("source_sha256")
-    source = source_of(getattr(fn, "fn", fn))
-    if recorded and source is not None and hashlib.sha256(source.encode()).hexdigest() != recorded:
+    recorded, now_hash = about.get("source_sha256"), source_hash(getattr(fn, "fn", fn))
+    if recorded and now_hash is not None and now_hash != recorded:
         changed.append(f"the source of {getattr(fn, '__name__', 'the function')}()")
     now = run_versions()
     for package, then in (about.get("versions") or {}).items():

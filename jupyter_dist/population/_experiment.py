@@ -46,6 +46,13 @@ class PopulationExperiment(Experiment):
             "until_step": segment_end(-1, int(details["perturbation_interval"]), int(self.max_steps or 0))
         }
 
+    def _extendable(self, rec: TrialRecord) -> None:
+        raise ArgumentError(
+            f"trial {rec.trial_id} of {self.name!r} is a segment of population member "
+            f"{rec.labels.get('member')}; a member trains as long as its population: run pbt() again with "
+            f"name={self.name!r}, resume=True and a larger max_steps"
+        )
+
     @property
     def population(self) -> int:
         return int(self.record.definition.details.get("population", 0))

@@ -5,6 +5,7 @@ is declared here (the wire types) and nowhere else; every SQL statement of the p
 
 from ..errors import NotInStore, NotRunning
 from ._base import (
+    EXTENDED,
     QUEUED,
     ExperimentDefinition,
     ExperimentRecord,
@@ -36,6 +37,7 @@ from ._wire import (
 )
 
 __all__ = [
+    "EXTENDED",
     "FLUSH_INTERVAL_S",
     "CURVE_POINTS",
     "MAX_CURVE_POINTS",

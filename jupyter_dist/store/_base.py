@@ -30,6 +30,7 @@ from ._wire import Restart
 __all__ = [
     "TrialSink",
     "EARLIER_RUNS_S",
+    "EXTENDED",
     "RUN_STARTED",
     "ExperimentDefinition",
     "ExperimentRecord",
@@ -58,6 +59,8 @@ def result_repr(result: Any) -> str | None:
 # A resumed run's definition details: when this run began, and how long its earlier runs ran (store/_journal.py
 # writes both when it takes a stored run over).
 RUN_STARTED = "run_started"
+# The label of a trial trained on after it finished (exp.extend): the steps it was last extended to.
+EXTENDED = "extended"
 EARLIER_RUNS_S = "earlier_runs_s"
 
 
@@ -213,6 +216,11 @@ class TrialSink(Protocol):
 
     @abstractmethod
     def trial_pruned(self, trial_id: int) -> None: ...
+
+    @abstractmethod
+    def metrics_so_far(self, trial_id: int) -> dict[str, float]:
+        """The last value of each metric the trial has reported, in any of its attempts: what an attempt that went
+        on from a checkpoint and reported nothing more ends with (a trial extended past its own budget)."""
 
     @abstractmethod
     def trial_finished(self, outcome: Outcome) -> TrialRecord:

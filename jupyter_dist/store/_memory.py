@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._tracebacks import in_user_terms
 from ..protocol import CheckpointEvent, ExperimentState, LogLine, Outcome, ReportBatch, TrialState
-from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
+from ._base import EXTENDED, ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
 
 if TYPE_CHECKING:
     from ..protocol import Regrouped
@@ -28,6 +28,8 @@ class InMemoryRecord(ExperimentRecord):
         self._attempts: dict[int, dict[str, int]] = {}  # trial id -> attempt id -> attempt number
         # A resumed run's trial that an earlier run started: its attempts are numbered on from that run's.
         self._attempts_before: dict[int, int] = {}
+        # A finished trial trained on (exp.extend): the seconds its earlier attempts took, added to its duration.
+        self._seconds_before: dict[int, float] = {}
         # The previous attempt's learning curve, while the current one may still say it resumed from a step of it.
         self._earlier_curves: dict[int, tuple[list[int], list[float]]] = {}
         # Why a trial's next attempt runs, when not because its worker was lost (its function raised: retried).
@@ -61,8 +63,24 @@ class InMemoryRecord(ExperimentRecord):
         if earlier is not None:
             self._attempts_before[trial_id] = earlier.attempts
             self._earlier_curves[trial_id] = (earlier.curve_steps, earlier.curve_values)
+            if earlier.state in (TrialState.COMPLETED, TrialState.PRUNED, TrialState.STOPPED):
+                self._extended(earlier, rec)
         if self._journal:
             self._journal.trial_changed(rec)
+
+    def _extended(self, earlier: TrialRecord, rec: TrialRecord) -> None:
+        """A finished trial trains on as its next attempt (``exp.extend``): it keeps what it printed, its newest
+        checkpoint (until the attempt saves a later one) and the time it took, to which the attempt's is added."""
+        rec.stdout, rec.stderr = earlier.stdout, earlier.stderr
+        rec.checkpoint, rec.checkpoint_step = earlier.checkpoint, earlier.checkpoint_step
+        rec.steps, rec.last = earlier.steps, dict(earlier.last)
+        self._seconds_before[rec.trial_id] = earlier.duration or 0.0
+        note = (
+            f"\n--- attempt {earlier.attempts + 1} (extended to {rec.labels.get(EXTENDED, '?')} steps) ---\n"
+        )
+        rec.stdout.append(note)
+        if self._journal:
+            self._journal.output(rec.trial_id, "stdout", note)
 
     def trial_began(self, trial_id: int) -> None:
         rec = self._trials[trial_id]
@@ -196,6 +214,9 @@ class InMemoryRecord(ExperimentRecord):
     def trial_pruned(self, trial_id: int) -> None:
         self._trials[trial_id].prune_decided_at = time.time()
 
+    def metrics_so_far(self, trial_id: int) -> dict[str, float]:
+        return dict(self._trials[trial_id].last)
+
     def trial_finished(self, outcome: Outcome) -> TrialRecord:
         rec = self._trials[outcome.trial_id]
         with self._lock:
@@ -215,6 +236,7 @@ class InMemoryRecord(ExperimentRecord):
                 rec.duration = outcome.started + outcome.duration - rec.started
             else:
                 rec.duration = outcome.duration
+            rec.duration += self._seconds_before.pop(rec.trial_id, 0.0)
             rec.error, rec.error_kind = in_user_terms(outcome.error), outcome.error_kind
             rec.stopped_at = outcome.stopped_at
             rec.result, rec.rank_results = outcome.result, outcome.rank_results
@@ -300,6 +322,7 @@ class InMemoryRecord(ExperimentRecord):
 
     def _read_back(self, batches: Iterable, output: Iterable) -> None:
         metric = self.curve_metric
+        curve_attempts: dict[int, int] = {}  # the attempt each trial's curve so far is of
         for trial_id, attempt, rows in batches:
             rec = self._trials.get(trial_id)
             if rec is None:
@@ -308,16 +331,22 @@ class InMemoryRecord(ExperimentRecord):
             self._batches.append((trial_id, attempt, rows))
             if metric is None:
                 metric = self.curve_metric = next(iter(rows[0][1]), None)
-            if attempt == rec.attempts - 1:  # the curve is the last attempt's...
-                upto = None
-            elif rec.resumed_from is not None and attempt == rec.attempts - 2:
-                upto = rec.resumed_from  # ...after the steps of the one before it resumed from
-            else:
-                continue
+            # As the views assemble curves (store/_reader.assemble_curves): a later attempt's points replace the
+            # earlier ones' from its first step on, so one resumed from a checkpoint (after a lost worker, or
+            # trained on by exp.extend, however many times) continues the curve and one started over replaces it.
+            newest = curve_attempts.get(trial_id, -1)
+            if attempt < newest:
+                continue  # a late report of an attempt that was replaced
+            steps, values = rec.curve_steps, rec.curve_values
             for step, metrics, _ in rows:
-                if metric in metrics and (upto is None or step <= upto):
-                    rec.curve_steps.append(step)
-                    rec.curve_values.append(metrics[metric])
+                if metric not in metrics:
+                    continue
+                if attempt > newest:
+                    kept = next((i for i, s in enumerate(steps) if s >= step), len(steps))
+                    del steps[kept:], values[kept:]
+                    newest = curve_attempts[trial_id] = attempt
+                steps.append(step)
+                values.append(metrics[metric])
         for trial_id, stream, text in output:
             rec = self._trials.get(trial_id)
             if rec is not None:

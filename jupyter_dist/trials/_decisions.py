@@ -104,6 +104,9 @@ class TrialDecisions:
         elif outcome.state is TrialState.PRUNED:
             outcome.state = TrialState.STOPPED  # told to stop by the experiment, not by the pruner
         attempt, scoped = (self.scoped or {}).pop(trial_id, (None, None))
+        # An attempt that went on from a checkpoint ends with what the trial reported before it, where it has
+        # reported nothing newer.
+        outcome.last = {**self.sink.metrics_so_far(trial_id), **outcome.last}
         outcome = self.objective.judge(outcome, scoped if attempt == outcome.attempt else None)
         if self.constraints is not None and outcome.state is TrialState.COMPLETED:
             returned = outcome.returned if isinstance(outcome.returned, dict) else {}
