@@ -10,11 +10,12 @@ import torch
 import jupyter_dist as jd
 from jupyter_dist import space
 from jupyter_dist.experiment import ExtendWarning
+from jupyter_dist.store import StoreReader
 
 SPACE = {"lr": space.choice([0.05, 0.2])}
 
 
-def fit(lr=0.1, epochs=5, checkpoints=True, fail=False):
+def fit(lr=0.1, epochs=5, checkpoints=True, fail=False, scale=1.0):
     """A deterministic regression: the same weights whether it runs straight through or goes on from a
     checkpoint (plain SGD: the model is the whole state)."""
     if fail:
@@ -34,10 +35,10 @@ def fit(lr=0.1, epochs=5, checkpoints=True, fail=False):
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         optimiser.step()
-        jd.report(step=step, loss=loss.item())
+        jd.report(step=step, loss=loss.item() * scale)
         if checkpoints:
             jd.checkpoint(step, state)
-    return None if loss is None else loss.item()
+    return None if loss is None else loss.item() * scale
 
 
 def straight_loss(lr: float, epochs: int) -> float:
@@ -45,7 +46,7 @@ def straight_loss(lr: float, epochs: int) -> float:
     return fit(lr=lr, epochs=epochs, checkpoints=False)
 
 
-def test_a_trial_extended_goes_on_from_its_checkpoint_as_its_next_attempt(run_hpo):
+def test_a_trial_extended_goes_on_from_its_checkpoint_as_its_next_attempt(run_hpo, fresh_store):
     exp = run_hpo(fit, SPACE, trials=2, metric="loss", mode="min", pruner=None, name="fit", seed=0)
     best = exp.best
     before = exp.record.trial(best.trial_id)
@@ -79,6 +80,9 @@ def test_a_trial_extended_goes_on_from_its_checkpoint_as_its_next_attempt(run_hp
     third = jd.load("fit").record.trial(best.trial_id)
     assert (third.attempts, third.steps, third.labels["extended"]) == (3, 12, 12)
     assert third.curve_steps == list(range(12))  # three attempts, one curve
+    # ... and so the REST API draws it, for the JupyterLab views.
+    page = StoreReader(fresh_store).curves(exp.id, trials=str(best.trial_id))
+    assert [(t[0], t[1], list(t[2])) for t in page["trials"]] == [(best.trial_id, 2, list(range(12)))]
     assert third.value == pytest.approx(straight_loss(best.params["lr"], 12), rel=1e-6)
 
 
@@ -116,6 +120,29 @@ def test_what_cannot_be_extended_is_refused_before_any_work_starts(run_hpo):
         jd.ArgumentError, match=r"trial 0 of 'never' saved no checkpoint: .*jupyter_dist.restore"
     ):
         never.extend(0, max_steps=9)
+
+
+def test_a_pruned_trial_trains_on_to_completion(run_hpo):
+    import optuna
+
+    # A loss 100 times larger is pruned from its report of step 2 on, after its checkpoint of step 1.
+    pruner = optuna.pruners.ThresholdPruner(upper=50, n_warmup_steps=2)
+    exp = run_hpo(
+        fit,
+        {"scale": space.choice([1.0, 100.0])},
+        trials=2,
+        sampler="grid",
+        metric="loss",
+        mode="min",
+        pruner=pruner,
+    )
+    pruned = next(r for r in exp.trial_records() if r.state == "pruned")
+    saved = pruned.checkpoint_step  # 1, or later: the stop reaches the trial at a report after the decision
+    exp.extend(pruned.trial_id, max_steps=8, epochs=8, progress=False)
+    rec = exp.record.trial(pruned.trial_id)
+    assert (rec.state, rec.steps, rec.resumed_from, rec.attempts) == ("completed", 8, saved, 2)
+    assert rec.value == pytest.approx(100 * straight_loss(0.1, 8), rel=1e-6)
+    assert exp.counts()["pruned"] == 0 and exp.counts()["completed"] == 2
 
 
 class ExtendsWhileRunning(jd.Callback):
