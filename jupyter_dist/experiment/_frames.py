@@ -24,11 +24,10 @@ def trials_frame(records: list[TrialRecord], objective: Objective | None = None)
     import pandas as pd
 
     rows = []
-    several = objective is not None and objective.several
     for rec in records:
         row = {"trial_id": rec.trial_id, **rec.labels, "state": rec.state.value, "value": rec.value}
-        if several:
-            row.update(objective.by_metric(rec.value, rec.last))  # type: ignore[union-attr]  # several: given
+        if objective is not None and objective.several:
+            row.update(objective.by_metric(rec.value, rec.last))
         row.update({f"params_{k}": v for k, v in rec.params.items()})
         row.update(
             duration=rec.duration, steps=rec.steps, attempts=rec.attempts, seed=rec.seed, error=rec.error
