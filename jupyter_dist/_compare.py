@@ -1,18 +1,27 @@
 """``jupyter_dist.compare(*experiments_or_names)``: experiments side by side, as a table and a figure (what
-optuna-dashboard's compare screen shows, in the notebook)."""
+optuna-dashboard's compare screen shows, in the notebook), and the same comparison as the REST API serves it to
+the Experiments panel (``comparison_report``). Each row and best-so-far line is computed in the store
+(store/_comparison.py), from the experiment's record."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ._stored import load
 from .errors import ArgumentError
 from .experiment import Experiment
-from .protocol import Direction, TrialState
+from .protocol import ExperimentKind
+from .store import (
+    SUMMARY_COLUMNS,
+    ExperimentComparison,
+    ExperimentRecord,
+    compared_experiment,
+    summary_row,
+)
+from .store import best_so_far as record_best_so_far
 
-__all__ = ["Comparison", "compare"]
-
-SUMMARY_COLUMNS = ["name", "kind", "state", "trials", "best_value", "best_params", "duration", "started"]
+__all__ = ["Comparison", "compare", "comparison_report"]
 
 
 def compare(*experiments: Experiment | str, store: Any = None) -> Comparison:
@@ -46,21 +55,7 @@ class Comparison:
         started. An experiment with no one best trial (several objectives, none completed) has None there."""
         import pandas as pd
 
-        rows = []
-        for exp in self.experiments:
-            best = exp.record.best() if exp.metric and not exp.record.definition.objective.several else None
-            rows.append(
-                {
-                    "name": exp.name,
-                    "kind": str(exp.kind),
-                    "state": str(exp.state),
-                    "trials": exp.done,
-                    "best_value": None if best is None else best.value,
-                    "best_params": None if best is None else dict(best.params),
-                    "duration": exp.record.duration(),
-                    "started": exp.started,
-                }
-            )
+        rows = [summary_row(exp.record) for exp in self.experiments]
         table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
         table["started"] = pd.to_datetime(table["started"], unit="s")
         return table
@@ -119,20 +114,21 @@ class Comparison:
 def best_so_far(exp: Experiment) -> tuple[list[float], list[float]]:
     """The experiment's best value of its (first) objective as its completed trials ended, in the order they
     ended: (seconds from its start, best value then) each."""
-    objective = exp.record.definition.objective
-    if not objective.metric:
-        return [], []
-    done = [
-        r
-        for r in exp.trial_records()
-        if r.state is TrialState.COMPLETED and r.value is not None and r.duration is not None
-    ]
-    done.sort(key=lambda r: r.started + (r.duration or 0.0))
-    pick = max if objective.direction is Direction.MAX else min
-    ended: list[float] = []
-    best: list[float] = []
-    for rec in done:
-        value = float(rec.value)  # type: ignore[arg-type]  # completed with a value (above)
-        ended.append(rec.started + (rec.duration or 0.0) - exp.started)
-        best.append(value if not best else pick(best[-1], value))
-    return ended, best
+    return record_best_so_far(exp.record)
+
+
+def comparison_report(records: Sequence[ExperimentRecord]) -> ExperimentComparison:
+    """The comparison of ``records`` as the REST API serves it (GET /jupyter-dist/api/compare): each one's
+    summary row and best-so-far line, and an HPO run's parameter importances (``importances_report``: None for
+    another kind), as ``Comparison.plot()`` draws them."""
+    from .search import importances_report  # optuna only when a comparison is asked for
+
+    return {
+        "experiments": [
+            compared_experiment(
+                record,
+                importances_report(record) if record.definition.kind == ExperimentKind.HPO else None,
+            )
+            for record in records
+        ]
+    }

@@ -1,4 +1,5 @@
-"""The REST API under the server's base URL: thin handlers over the store's ``StoreReader``.
+"""The REST API under the server's base URL: thin handlers over the store's ``StoreReader`` (a comparison: the
+records it reads, reported as ``jupyter_dist.compare`` computes it, _compare.comparison_report).
 
 Every handler requires Jupyter's authentication (``@tornado.web.authenticated``) and authorization
 (``@authorized`` on the "jupyter_dist" resource, for servers with an authorizer). The reader's errors (and the
@@ -22,6 +23,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado.ioloop import IOLoop
 
+from .._compare import comparison_report
 from ..errors import ArgumentError, NotInStore, NotRunning
 from ..store import CURVE_POINTS, MAX_PAGE, StoreReader
 
@@ -35,6 +37,12 @@ def whole_numbers(handler: APIHandler, **defaults: int) -> tuple[int, ...]:
         return tuple(int(handler.get_argument(name, None) or default) for name, default in defaults.items())
     except (TypeError, ValueError):
         raise ArgumentError(f"{', '.join(defaults)}: whole numbers") from None
+
+
+def listed(handler: APIHandler, name: str) -> list[str]:
+    """The query argument named as a list: its comma-separated parts (absent: none)."""
+    text = handler.get_argument(name, None)
+    return text.split(",") if text else []
 
 
 class _Handler(APIHandler):
@@ -124,6 +132,13 @@ class LogsHandler(_Handler):
         await self.answer(lambda: self.store.logs(experiment_id, int(trial_id)))
 
 
+class CompareHandler(_Handler):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self) -> None:
+        await self.answer(lambda: comparison_report(self.store.records(listed(self, "experiments"))))
+
+
 def handlers(base_url: str) -> list[tuple[str, type]]:
     api = url_path_join(base_url, "jupyter-dist", "api", "experiments")
     segment = r"([^/]+)"
@@ -135,4 +150,5 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (url_path_join(api, segment, "importances"), ImportancesHandler),
         (url_path_join(api, segment, "stop"), StopHandler),
         (url_path_join(api, segment, "logs", r"(\d+)"), LogsHandler),
+        (url_path_join(base_url, "jupyter-dist", "api", "compare"), CompareHandler),
     ]

@@ -1,7 +1,8 @@
 """Where experiments are recorded: the interface a run writes to and results are read from, the in-memory
 record, the store on disk (SQLite) that a journal writes each run to, and what reads it back: ``read_record``
-for the kernel, ``StoreReader`` for the server extension, ``experiment_detail`` for both. The JSON the views read
-is declared here (the wire types) and nowhere else; every SQL statement of the package is in this subpackage."""
+for the kernel, ``StoreReader`` for the server extension, ``experiment_detail`` and ``compared_experiment``
+(experiments side by side) for both. The JSON the views read is declared here (the wire types) and nowhere
+else; every SQL statement of the package is in this subpackage."""
 
 from ..errors import NotInStore, NotRunning
 from ._base import (
@@ -16,16 +17,19 @@ from ._base import (
 )
 from ._catalog import STALE_AFTER_S, list_experiments, read_record, store_path
 from ._codec import finite
+from ._comparison import SUMMARY_COLUMNS, best_so_far, compared_experiment, summary_row
 from ._detail import experiment_detail, trial_summary
 from ._journal import FLUSH_INTERVAL_S, Journal
 from ._memory import InMemoryRecord
-from ._reader import CURVE_POINTS, MAX_CURVE_POINTS, MAX_PAGE, StoreReader
+from ._reader import CURVE_POINTS, MAX_COMPARED, MAX_CURVE_POINTS, MAX_PAGE, StoreReader
 from ._wire import (
     BestTrial,
+    ComparedExperiment,
     CurvesPage,
     CurvesSnapshot,
     DefinitionJson,
     ExperimentBundle,
+    ExperimentComparison,
     ExperimentDetail,
     ExperimentList,
     ExperimentSummary,
@@ -40,15 +44,19 @@ __all__ = [
     "EXTENDED",
     "FLUSH_INTERVAL_S",
     "CURVE_POINTS",
+    "MAX_COMPARED",
     "MAX_CURVE_POINTS",
     "MAX_PAGE",
     "QUEUED",
     "STALE_AFTER_S",
+    "SUMMARY_COLUMNS",
     "BestTrial",
+    "ComparedExperiment",
     "CurvesPage",
     "CurvesSnapshot",
     "DefinitionJson",
     "ExperimentBundle",
+    "ExperimentComparison",
     "ExperimentDefinition",
     "ExperimentDetail",
     "ExperimentList",
@@ -66,6 +74,8 @@ __all__ = [
     "TrialRecord",
     "TrialSink",
     "TrialSummary",
+    "best_so_far",
+    "compared_experiment",
     "experiment_detail",
     "finite",
     "list_experiments",
@@ -73,5 +83,6 @@ __all__ = [
     "param_names",
     "read_record",
     "store_path",
+    "summary_row",
     "trial_summary",
 ]

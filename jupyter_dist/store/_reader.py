@@ -1,6 +1,6 @@
 """One store file as the server extension serves it: the listing, an experiment's detail, its reports after a
-cursor, its learning curves thinned, a trial's output, and the one write a reader makes, a stop request (the run's
-own writer acts on it).
+cursor, its learning curves thinned, a trial's output, the records a comparison is computed from, and the one
+write a reader makes, a stop request (the run's own writer acts on it).
 
 Every answer is a wire type (_wire.py), JSON-ready. Arguments are checked before any query: a malformed id or page
 is an ``ArgumentError``, an experiment or trial the store lacks ``NotInStore``, a stop asked of an ended run
@@ -26,7 +26,15 @@ from ._memory import InMemoryRecord
 from ._sqlite import Database
 from ._wire import CurvesPage, ExperimentDetail, ExperimentList, MetricsPage, TrialLogs
 
-__all__ = ["CURVE_POINTS", "MAX_CURVE_POINTS", "MAX_PAGE", "StoreReader", "TrialSet", "thinned"]
+__all__ = [
+    "CURVE_POINTS",
+    "MAX_COMPARED",
+    "MAX_CURVE_POINTS",
+    "MAX_PAGE",
+    "StoreReader",
+    "TrialSet",
+    "thinned",
+]
 
 # The store's ids (``new_experiment_id``): anything else is refused before it reaches a query.
 EXPERIMENT_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -37,6 +45,9 @@ METRICS_COLUMNS = ["trial_id", "attempt", "step", "sent_at", "metrics"]
 CURVE_POINTS = 200
 MAX_CURVE_POINTS = 5_000
 # "3,17,40-59,9000-": ids, ranges, and every id from one on (the trials that start after the caller looked).
+# The most experiments one comparison reads: each is read whole (and an HPO run's importances computed), and the
+# panel's charts tell no more lines apart (ten colours, each a second time).
+MAX_COMPARED = 20
 TRIAL_SPEC = re.compile(r"^\d+(-\d*)?(,\d+(-\d*)?)*$")
 MAX_SPEC_CHARS = 50_000
 
@@ -177,6 +188,28 @@ class StoreReader:
         with self._opened(experiment_id) as (db, row):
             assert self.path is not None  # _opened refuses a reader with no store
             return record_of(db, row, self.path, results=False)
+
+    def records(self, names_or_ids: list[str]) -> list[InMemoryRecord]:
+        """The experiments named, each by its name or id, in that order, as records read back (their reports read
+        when first asked for): what a comparison is computed from. The ones the store lacks are one
+        ``NotInStore`` naming them all."""
+        if not 0 < len(names_or_ids) <= MAX_COMPARED or not all(names_or_ids):
+            raise ArgumentError(
+                f"experiments={','.join(names_or_ids)[:80]!r}: 1 to {MAX_COMPARED} experiment names or ids, "
+                "separated by commas"
+            )
+        if not self.path or not Path(self.path).exists():
+            raise NotInStore("no experiment has been recorded yet")
+        db = Database(self.path)
+        try:
+            rows = {name: db.find(name) for name in names_or_ids}
+            missing = [name for name, row in rows.items() if row is None]
+            if missing:
+                listed = ", ".join(repr(name) for name in missing)
+                raise NotInStore(f"no experiment named or with id {listed} in the store")
+            return [record_of(db, rows[name], self.path, results=False) for name in names_or_ids]
+        finally:
+            db.close()
 
     def metrics_page(self, experiment_id: str, since: int = 0, limit: int = MAX_PAGE) -> MetricsPage:
         """Reports after cursor ``since`` (0: from the start), at most ``limit``; ``cursor`` for the next call."""

@@ -21,10 +21,12 @@ else:
 
 __all__ = [
     "BestTrial",
+    "ComparedExperiment",
     "CurvesPage",
     "CurvesSnapshot",
     "DefinitionJson",
     "ExperimentBundle",
+    "ExperimentComparison",
     "ExperimentDetail",
     "ExperimentList",
     "ExperimentSummary",
@@ -203,3 +205,30 @@ class ExperimentBundle(TypedDict):
     importances: NotRequired[ParamImportances]  # an HPO run's
     # The parameters in the search space's order: a saved notebook's JSON has every object's keys sorted.
     param_order: NotRequired[list[str]]
+
+
+class ComparedExperiment(TypedDict):
+    """One experiment of a comparison: its row of ``Comparison.summary``, its best value so far as its completed
+    trials ended (what ``Comparison.plot()`` draws by trial and by wall time) and an HPO run's importances."""
+
+    id: str
+    name: str
+    kind: str
+    state: str
+    trials: int  # trials done, as counted against the total
+    best_value: float | None  # null: nothing to optimise, several objectives, or none completed yet
+    best_params: dict[str, object] | None
+    duration: float  # seconds it has run, its earlier runs included
+    started: float
+    metric: str | None  # its (first) objective's
+    mode: Mode | None
+    ended: list[float]  # when each completed trial ended (seconds from the experiment's start), in that order
+    best_so_far: list[float | None]  # the best value once each of those had ended
+    importances: ParamImportances | None  # an HPO run's (search.importances_report); null for another kind
+
+
+class ExperimentComparison(TypedDict):
+    """GET /jupyter-dist/api/compare?experiments=<name or id>,...: the experiments side by side, in the order
+    named, as ``jupyter_dist.compare`` shows them."""
+
+    experiments: list[ComparedExperiment]

@@ -5,6 +5,7 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import type {
   ICurvesPage,
+  IExperimentComparison,
   IExperimentDetail,
   IExperimentList,
   ILogs,
@@ -84,4 +85,11 @@ export function getLogs(id: string, trialId: number): Promise<ILogs> {
 /** Ask the kernel running experiment ``id`` to stop it (through the store, which the run watches). */
 export async function requestStop(id: string): Promise<void> {
   await requestAPI(`${experiment(id)}/stop`, { method: 'POST' });
+}
+
+/** Experiments ``ids`` side by side (GET .../compare: computed by the server as jupyter_dist.compare does). */
+export function getComparison(ids: string[]): Promise<IExperimentComparison> {
+  return requestAPI(
+    `compare?experiments=${ids.map(encodeURIComponent).join(',')}`
+  );
 }

@@ -36,23 +36,39 @@ function cssVar(name: string, fallback: string): string {
   return value || fallback;
 }
 
-/** Rows of x (the union of steps) and one y column per trial, null where a trial has no point. */
-export function aligned(curves: Curves, trialIds: number[]): uPlot.AlignedData {
-  const steps = new Set<number>();
-  for (const id of trialIds) {
-    curves.curve(id)?.steps.forEach(s => steps.add(s));
-  }
-  const xs = [...steps].sort((a, b) => a - b);
+/** One line of a chart: its y at each of its x (a trial's curve, an experiment's best so far). */
+export interface ILine {
+  xs: number[];
+  ys: (number | null)[];
+}
+
+/** Rows of x (the union of the lines' xs) and one y column per line, null where a line has no point. */
+export function alignedLines(lines: ILine[]): uPlot.AlignedData {
+  const xs = [...new Set(lines.flatMap(line => line.xs))].sort((a, b) => a - b);
   const index = new Map(xs.map((x, i) => [x, i]));
-  const columns = trialIds.map(id => {
+  const columns = lines.map(line => {
     const ys: (number | null)[] = new Array(xs.length).fill(null);
-    const curve = curves.curve(id);
-    curve?.steps.forEach((s, i) => {
-      ys[index.get(s) as number] = curve.values[i];
+    line.xs.forEach((x, i) => {
+      ys[index.get(x) as number] = line.ys[i];
     });
     return ys;
   });
   return [xs, ...columns];
+}
+
+/** Rows of x (the union of steps) and one y column per trial, null where a trial has no point. */
+export function aligned(curves: Curves, trialIds: number[]): uPlot.AlignedData {
+  return alignedLines(
+    trialIds.map(id => {
+      const curve = curves.curve(id);
+      return { xs: curve?.steps ?? [], ys: curve?.values ?? [] };
+    })
+  );
+}
+
+/** The colour of the ``index``th line of a chart (an experiment's in a comparison: the same in each of its parts). */
+export function lineColour(index: number): string {
+  return PALETTE[index % PALETTE.length];
 }
 
 /** A uPlot chart in a node of its own, sized to it, themed by JupyterLab's CSS variables. */
@@ -77,13 +93,15 @@ abstract class Chart {
     this._plot = null;
   }
 
-  /** A new plot of ``series`` over ``data`` in this node, replacing the last one. */
+  /** A new plot of ``series`` over ``data`` in this node, replacing the last one; x in whole numbers unless
+   * ``wholeX`` is false (seconds). */
   protected plot(
     xLabel: string,
     yLabel: string,
     series: uPlot.Series[],
     data: uPlot.AlignedData,
-    legend = true
+    legend = true,
+    wholeX = true
   ): void {
     this.dispose();
     this.node.textContent = '';
@@ -102,7 +120,11 @@ abstract class Chart {
         scales: { x: { time: false } },
         axes: [
           // steps and trial ids are whole numbers: no ticks between them
-          { ...axis, label: xLabel, incrs: WHOLE_INCREMENTS },
+          {
+            ...axis,
+            label: xLabel,
+            ...(wholeX ? { incrs: WHOLE_INCREMENTS } : {})
+          },
           {
             ...axis,
             label: yLabel,
@@ -172,7 +194,7 @@ export class CurveChart extends Chart {
       curves.metric ?? '',
       ids.map((id, i) => ({
         label: labelOf ? labelOf(id) : `trial ${id}`,
-        stroke: PALETTE[(colourOf ? colourOf(id) : i) % PALETTE.length],
+        stroke: lineColour(colourOf ? colourOf(id) : i),
         width: i === 0 && !colourOf ? 2.5 : 1.25,
         spanGaps: true,
         value: (_u: uPlot, v: number | null) => formatValue(v)
@@ -308,6 +330,48 @@ export class HypervolumeChart extends Chart {
       ],
       [history.map((_, i) => i + 1), history],
       false
+    );
+  }
+}
+
+/** A line of a comparison: an experiment's best value so far at each of its xs. */
+export interface ILabelledLine extends ILine {
+  label: string;
+}
+
+/**
+ * Experiments side by side: each one's best value so far as a stepped line (it holds until a trial beats it),
+ * coloured by its place in the comparison, over completed trials or over seconds from its start.
+ */
+export class BestSoFarChart extends Chart {
+  constructor(className: string) {
+    super(`jd-chart ${className}`, 240);
+  }
+
+  draw(
+    xLabel: string,
+    yLabel: string,
+    lines: ILabelledLine[],
+    wholeX: boolean
+  ): void {
+    if (!lines.some(line => line.xs.length)) {
+      this.empty('No trial has completed yet.');
+      return;
+    }
+    this.plot(
+      xLabel,
+      yLabel,
+      lines.map((line, i) => ({
+        label: line.label,
+        stroke: lineColour(i),
+        width: 1.5,
+        spanGaps: true,
+        paths: uPlot.paths.stepped?.({ align: 1 }),
+        value: (_u: uPlot, v: number | null) => formatValue(v)
+      })),
+      alignedLines(lines),
+      true,
+      wholeX
     );
   }
 }

@@ -1,6 +1,6 @@
 /**
  * jupyter_dist's JupyterLab extension: the Experiments panel (left sidebar), one main-area view per opened
- * experiment, a status-bar item while experiments run, and the palette commands "Experiments: Open Panel" and
+ * experiment or comparison of several, a status-bar item while experiments run, and the palette commands "Experiments: Open Panel" and
  * "Experiments: Refresh". Everything is read from the server extension's REST API, so it shows what any kernel
  * of this server ran, including kernels that are gone.
  */
@@ -18,6 +18,7 @@ import {
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 
+import { ComparisonView } from './compare';
 import { ExperimentView } from './detail';
 import { DEFAULT_REFRESH_S, ExperimentsModel } from './experiments';
 import { experimentsIcon } from './icon';
@@ -31,6 +32,7 @@ export namespace CommandIDs {
   export const openPanel = 'jupyter-dist:open-panel';
   export const refresh = 'jupyter-dist:refresh';
   export const openExperiment = 'jupyter-dist:open-experiment';
+  export const compareExperiments = 'jupyter-dist:compare-experiments';
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
@@ -49,6 +51,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const model = new ExperimentsModel(refreshSeconds);
     const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({
       namespace: 'jupyter-dist-experiment'
+    });
+    const comparisons = new WidgetTracker<MainAreaWidget<ComparisonView>>({
+      namespace: 'jupyter-dist-comparison'
     });
 
     const openExperiment = (id: string) => {
@@ -71,8 +76,34 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return widget;
     };
 
-    const panel = new ExperimentsPanel(model, (e: IExperimentSummary) =>
-      app.commands.execute(CommandIDs.openExperiment, { id: e.id })
+    const compareExperiments = (ids: string[]) => {
+      const key = ids.join(',');
+      const open = comparisons.find(
+        w => w.content.experimentIds.join(',') === key
+      );
+      if (open) {
+        app.shell.activateById(open.id);
+        return open;
+      }
+      const widget = new MainAreaWidget({
+        content: new ComparisonView(ids, refreshSeconds)
+      });
+      widget.id = `jupyter-dist-comparison-${ids.join('-')}`;
+      widget.title.icon = experimentsIcon;
+      widget.content.title.changed.connect(() => {
+        widget.title.label = widget.content.title.label;
+      });
+      void comparisons.add(widget);
+      app.shell.add(widget, 'main');
+      app.shell.activateById(widget.id);
+      return widget;
+    };
+
+    const panel = new ExperimentsPanel(
+      model,
+      (e: IExperimentSummary) =>
+        app.commands.execute(CommandIDs.openExperiment, { id: e.id }),
+      ids => app.commands.execute(CommandIDs.compareExperiments, { ids })
     );
     panel.title.icon = experimentsIcon;
     app.shell.add(panel, 'left', { rank: 600 });
@@ -90,6 +121,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       label: args => `Open Experiment ${args.id ?? ''}`,
       execute: args => openExperiment(String(args.id))
     });
+    app.commands.addCommand(CommandIDs.compareExperiments, {
+      label: 'Compare Experiments',
+      execute: args => compareExperiments((args.ids as string[]) ?? [])
+    });
     palette?.addItem({
       command: CommandIDs.openPanel,
       category: 'Experiments'
@@ -100,6 +135,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         command: CommandIDs.openExperiment,
         args: w => ({ id: w.content.experimentId }),
         name: w => w.content.experimentId
+      });
+      void restorer.restore(comparisons, {
+        command: CommandIDs.compareExperiments,
+        args: w => ({ ids: w.content.experimentIds }),
+        name: w => w.content.experimentIds.join(',')
       });
     }
 

@@ -173,5 +173,34 @@ export interface IExperimentBundle {
   param_order?: string[];
 }
 
+/**
+ * One experiment of a comparison: its row of `Comparison.summary`, its best value so far as its completed
+ * trials ended (what `Comparison.plot()` draws by trial and by wall time) and an HPO run's importances.
+ */
+export interface IComparedExperiment {
+  id: string;
+  name: string;
+  kind: string;
+  state: string;
+  trials: number; // trials done, as counted against the total
+  best_value: number | null; // null: nothing to optimise, several objectives, or none completed yet
+  best_params: Record<string, unknown> | null;
+  duration: number; // seconds it has run, its earlier runs included
+  started: number;
+  metric: string | null; // its (first) objective's
+  mode: Mode | null;
+  ended: number[]; // when each completed trial ended (seconds from the experiment's start), in that order
+  best_so_far: (number | null)[]; // the best value once each of those had ended
+  importances: IParamImportances | null; // an HPO run's (search.importances_report); null for another kind
+}
+
+/**
+ * GET /jupyter-dist/api/compare?experiments=<name or id>,...: the experiments side by side, in the order
+ * named, as `jupyter_dist.compare` shows them.
+ */
+export interface IExperimentComparison {
+  experiments: IComparedExperiment[];
+}
+
 /** ILogs: the name the views knew it by. */
 export type ILogs = ITrialLogs;
