@@ -72,7 +72,7 @@ def test_experiments_picked_in_the_panel_open_side_by_side(theme, lab, page, run
     # Ctrl-click (or its checkbox) takes one out again.
     item = {exp.id: panel.locator(f".jd-item[data-id='{exp.id}']") for exp in (stray, newest, older)}
     item[stray.id].click()
-    expect(page.locator(".jd-detail .jd-detail-name")).to_have_text("hpo stray")
+    expect(page.locator(".jd-detail .jd-detail-name")).to_have_text("hpo stray", timeout=20_000)
     item[older.id].click(modifiers=["Shift"])
     expect(panel.locator(".jd-item-picked")).to_have_count(3)
     expect(button).to_have_text("Compare 3")
@@ -101,7 +101,7 @@ def test_experiments_picked_in_the_panel_open_side_by_side(theme, lab, page, run
     # One line per experiment in each chart (uPlot's legend: the x axis's entry, then a series each), and each
     # run's importances beside the other's.
     for chart, x_label in ((".jd-compare-by-trial", "completed trials"), (".jd-compare-by-time", "seconds")):
-        expect(view.locator(f"{chart} canvas")).to_be_visible()
+        expect(view.locator(f"{chart} canvas")).to_be_visible(timeout=20_000)
         labels = view.locator(f"{chart} .u-legend .u-series .u-label")
         expect(labels).to_have_count(3)
         assert labels.all_inner_texts()[1:] == ["tpe", "random"], labels.all_inner_texts()
