@@ -43,7 +43,9 @@ def test_example_notebook_runs_without_error(path, docs_build):
         assert "epochs run per trial, both attempts: {0: 6, 1: 6}" in printed  # 4 + 2, not 4 + 6
         trained = re.search(r"val_acc=(\d\.\d+) over", printed).group(1)
         assert f"loaded in the notebook: val_acc={trained}" in printed  # the sharded checkpoint, loaded whole
-    if path.name.startswith("06_"):  # seeded trials, one run again, a warm start, a comparison, one trained on, more trials
+    if path.name.startswith(
+        "06_"
+    ):  # seeded trials, one run again, a warm start, a comparison, one trained on, more trials
         assert "experiment seed: 7" in printed and "reproduced: same val_acc" in printed
         told = re.search(r"warm start: (\d+) trials? from 'wide'", printed)
         assert told and f"its study: {told.group(1)} trials told from wide, 6 run" in printed
