@@ -5,7 +5,7 @@ from ._data_parallel import DataParallelExperiment
 from ._experiment import Best, Experiment
 from ._extend import ExtendWarning, Extension, OneTrial, runs_extensions
 from ._frames import best_first
-from ._plots import curve_style
+from ._plots import curve_style, warm_start_curves
 from ._reproduce import ReproduceWarning, source_hash, source_of
 from ._status import SHOWN_COUNTS
 
@@ -23,4 +23,5 @@ __all__ = [
     "runs_extensions",
     "source_hash",
     "source_of",
+    "warm_start_curves",
 ]

@@ -6,7 +6,7 @@ and for one read back from a store.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..protocol import Direction, TrialState
 from ..space import Choice, Uniform
@@ -15,6 +15,9 @@ from ..store import ExperimentDefinition, TrialRecord, param_names
 # A stopped trial (the user's Stop) says nothing about its configuration: it is drawn as any other, so a run
 # stopped as a whole is not faded to faint dotted lines.
 DIMMED_STATES = (TrialState.PRUNED, TrialState.FAILED)
+# The trials hpo(warm_start=) told the sampler first were run by earlier experiments, not by this one: drawn apart,
+# muted (the lab extension draws them in the same grey: chart.ts WARM_START_COLOUR).
+WARM_START_COLOUR = "#9e9e9e"
 
 
 def curve_style(rec: TrialRecord) -> dict:
@@ -33,6 +36,89 @@ def curve_trace(rec: TrialRecord):
         name=f"trial {rec.trial_id}",
         legendgroup=rec.state,
         **curve_style(rec),
+    )
+
+
+class WarmStartPoint(NamedTuple):
+    """An earlier trial hpo(warm_start=) told the sampler, as the objective chart draws it."""
+
+    experiment: str
+    trial_id: int  # its id in its experiment
+    completed: bool  # else pruned
+    value: float  # a completed trial's value, a pruned one's last
+
+
+def warm_start_points(definition: ExperimentDefinition) -> list[WarmStartPoint]:
+    """Each earlier trial hpo(warm_start=) told the sampler (``details["warm_start"]``) that has a value of the
+    objective, in the order told; none for a run not warm-started, or one of several objectives (no one value to
+    draw by trial: the Pareto front's views draw a run's own trials only)."""
+    warm = definition.details.get("warm_start")
+    if not warm or definition.objective.several:
+        return []
+    points = []
+    for told in warm["trials"]:
+        completed = told["state"] == "completed"
+        value = told["values"][0] if completed else (told["curve"][-1][1] if told["curve"] else None)
+        if value is not None:
+            points.append(WarmStartPoint(told["experiment"], told["trial_id"], completed, value))
+    return points
+
+
+def warm_start_label(definition: ExperimentDefinition, count: int) -> str:
+    """The legend's name for ``count`` warm-start trials: "warm start (14 from 'a', 'b')"."""
+    names = ", ".join(repr(name) for name in definition.details["warm_start"]["from"])
+    return f"warm start ({count} from {names})"
+
+
+def warm_start_trace(definition: ExperimentDefinition):
+    """The objective-by-trial chart's trace of the earlier trials hpo(warm_start=) told (``warm_start_points``),
+    or None: grey, at trials -n to -1, before the run's own trial 0 (their ids were another run's), a completed
+    one filled, a pruned one hollow at its last value; hovering names its experiment and trial."""
+    import plotly.graph_objects as go
+
+    points = warm_start_points(definition)
+    if not points:
+        return None
+    return go.Scatter(
+        x=list(range(-len(points), 0)),
+        y=[p.value for p in points],
+        text=[f"{p.experiment!r} trial {p.trial_id}" for p in points],
+        hovertemplate="%{text}: %{y}<extra>warm start</extra>",
+        mode="markers",
+        name=warm_start_label(definition, len(points)),
+        marker={
+            "size": 6,
+            "color": WARM_START_COLOUR,
+            "symbol": ["circle" if p.completed else "circle-open" for p in points],
+        },
+    )
+
+
+def warm_start_curves(definition: ExperimentDefinition, max_points: int):
+    """The learning curves (the objective's intermediate values) of the earlier trials hpo(warm_start=) told, as
+    one grey dotted trace, the curves apart (None between them), each strided to at most ``max_points``; or None.
+    One trace, not one a trial: they never change, and a search warm-started from hundreds of trials would
+    otherwise send hundreds of traces to a live figure."""
+    import plotly.graph_objects as go
+
+    warm = definition.details.get("warm_start")
+    curves = [told["curve"] for told in (warm or {}).get("trials", []) if told["curve"]]
+    if not curves:
+        return None
+    x: list[float | None] = []
+    y: list[float | None] = []
+    for curve in curves:
+        stride = max(1, -(-len(curve) // max_points))
+        x.extend([step for step, _ in curve[::stride]] + [None])
+        y.extend([value for _, value in curve[::stride]] + [None])
+    return go.Scatter(
+        x=x,
+        y=y,
+        mode="lines",
+        name=warm_start_label(definition, len(curves)),
+        opacity=0.5,
+        line={"color": WARM_START_COLOUR, "dash": "dot", "width": 1},
+        hoverinfo="skip",
     )
 
 
@@ -75,6 +161,10 @@ def experiment_figure(
         if rec.curve_steps:
             fig.add_trace(curve_trace(rec), row=1, col=1)
 
+    # The earlier trials a warm start told: fixed, drawn first, under the run's own.
+    warm = warm_start_trace(definition)
+    if warm is not None:
+        fig.add_trace(warm, row=1, col=2)
     done = [r for r in records if r.state is TrialState.COMPLETED and r.value is not None]
     ids = [r.trial_id for r in done]
     values = [r.value for r in done if r.value is not None]  # (every one of them)

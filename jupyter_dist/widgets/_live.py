@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import time
 
-from ..experiment import SHOWN_COUNTS, Experiment, best_first
+from ..experiment import SHOWN_COUNTS, Experiment, best_first, warm_start_curves
 from ..protocol import ExperimentState, TrialState
 from ..store import QUEUED, TrialRecord, param_names
 from ._base import ExperimentView, early_stopping_note, format_duration, importances_table
@@ -68,6 +68,11 @@ class LiveView(ExperimentView):
                 showlegend=False,
             )
         )
+        # The earlier trials a warm start told the sampler: their curves never change, drawn once, first (under the
+        # run's own), in grey.
+        warm = warm_start_curves(exp.record.definition, MAX_CURVE_POINTS)
+        if warm is not None:
+            self.figure.add_trace(warm)
         self.table = ScrollPane(max_height="320px")
         self.log_picker = w.Dropdown(description="trial", options=[], layout=w.Layout(width="260px"))
         self.log_picker.observe(self._on_pick, names="value")

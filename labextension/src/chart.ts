@@ -8,6 +8,7 @@ import uPlot from 'uplot';
 import { Curves } from './curves';
 import { formatValue } from './format';
 import type { ISchedule } from './population';
+import type { IWarmStartPoints } from './warm';
 import type { ITrialSummary, Mode } from './wire';
 
 // Tableau 10: tells ten series apart on light and dark backgrounds alike.
@@ -216,42 +217,69 @@ export function pointSize(trials: number): number {
   );
 }
 
+// The trials a warm start told (run by earlier experiments): muted, the same grey as Experiment.plot() draws them.
+const WARM_START_COLOUR = '#9e9e9e';
+
+/**
+ * The objective chart's columns: x (the trials a warm start told, at -n to -1, before the run's own trial 0, then
+ * the run's trial ids), then (with ``warm``) the told trials' values, each trial's value if completed, its last if
+ * pruned or stopped, and the best so far (the run's own trials only).
+ */
+export function objectiveData(
+  trials: ITrialSummary[],
+  mode: Mode,
+  warm: IWarmStartPoints | null = null
+): uPlot.AlignedData {
+  const told = warm?.values ?? [];
+  const ids = trials.map(t => t.trial_id).sort((a, b) => a - b);
+  const byId = new Map(trials.map(t => [t.trial_id, t]));
+  const before = told.map(() => null);
+  const completed: (number | null)[] = [...before];
+  const early: (number | null)[] = [...before];
+  const best: (number | null)[] = [...before];
+  let bestSoFar: number | null = null;
+  for (const id of ids) {
+    const t = byId.get(id) as ITrialSummary;
+    const done = t.state === 'completed' && t.value !== null;
+    completed.push(done ? t.value : null);
+    const endedEarly = t.state === 'pruned' || t.state === 'stopped';
+    early.push(endedEarly && t.value !== null ? t.value : null);
+    if (done) {
+      const v = t.value as number;
+      const current: number | null = bestSoFar;
+      if (current === null || (mode === 'max' ? v > current : v < current)) {
+        bestSoFar = v;
+      }
+    }
+    best.push(bestSoFar);
+  }
+  const xs = [...told.map((_, i) => i - told.length), ...ids];
+  const own = [completed, early, best];
+  return warm ? [xs, [...told, ...ids.map(() => null)], ...own] : [xs, ...own];
+}
+
 /**
  * Each trial's objective by trial id: completed trials filled, pruned and stopped ones hollow at their last
- * value, and the best so far as a step line.
+ * value, and the best so far as a step line; the trials a warm start told (``warm``) grey, before them.
  */
 export class ObjectiveChart extends Chart {
   constructor() {
     super('jd-chart jd-objective', 220);
   }
 
-  draw(trials: ITrialSummary[], metric: string, mode: Mode): void {
-    const ids = trials.map(t => t.trial_id).sort((a, b) => a - b);
-    const byId = new Map(trials.map(t => [t.trial_id, t]));
-    const completed: (number | null)[] = [];
-    const early: (number | null)[] = [];
-    const best: (number | null)[] = [];
-    let bestSoFar: number | null = null;
-    for (const id of ids) {
-      const t = byId.get(id) as ITrialSummary;
-      const done = t.state === 'completed' && t.value !== null;
-      completed.push(done ? t.value : null);
-      const endedEarly = t.state === 'pruned' || t.state === 'stopped';
-      early.push(endedEarly && t.value !== null ? t.value : null);
-      if (done) {
-        const v = t.value as number;
-        const current: number | null = bestSoFar;
-        if (current === null || (mode === 'max' ? v > current : v < current)) {
-          bestSoFar = v;
-        }
-      }
-      best.push(bestSoFar);
-    }
-    if (!completed.some(v => v !== null) && !early.some(v => v !== null)) {
+  draw(
+    trials: ITrialSummary[],
+    metric: string,
+    mode: Mode,
+    warm: IWarmStartPoints | null = null
+  ): void {
+    const data = objectiveData(trials, mode, warm);
+    const [xs, ...columns] = data;
+    if (!columns.some(column => column.some(v => v !== null))) {
       this.empty('No trial has ended yet.');
       return;
     }
-    const size = pointSize(ids.length);
+    const size = pointSize(xs.length);
     const points = (fill: boolean, colour: string) => ({
       stroke: colour,
       paths: () => null,
@@ -266,6 +294,9 @@ export class ObjectiveChart extends Chart {
       'trial',
       metric,
       [
+        ...(warm
+          ? [{ label: warm.label, ...points(true, WARM_START_COLOUR) }]
+          : []),
         { label: 'completed', ...points(true, PALETTE[0]) },
         {
           label: 'pruned or stopped (last value)',
@@ -273,7 +304,7 @@ export class ObjectiveChart extends Chart {
         },
         { label: 'best so far', stroke: PALETTE[4], width: 1.5, spanGaps: true }
       ],
-      [ids, completed, early, best]
+      data
     );
   }
 }

@@ -32,6 +32,7 @@ import { ParallelChart } from './parallel';
 import { lineageOrigins, schedule } from './population';
 import { TrialsTable } from './table';
 import { Throttle } from './throttle';
+import { IWarmStartPoints, warmStartPoints } from './warm';
 import type {
   IExperimentDetail,
   IParamImportances,
@@ -81,6 +82,8 @@ export class ExperimentDisplay {
   private _endedDrawn = 0; // when the charts of ended trials were last drawn (ms)
   private _output = h('pre', { class: 'jd-output' });
   private _importanceAsks: Throttle | null = null;
+  // The trials a warm start told: the definition's, fixed for an experiment, so read once for it.
+  private _warm: { id: string; points: IWarmStartPoints | null } | null = null;
 
   constructor(
     private _readLogs: LogsReader | null,
@@ -225,7 +228,10 @@ export class ExperimentDisplay {
       this._endedDrawn = now;
       const metric = detail.metric as string;
       const mode = detail.mode as Mode;
-      this._objective.draw(detail.trials, metric, mode);
+      if (this._warm?.id !== detail.id) {
+        this._warm = { id: detail.id, points: warmStartPoints(detail) };
+      }
+      this._objective.draw(detail.trials, metric, mode, this._warm.points);
       const { drawn, completed } = this._parallel.draw(
         detail.trials,
         spaceOf(detail.definition.space ?? {}, detail.trials),

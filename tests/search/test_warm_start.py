@@ -25,6 +25,10 @@ def told(exp) -> list:
     return [t for t in exp.study.trials if "warm_start" in t.user_attrs]
 
 
+def traces(figure, prefix: str) -> list:
+    return [t for t in figure.data if (t.name or "").startswith(prefix)]
+
+
 def test_earlier_trials_are_told_without_running_fitted_to_the_new_space(run_hpo):
     earlier = run_hpo(
         peak, {**SPACE, "z": space.uniform(0, 0.1)}, trials=10, metric="score", seed=1, name="a"
@@ -60,6 +64,9 @@ def test_stopped_trials_are_told_as_pruned_with_their_curves(run_hpo):
     for rec in stopped:
         assert by_id[rec.trial_id].state.name == "PRUNED"
         assert len(by_id[rec.trial_id].intermediate_values) == rec.steps
+    # drawn hollow at their last value, as the run's own pruned trials are
+    (warm,) = traces(exp.plot(), "warm start")
+    assert list(warm.marker.symbol).count("circle-open") == len([r for r in stopped if r.steps])
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "cmaes", "nsga2", "nsga3", "random"])
@@ -103,3 +110,33 @@ def test_what_cannot_warm_start_is_refused_naming_it(run_hpo, run_ablation):
         run_hpo(peak, SPACE, trials=1, metric="score", warm_start=["max-score", "study"])
     with pytest.raises(jd.ArgumentError, match="warm_start=3"):
         run_hpo(peak, SPACE, trials=1, metric="score", warm_start=3)
+
+
+def test_the_views_draw_the_told_trials_apart_from_the_new_ones(run_hpo):
+    from jupyter_dist.widgets._live import LiveView
+
+    earlier = run_hpo(peak, SPACE, trials=5, metric="score", pruner=None, name="a")  # five whole curves
+    cold = run_hpo(peak, SPACE, trials=2, metric="score", name="cold")
+    assert not traces(cold.plot(), "warm start")  # a run that was not warm-started draws none
+    assert not traces(LiveView(cold).figure, "warm start")
+    views = []
+    exp = run_hpo(
+        peak,
+        SPACE,
+        trials=3,
+        metric="score",
+        pruner=None,
+        warm_start=["a"],
+        progress=lambda e: views.append(LiveView(e)) or views[-1],
+    )
+    # exp.plot()'s objective by trial: one grey trace, a point each, before the run's own trial 0
+    (warm,) = traces(exp.plot(), "warm start")
+    assert warm.name == "warm start (5 from 'a')"
+    assert len(warm.y) == 5 and list(warm.x) == [-5, -4, -3, -2, -1]
+    by_id = {r.trial_id: r for r in earlier.trial_records()}
+    assert list(warm.y) == [by_id[int(t.split()[-1])].value for t in warm.text]
+    # the live view's learning curves: one grey trace of the five curves (None between them), under the run's own
+    (curves,) = traces(views[0].figure, "warm start")
+    assert views[0].figure.data[0] is curves
+    assert list(curves.x).count(None) == 5 and len(curves.x) == 5 * (3 + 1)
+    assert len(views[0].figure.data) == 1 + 3
