@@ -4,7 +4,7 @@ Each test clicks as early as a user can, through the frontend's own menus, and n
 jupyter_dist's extension does first. Each asserts, for the run it makes: the extension's view in the cell (not
 the ipywidgets one), under MAX_KERNEL_BYTES over the kernel's websocket (the widget view sends plotly.js, ~5 MB),
 the kernel read Busy in at least BUSY_SHARE of the 0.5 s samples while the cell ran, and the saved notebook,
-reopened without its kernel, draws the curves with no "model not found".
+reopened without its kernel, draws the curves with no "model not found" and is not marked modified.
 
 The view is chosen from the kernel's environment, which the server extension sets before it starts any kernel
 (jupyter_dist/_frontend.py). In 0.4 it was chosen by a silent execute the page sent once the kernel read idle:
@@ -85,6 +85,9 @@ def _check_the_saved_notebook(lab, page, name: str, index: int = 1, app: str = "
     # every run here is an HPO run: its parameter importances were saved with it
     assert "importances" in saved_view_of(lab, name, index)
     expect(view.locator(".jd-importances h3")).to_contain_text("Parameter importances")
+    # Drawn, the saved view leaves the notebook as it was saved: no "save your changes?" for a notebook the user
+    # did not change (issue 41).
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0)
 
 
 def _errors(page) -> list[str]:
