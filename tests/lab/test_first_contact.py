@@ -13,6 +13,7 @@ every timing here ran the user's cells first and got the widget view.
 
 from __future__ import annotations
 
+import platform
 import shutil
 import threading
 import time
@@ -40,6 +41,17 @@ from notebook_runs import (
 from playwright.sync_api import expect
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart_hpo.ipynb"
+# The quickstart, which a user opens first, and the newest tutorial.
+EXAMPLES = [QUICKSTART, QUICKSTART.with_name("06_study_lifecycle.ipynb")]
+# What ipykernel answers kernel_info with, but the version.
+LANGUAGE_INFO = {
+    "codemirror_mode": {"name": "ipython", "version": 3},
+    "file_extension": ".py",
+    "mimetype": "text/x-python",
+    "name": "python",
+    "nbconvert_exporter": "python",
+    "pygments_lexer": "ipython3",
+}
 MAX_KERNEL_BYTES = 500_000
 BUSY_SHARE = 0.8
 
@@ -217,3 +229,24 @@ def test_notebook_7_run_all_the_moment_its_kernel_starts(lab, page):
     _check_the_run(page, run)
     _check_the_saved_notebook(lab, page, "nb7.ipynb", app="notebooks")
     assert not _errors(page)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_an_example_notebook_opened_is_not_marked_modified(lab, page, example):
+    # JupyterLab writes the kernel's spec into a notebook whose kernelspec names it otherwise ("Python 3", not
+    # the installed kernel's "Python 3 (ipykernel)"): every example notebook read as modified once opened. It
+    # writes the kernel's language_info too, which names the Python's version: as a notebook saved on this
+    # Python has it, the example carries this one's (the file in the repository has none).
+    notebook = nbformat.read(example, as_version=4)
+    notebook.metadata["language_info"] = LANGUAGE_INFO | {"version": platform.python_version()}
+    nbformat.write(notebook, lab.root / example.name)
+    lab.open(page)
+    open_notebook(lab, page, example.name)
+    wait_for_a_kernel(page)
+    # The kernel's answer to kernel_info is what JupyterLab compares the notebook's metadata with.
+    page.wait_for_function(
+        "() => !!window.jupyterapp.shell.currentWidget.context.model.getMetadata('language_info')",
+        timeout=120_000,
+    )
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty") is False
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0)

@@ -196,7 +196,13 @@ def test_palette_commands_and_the_dark_theme(lab, page, run_hpo):
     expect(palette.locator(".lm-CommandPalette-item")).to_contain_text(
         ["Experiments: Open Panel", "Experiments: Refresh"]
     )
-    palette.locator(".lm-CommandPalette-item", has_text="Experiments: Open Panel").click()
+    # Chosen by typing, as a keyboard user does: the palette redraws its items while JupyterLab still adds
+    # commands, and a click on a loaded machine kept landing on an item just replaced (detached from the DOM).
+    palette.locator("input").fill("Experiments: Open Panel")
+    expect(palette.locator(".lm-CommandPalette-item.lm-mod-active")).to_contain_text(
+        "Experiments: Open Panel"
+    )
+    palette.locator("input").press("Enter")
     panel = page.locator("#jupyter-dist-experiments")
     expect(panel.locator(".jd-item")).to_have_count(1)
 
