@@ -6,7 +6,6 @@ serves a live run and one read back from the store (``load()``) alike.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,7 @@ from ..errors import ArgumentError, NoResultError
 from ..protocol import ExperimentKind, ExperimentState
 from ..store import ExperimentRecord, TrialRecord
 from ._frames import best_first, history_frame, pareto_frame, restarts_frame, trials_frame
-from ._status import format_params, repr_html, status_line
+from ._status import compute_used, format_params, repr_html, status_line
 
 if TYPE_CHECKING:
     import optuna
@@ -318,17 +317,7 @@ class Experiment:
     def compute(self) -> dict[str, float]:
         """Compute used so far: reported steps and trial-seconds, all trials; and, with ``max_steps``, the
         share of steps saved against running every finished trial to ``max_steps``."""
-        now = time.time()
-        records = self.trial_records()
-        used = {
-            "steps": sum(r.steps for r in records),
-            "trial_seconds": sum(_seconds(r, now) for r in records),
-        }
-        finished = [r for r in records if r.state.finished]
-        if self.max_steps and finished:
-            full = len(finished) * self.max_steps
-            used["saved"] = max(0.0, 1 - sum(min(r.steps, self.max_steps) for r in finished) / full)
-        return used
+        return compute_used(self.trial_records(), self.max_steps)
 
     def plot(self):
         """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters, and
@@ -429,8 +418,3 @@ class Experiment:
 
     def _repr_html_(self) -> str:
         return repr_html(self)
-
-
-def _seconds(rec: TrialRecord, now: float) -> float:
-    """The trial-seconds a trial used: its duration, or so far (none while it is queued)."""
-    return rec.seconds(now) or 0.0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import html
+import time
 from typing import Any
 
 from ..protocol import ExperimentState
 from ..search import warm_start_line
+from ..store import TrialRecord
 
-__all__ = ["SHOWN_COUNTS", "format_params", "repr_html", "status_line"]
+__all__ = ["SHOWN_COUNTS", "compute_used", "format_params", "repr_html", "status_line"]
 
 # The counts a status line shows, when not zero (completed ones are in "N/M trials done").
 SHOWN_COUNTS = ("running", "queued", "pruned", "failed", "stopped", "interrupted")
@@ -54,3 +56,18 @@ def repr_html(exp: Any) -> str:
 def format_params(params: dict[str, Any]) -> str:
     """Parameters as a status line writes them: floats to 4 significant digits, as every table does."""
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())
+
+
+def compute_used(records: list[TrialRecord], max_steps: int | None) -> dict[str, float]:
+    """``Experiment.compute()``: reported steps and trial-seconds (a queued trial's none), all trials; with
+    ``max_steps``, the share of steps saved against running every finished trial to ``max_steps``."""
+    now = time.time()
+    used = {
+        "steps": sum(r.steps for r in records),
+        "trial_seconds": sum(r.seconds(now) or 0.0 for r in records),
+    }
+    finished = [r for r in records if r.state.finished]
+    if max_steps and finished:
+        full = len(finished) * max_steps
+        used["saved"] = max(0.0, 1 - sum(min(r.steps, max_steps) for r in finished) / full)
+    return used
