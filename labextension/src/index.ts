@@ -17,6 +17,7 @@ import {
 } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import { Widget } from '@lumino/widgets';
 
 import { ComparisonView } from './compare';
 import { ExperimentView } from './detail';
@@ -56,48 +57,41 @@ const plugin: JupyterFrontEndPlugin<void> = {
       namespace: 'jupyter-dist-comparison'
     });
 
-    const openExperiment = (id: string) => {
-      const open = tracker.find(w => w.content.experimentId === id);
+    // One view per experiment (or comparison): the open one is brought forward, else one is made in the main
+    // area, its tab named as its content names itself.
+    const openInMain = <T extends Widget>(
+      views: WidgetTracker<MainAreaWidget<T>>,
+      id: string,
+      make: () => T
+    ) => {
+      const open = views.find(w => w.id === id);
       if (open) {
         app.shell.activateById(open.id);
         return open;
       }
-      const widget = new MainAreaWidget({
-        content: new ExperimentView(id, refreshSeconds)
-      });
-      widget.id = `jupyter-dist-experiment-${id}`;
+      const widget = new MainAreaWidget({ content: make() });
+      widget.id = id;
       widget.title.icon = experimentsIcon;
       widget.content.title.changed.connect(() => {
         widget.title.label = widget.content.title.label;
       });
-      void tracker.add(widget);
+      void views.add(widget);
       app.shell.add(widget, 'main');
       app.shell.activateById(widget.id);
       return widget;
     };
-
-    const compareExperiments = (ids: string[]) => {
-      const key = ids.join(',');
-      const open = comparisons.find(
-        w => w.content.experimentIds.join(',') === key
+    const openExperiment = (id: string) =>
+      openInMain(
+        tracker,
+        `jupyter-dist-experiment-${id}`,
+        () => new ExperimentView(id, refreshSeconds)
       );
-      if (open) {
-        app.shell.activateById(open.id);
-        return open;
-      }
-      const widget = new MainAreaWidget({
-        content: new ComparisonView(ids, refreshSeconds)
-      });
-      widget.id = `jupyter-dist-comparison-${ids.join('-')}`;
-      widget.title.icon = experimentsIcon;
-      widget.content.title.changed.connect(() => {
-        widget.title.label = widget.content.title.label;
-      });
-      void comparisons.add(widget);
-      app.shell.add(widget, 'main');
-      app.shell.activateById(widget.id);
-      return widget;
-    };
+    const compareExperiments = (ids: string[]) =>
+      openInMain(
+        comparisons,
+        `jupyter-dist-comparison-${ids.join('-')}`,
+        () => new ComparisonView(ids, refreshSeconds)
+      );
 
     const panel = new ExperimentsPanel(
       model,
