@@ -19,7 +19,14 @@ from ._tracebacks import in_user_terms
 from ._validate import check_callable
 from ._version import run_versions
 from .checkpoints import checkpoint_plan, checkpoint_settings
-from .cluster import check_kernel_cuda, dashboard_link, get_client
+from .cluster import (
+    WorkersHeld,
+    check_kernel_cuda,
+    dashboard_link,
+    fit_gpu_workers,
+    get_client,
+    hold_workers,
+)
 from .errors import ClusterLost, ExperimentFailed, HookFailed, MetricError
 from .experiment import Experiment, Extension, OneTrial, runs_extensions, source_hash, source_of
 from .kinds import Kind, RunOptions, TrialPlan, experiment_of, kind_of
@@ -85,12 +92,20 @@ def run_experiment(
     # The cell shows something from its first instant: starting a cluster takes seconds.
     preamble = _make_preamble(options.progress, stored=store is not None)
     launcher: DaskLauncher | None = None  # typed: mypy checks it against the loop's TrialLauncher seam
+    held = WorkersHeld()  # what the run asked the cluster to keep, given back however the run ends
     try:
         if preamble:
             preamble.phase("connecting to the Dask cluster…")
         # The most workers this run can use: it sizes a gateway cluster nobody sized (adaptive up to that).
         wanted = (options.parallel or 1) * plan.ranks if plan.ranks else options.parallel
         client = get_client(options.cluster, workers_wanted=wanted, workers_at_once=plan.ranks)
+        if options.gpus:
+            # The embedded cluster on a GPU machine packs trials of a share of a GPU into processes of their own.
+            fit_gpu_workers(client, options.gpus)
+        if plan.ranks:
+            if preamble:
+                preamble.phase("asking the cluster for the ranks' workers…")
+            held = _hold_ranks(client, plan, options.parallel)
         definition = dataclasses.replace(definition, dashboard_link=dashboard_link(client))
         checkpoints = checkpoint_plan(definition.details, definition.id)
         if checkpoints is not None and hasattr(source, "use_checkpoints"):
@@ -108,6 +123,7 @@ def run_experiment(
             max_failures=options.max_failures or 0,
             cpus=options.cpus_per_trial,
             elastic=plan.elastic,
+            gpu_types=options.gpu_types,
         )
         parallel, follow = options.parallel, None
         if plan.ranks:
@@ -131,6 +147,7 @@ def run_experiment(
             preamble.clear()  # the error is what the cell shows
         if launcher is not None:
             launcher.release()
+        held.release()
         raise
 
     # What the run put on the cluster leaves it however the run ends, also before its trial loop starts.
@@ -182,7 +199,21 @@ def run_experiment(
                 view.finish()
     finally:
         launcher.release()
+        held.release()
     return exp
+
+
+def _hold_ranks(client, plan: TrialPlan, parallel: int | None) -> WorkersHeld:
+    """Have the cluster keep the workers the run's data-parallel trials start together for the run (an elastic
+    job's up to its maximum, to grow onto), and wait for the first trial's."""
+    assert plan.ranks  # a data-parallel run
+    elastic = plan.elastic
+    if elastic is None:
+        fewest, widest, ranks = plan.ranks, plan.ranks, f"{plan.ranks} ranks"
+    else:
+        fewest, widest = elastic.min_ranks, elastic.max_ranks
+        ranks = f"{plan.ranks} ranks, elastic from {fewest} to {widest}"
+    return hold_workers(client, fewest=fewest, start=plan.ranks, most=(parallel or 1) * widest, ranks=ranks)
 
 
 @runs_extensions

@@ -60,7 +60,7 @@ def hpo(
     elastic_timeout: float | None = None,
     store: Any = None,
     resume: bool = False,
-    gpus_per_trial: int | None = None,
+    gpus_per_trial: float | None = None,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
     enqueue: list[dict[str, Any]] | None = None,
@@ -71,6 +71,7 @@ def hpo(
     max_failures: int | None = None,
     cpus_per_trial: int | None = None,
     resources: dict[str, float] | None = None,
+    gpu_type: str | list[str] | None = None,
     constraints: Callable[[dict[str, float]], Any] | None = None,
     warm_start: Any = None,
 ) -> Experiment:
@@ -98,7 +99,7 @@ def pbt(
     workers_per_trial: int = 1,
     store: Any = None,
     resume: bool = False,
-    gpus_per_trial: int | None = None,
+    gpus_per_trial: float | None = None,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
     callbacks: list | None = None,
@@ -106,6 +107,7 @@ def pbt(
     max_failures: int | None = None,
     cpus_per_trial: int | None = None,
     resources: dict[str, float] | None = None,
+    gpu_type: str | list[str] | None = None,
 ) -> Experiment:
     """Run ``fn`` as population-based training (Jaderberg et al. 2017) on Dask and return the
     PopulationExperiment: ``population`` members train at once, and every ``perturbation_interval`` steps a
@@ -176,7 +178,7 @@ def ablation(
     progress: Any = "auto",
     store: Any = None,
     resume: bool = False,
-    gpus_per_trial: int | None = None,
+    gpus_per_trial: float | None = None,
     checkpoint_dir: Any = None,
     keep_checkpoints: int = 2,
     callbacks: list | None = None,
@@ -184,6 +186,7 @@ def ablation(
     max_failures: int | None = None,
     cpus_per_trial: int | None = None,
     resources: dict[str, float] | None = None,
+    gpu_type: str | list[str] | None = None,
 ):
     """Run an ablation study of ``fn`` on Dask: a baseline with every component, then one trial per component
     left out (and one per group), each ``repeats`` times; return the AblationExperiment.

@@ -8,20 +8,25 @@ from ._current import (
     check_kernel_cuda,
     close_local_cluster,
     cluster_info,
+    fit_gpu_workers,
     forget_cluster,
     get_client,
     use_cluster,
 )
 from ._dashboard import dashboard_link
+from ._growth import WorkersHeld, hold_workers
 from ._info import ClusterInfo
 
 __all__ = [
     "ClusterInfo",
+    "WorkersHeld",
     "check_kernel_cuda",
     "close_local_cluster",
     "cluster_info",
     "dashboard_link",
+    "fit_gpu_workers",
     "forget_cluster",
     "get_client",
+    "hold_workers",
     "use_cluster",
 ]

@@ -21,7 +21,7 @@ import dask
 from .._validate import check_positive
 from ..errors import ArgumentError, ClusterError
 from ._dashboard import dashboard_link
-from ._embedded import embedded_cluster_config, local_gpus, modules_to_preimport
+from ._embedded import embedded_cluster_config, local_gpu_types, local_gpus, modules_to_preimport
 from ._gateway import close_gateway_cluster, gateway_adapt, gateway_client, gateway_cluster
 from ._info import ClusterInfo, describe
 from ._sizing import check_sizing
@@ -31,6 +31,7 @@ __all__ = [
     "ClusterInfo",
     "close_local_cluster",
     "cluster_info",
+    "fit_gpu_workers",
     "forget_cluster",
     "get_client",
     "use_cluster",
@@ -117,7 +118,7 @@ def get_client(
     ``workers_wanted``: the most workers the experiment can use at once (its parallel=, times its ranks); it
     sizes a gateway or Slurm cluster whose size neither the admin nor the user chose (adaptive up to that many).
     ``workers_at_once``: the workers one of its trials needs at the same time (a data-parallel trial's ranks):
-    such a cluster keeps that many.
+    such a cluster's maximum has room for that many (the run holds them while it runs: _growth.hold_workers).
     ``local_options`` (n_workers, threads_per_worker, ...) apply only when the embedded cluster is first made.
     """
     from distributed import Client
@@ -299,6 +300,7 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
                 host="127.0.0.1",
                 dashboard_address="127.0.0.1:0",
                 gpus=gpus,
+                gpu_types=local_gpu_types(gpus),
                 **options,
             )
         _local["cluster"] = cluster
@@ -314,6 +316,14 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **op
         client.register_plugin(YieldToTheKernel())
         client.register_plugin(PreimportModules(modules_to_preimport()))
         return client
+
+
+def fit_gpu_workers(client, share: float) -> None:
+    """Lay the embedded cluster's GPU workers out for trials of ``share`` GPUs each (cluster/_gpu_slots.py); any
+    other cluster's workers are its admin's to declare."""
+    fit = getattr(getattr(client, "cluster", None), "fit_gpu_share", None)
+    if fit is not None:  # an EmbeddedLocalCluster's (its module is imported only once one is made)
+        fit(share, client)
 
 
 def check_kernel_cuda(cluster: Any) -> None:

@@ -8,7 +8,13 @@ from typing import Any
 
 import dask
 
-__all__ = ["EMBEDDED_CLUSTER_CONFIG", "embedded_cluster_config", "local_gpus", "modules_to_preimport"]
+__all__ = [
+    "EMBEDDED_CLUSTER_CONFIG",
+    "embedded_cluster_config",
+    "local_gpu_types",
+    "local_gpus",
+    "modules_to_preimport",
+]
 
 
 # Background work of the embedded cluster's scheduler, nannies and workers competes with trials for the same
@@ -42,6 +48,35 @@ def local_gpus() -> list[str]:
     if visible is None:
         return [str(i) for i in range(count)]
     return [device.strip() for device in visible.split(",") if device.strip()][:count]
+
+
+def local_gpu_types(devices: list[str]) -> list[str | None]:
+    """The type of each of ``devices`` (CUDA_VISIBLE_DEVICES values) as the workers declare it (``GPU-H100``),
+    from NVML's device name as ``nvidia-smi`` reports it (the driver ships it; torch would initialise CUDA in the
+    kernel to say it); None for each when it cannot be asked."""
+    if not devices:
+        return []
+    import shutil
+    import subprocess
+
+    from ..protocol import type_from_device_name
+
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return [None] * len(devices)
+    try:
+        names = subprocess.run(
+            [smi, "--query-gpu=name", "--format=csv,noheader", "-i", ",".join(devices)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return [None] * len(devices)
+    if len(names) != len(devices):
+        return [None] * len(devices)
+    return [type_from_device_name(name) for name in names]
 
 
 def embedded_cluster_config() -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import dask
@@ -22,6 +23,7 @@ from ._sizing import check_sizing, close_made, grown_span
 USER_SIZE = "use_cluster('gateway', workers=/adapt=)"
 ADMIN_SIZE = "jupyter_dist.gateway.workers / jupyter_dist.gateway.adapt"
 DEFAULT_SIZE = "jupyter_dist's default size (jupyter_dist.gateway.workers or .adapt set another)"
+RUN_SIZE = "a data-parallel run's ranks"
 # dask-gateway-server's words (routes.py, 2026.3) when it clips a scale or adapt request to the cluster's limit.
 CLIPPED = re.compile(r"exceed resource limit of (\d+) workers")
 
@@ -70,7 +72,8 @@ def _size(cluster, workers: int | None, adapt: tuple[int, int] | None, asked_in:
         found = CLIPPED.search(str(warning.message))
         if found:
             limit = int(found.group(1))
-        if not found or asked_in != DEFAULT_SIZE:  # what the gateway said to an explicit size is for the user
+        # What the gateway said to an explicit size is for the user; to a run's ranks, the run's error says it.
+        if not found or asked_in not in (DEFAULT_SIZE, RUN_SIZE):
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if limit is not None:
         _made["limit"] = limit
@@ -102,9 +105,8 @@ def gateway_client(
     A new cluster takes the admin's size (``jupyter_dist.gateway.workers`` / ``.adapt``); with neither set it
     adapts between 0 and ``workers_wanted`` (the experiment's parallelism; DEFAULT_WORKERS when not said), within
     the gateway's limit, and a later experiment wanting more raises that maximum. ``workers_at_once``: the
-    workers one trial needs at the same time (a data-parallel trial's ranks), which that size keeps as its
-    minimum: the ranks are submitted only once they can all start, so adaptive scaling, which follows queued
-    tasks, would never grow the cluster for them. A gateway that allows no worker at all is a ClusterError now
+    workers one trial needs at the same time (a data-parallel trial's ranks), which that maximum has room for
+    (the run itself raises the minimum to them while it runs: hold_for_run). A gateway that allows no worker at all is a ClusterError now
     rather than a first task that never runs.
     """
     adapt = check_sizing(workers, adapt)
@@ -145,6 +147,32 @@ def _size_to_the_experiment(cluster, wanted: int | None, at_once: int | None) ->
     )
     if span is not None:
         _size(cluster, None, span, DEFAULT_SIZE)
+
+
+def hold_for_run(client, most: int) -> tuple[int, Callable[[], None]] | None:
+    """Raise the minimum of this kernel's adaptive gateway cluster to ``most`` workers (and its maximum with it)
+    for a run whose ranks start together, which adaptive scaling alone never starts workers for: the minimum the
+    gateway granted (its limit clips the request) and how to give the size back after the run. None when
+    ``client`` is not that cluster's, its size is fixed, or its minimum already covers ``most``."""
+    with _lock:
+        size = gateway_size(client)
+        if size is None or size[0] != "adapt" or size[1][0] >= most:
+            return None
+        before, asked_in, cluster = size[1], _made["asked_in"], _made["cluster"]
+        _size(cluster, None, (most, max(before[1], most)), RUN_SIZE)
+        granted = _made["size"][1][0]
+
+    def give_back() -> None:
+        with _lock:
+            if _made.get("cluster") is cluster:  # not closed (or replaced) meanwhile
+                _size(cluster, None, before, asked_in)
+
+    return granted, give_back
+
+
+LIMIT_WORDS = (
+    "the Dask Gateway's limit for your clusters (c.ClusterConfig.cluster_max_workers, or its cores or memory)"
+)
 
 
 def _open(dask_gateway, settings: dict[str, Any]) -> tuple[Any, bool]:

@@ -37,6 +37,7 @@ from distributed.core import Status
 from distributed.deploy.cluster import Cluster
 
 from ..errors import ClusterError
+from ._gpu_slots import GpuSlot, gpu_layout, slot_name, wait_for_layout
 
 
 class EmbeddedNanny(Nanny):
@@ -64,13 +65,19 @@ class EmbeddedScheduler(Scheduler):
 
 
 class EmbeddedLocalCluster(LocalCluster):
-    """``gpus``: the CUDA_VISIBLE_DEVICES value of each GPU (cluster/_current.py, local_gpus()). The first worker
-    gets the first GPU, and so on: it sees that device alone (as dask-cuda's workers do) and declares the Dask
-    resource ``GPU=1``, so ``gpus_per_trial=1`` trials run one at a time per GPU and data-parallel ranks with
-    ``gpus_per_worker=1`` get a device each. Workers beyond the GPUs are left as they are."""
+    """``gpus``: the CUDA_VISIBLE_DEVICES value of each GPU (cluster/_embedded.py, local_gpus()), ``gpu_types``
+    their types (None: not known). Each GPU gets a worker of its own in place of one of the CPU workers: it sees
+    that device alone (as dask-cuda's workers do) and declares the Dask resource ``GPU=1`` (and ``GPU-<type>``),
+    so ``gpus_per_trial=1`` trials run one at a time per GPU and data-parallel ranks with ``gpus_per_worker=1``
+    get a device each. ``fit_gpu_share`` lays the GPU workers out again for another ``gpus_per_trial``
+    (cluster/_gpu_slots.py)."""
 
-    def __init__(self, *, gpus: Sequence[str] = (), **options) -> None:
+    def __init__(
+        self, *, gpus: Sequence[str] = (), gpu_types: Sequence[str | None] | None = None, **options
+    ) -> None:
         self.gpus = list(gpus)
+        self.gpu_types: list[str | None] = list(gpu_types or [None] * len(self.gpus))
+        self.gpu_slots: list[GpuSlot] = []
         unguarded = unguarded_script_call()
         if unguarded is not None:
             path, line = unguarded
@@ -85,14 +92,42 @@ class EmbeddedLocalCluster(LocalCluster):
     async def _start(self):
         # LocalCluster names its scheduler class in a spec it makes itself: swap it before the scheduler starts.
         self.scheduler_spec["cls"] = EmbeddedScheduler
-        for name, device in zip(sorted(self.worker_spec), self.gpus, strict=False):
-            spec = self.worker_spec[name]
-            options = spec["options"]
-            env = {**(options.get("env") or {}), "CUDA_VISIBLE_DEVICES": device}
-            resources = {**(options.get("resources") or {}), "GPU": 1}
-            # A copy per worker: LocalCluster gives every worker the same spec dict.
-            self.worker_spec[name] = {**spec, "options": {**options, "env": env, "resources": resources}}
+        replaced = sorted(self.worker_spec)[: len(self.gpus)]
+        if replaced:
+            self._gpu_template = self.worker_spec[replaced[0]]
+            for name in replaced:
+                del self.worker_spec[name]
+            self._lay_out(gpu_layout(self.gpus, self.gpu_types, None))
         await super()._start()
+
+    def fit_gpu_share(self, share: float | None, client) -> None:
+        """Lay the GPU workers out for trials of ``share`` GPUs each, unless they already are, or trials of any
+        run are running or queued (they would be lost): then they stay, and placement says what is missing."""
+        if not self.gpus:
+            return
+        layout = gpu_layout(self.gpus, self.gpu_types, share)
+        if layout == self.gpu_slots or client.run_on_scheduler(_has_tasks):
+            return
+        for name in self._gpu_names():
+            del self.worker_spec[name]
+        self._lay_out(layout)
+        self.sync(self._correct_state_internal)
+        wait_for_layout(client, set(self.worker_spec))
+
+    def _lay_out(self, layout: list[GpuSlot]) -> None:
+        spec = self._gpu_template
+        options = {**spec["options"], "nthreads": 1}
+        on_device: dict[tuple[str, ...], int] = {}
+        for slot in layout:
+            index = on_device[slot.devices] = on_device.get(slot.devices, -1) + 1
+            env = {**(options.get("env") or {}), **slot.env}
+            resources = {**(options.get("resources") or {}), **slot.resources}
+            worker = {**spec, "options": {**options, "env": env, "resources": resources}}
+            self.worker_spec[slot_name(index, slot)] = worker
+        self.gpu_slots = layout
+
+    def _gpu_names(self) -> list:
+        return [name for name in self.worker_spec if isinstance(name, str) and name.startswith("gpu")]
 
     def _update_worker_status(self, op, msg):
         if op != "remove":
@@ -164,3 +199,10 @@ def _is_main_test(test: ast.expr) -> bool:
     sides = [test.left, test.comparators[0]]
     names = any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
     return names and any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+
+
+def _has_tasks(dask_scheduler=None) -> bool:
+    """On the scheduler: whether any task is running or waiting to."""
+    return any(
+        ts.state in ("processing", "queued", "no-worker", "waiting") for ts in dask_scheduler.tasks.values()
+    )

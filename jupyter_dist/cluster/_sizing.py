@@ -40,17 +40,16 @@ def grown_span(
     at_once: int | None,
     limit: float = float("inf"),
 ) -> tuple[int, int] | None:
-    """jupyter_dist's own adaptive size for an experiment: from 0 (or the workers one trial needs at once: a
-    data-parallel trial's ranks are submitted only once they can all start, so adaptive scaling, which follows
-    queued tasks, would never grow the cluster for them) up to what it wants (DEFAULT_WORKERS when it does not
-    say), within ``limit``. Only ever raised from ``span``, the size so far: a maximum above what a run uses costs
-    nothing. None when ``span`` already covers it."""
+    """jupyter_dist's own adaptive size for an experiment: from 0 up to what it wants (DEFAULT_WORKERS when it
+    does not say; at least the workers one trial needs at once, a data-parallel trial's ranks), within ``limit``.
+    Only ever raised from ``span``, the size so far: a maximum above what a run uses costs nothing. The minimum
+    stays: a data-parallel run raises it for its own duration (_growth.py). None when ``span`` already covers
+    it."""
     minimum, maximum = span or (0, 0)
     wanted = int(min(max(wanted or DEFAULT_WORKERS, at_once or 0), limit))
-    at_once = int(min(at_once or 0, limit))
-    if maximum >= wanted and minimum >= at_once:
+    if maximum >= wanted:
         return None
-    return max(minimum, at_once), max(maximum, wanted)
+    return minimum, wanted
 
 
 def close_made(made: dict[str, Any], lock: threading.Lock) -> None:

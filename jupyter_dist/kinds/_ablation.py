@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .._validate import check_metric, check_positive
+from .._validate import check_metric
 from ..ablation import AblationExperiment
 from ..errors import ArgumentError
 from ..experiment import Experiment
@@ -16,6 +16,7 @@ from ..protocol import Direction, ExperimentKind, Objective
 from ..store import ExperimentDefinition, ExperimentRecord, InMemoryRecord
 from ..trials import TrialSource
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun
+from ._checks import check_gpus
 from ._plan import TrialPlan
 from ._run_options import RunOptions
 from ._shared_arguments import METRIC_SHORT, MODE_MAGIC, MODE_SHORT, SEED_SHORT
@@ -106,7 +107,7 @@ class AblationStudy(Kind):
 
         check_metric(self.name, args.metric, self.metric_for)
         objective = Objective(args.metric, Direction.parse(args.mode), options.scope)
-        check_positive("gpus_per_trial", options.gpus)
+        check_gpus("gpus_per_trial", options.gpus)
         if isinstance(args.seed, bool) or not isinstance(args.seed, int):
             raise ArgumentError(f"seed={args.seed!r}: give an int")
         study = plan_study(

@@ -9,7 +9,7 @@ from typing import Any
 from .._validate import check_positive
 from ..errors import ArgumentError
 
-__all__ = ["check_runtime", "parse_resources"]
+__all__ = ["check_gpu_type", "check_gpus", "check_runtime", "parse_resources"]
 
 
 def check_runtime(max_failures: Any, cpus_per_trial: Any, resources: Any) -> None:
@@ -34,6 +34,29 @@ def check_runtime(max_failures: Any, cpus_per_trial: Any, resources: Any) -> Non
                 f"resources={{{name!r}: {amount!r}}}: give a positive amount of {name} (as the workers declare it, "
                 f"dask worker --resources {name}=N)"
             )
+
+
+def check_gpus(name: str, gpus: Any) -> None:
+    """``gpus_per_trial``: a share of one GPU in (0, 1], or a whole number of them; None: no GPUs."""
+    if gpus is None:
+        return
+    number = isinstance(gpus, (int, float)) and not isinstance(gpus, bool) and math.isfinite(gpus)
+    if not number or gpus <= 0 or (gpus > 1 and not float(gpus).is_integer()):
+        raise ArgumentError(
+            f"{name}={gpus!r}: give a share of one GPU in (0, 1] (0.25: four trials on each GPU) or a whole "
+            "number of GPUs (2); a trial never holds part of a second GPU"
+        )
+
+
+def check_gpu_type(gpu_type: Any) -> None:
+    """``gpu_type``: a GPU type's name, or a list of them."""
+    names = [gpu_type] if isinstance(gpu_type, str) else gpu_type
+    if gpu_type is None:
+        return
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
+        raise ArgumentError(
+            f'gpu_type={gpu_type!r}: give a GPU type\'s name ("H100") or a list of them (["H100", "A100"])'
+        )
 
 
 def parse_resources(text: str | None) -> dict[str, float] | None:

@@ -15,6 +15,7 @@ from ..space import is_space_function, searched, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ..trials import Elastic
 from ._base import Kind, MagicSpec, check_same_objective, finished_and_rerun
+from ._checks import check_gpus
 from ._plan import TrialPlan
 from ._run_options import RunOptions
 from ._shared_arguments import METRIC_SHORT, MODE_MAGIC, MODE_SHORT, SEED_SHORT
@@ -157,7 +158,7 @@ class HyperparameterSearch(Kind):
             args.elastic_timeout,
             names=("workers_per_trial", "min_workers_per_trial", "max_workers_per_trial", "elastic_timeout"),
         )
-        check_positive("gpus_per_trial", options.gpus)
+        check_gpus("gpus_per_trial", options.gpus)
         if options.gpus and args.workers_per_trial > 1:
             raise ArgumentError(
                 "gpus_per_trial= places single-process trials; it is not combined with workers_per_trial > 1 "

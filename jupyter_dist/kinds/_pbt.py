@@ -17,6 +17,7 @@ from ..protocol import Direction, ExperimentKind, Objective
 from ..space import is_space_function, validate_space
 from ..store import ExperimentDefinition, InMemoryRecord
 from ._base import Kind, MagicSpec, check_same_objective
+from ._checks import check_gpus
 from ._hpo import MAX_STEPS_SHORT, SPACE_SHORT
 from ._plan import TrialPlan
 from ._run_options import RunOptions
@@ -115,7 +116,7 @@ class PopulationBasedTraining(Kind):
         _check_fraction("quantile", args.quantile, upper=0.5, open_low=True)
         _check_fraction("resample_probability", args.resample_probability, upper=1.0, open_low=False)
         check_positive("workers_per_trial", args.workers_per_trial, optional=False)
-        check_positive("gpus_per_trial", options.gpus)
+        check_gpus("gpus_per_trial", options.gpus)
         if options.gpus and args.workers_per_trial > 1:
             raise ArgumentError(
                 "gpus_per_trial= places single-process members; it is not combined with workers_per_trial > 1: "

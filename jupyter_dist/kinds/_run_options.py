@@ -12,7 +12,7 @@ from .._validate import check_positive
 from ..errors import ArgumentError
 from ..protocol import SCOPES, check_scope
 from ..widgets import check_progress
-from ._checks import check_runtime, parse_resources
+from ._checks import check_gpu_type, check_runtime, parse_resources
 from ._spec import option
 
 __all__ = ["RunOptions"]
@@ -110,20 +110,33 @@ class RunOptions:
     # Its own kind checks it, as the argument its user named.
     gpus: float | None = option(
         None,
-        help="Each trial runs only on a worker that declares that many free ``GPU`` resources (``dask worker "
-        "--resources GPU=2``) and holds that many of its devices while it runs (``jupyter_dist.devices()``), so "
-        "two trials never share one; ``parallel`` defaults to how many trials the workers' GPUs allow.",
+        help="GPUs each trial holds while it runs (``jupyter_dist.devices()``), on workers that declare the Dask "
+        "resource ``GPU`` (``dask worker --resources GPU=2``; the embedded cluster declares a GPU machine's own): "
+        "a whole number, or a share of one GPU in (0, 1), so that several trials are packed onto one device up "
+        "to the shares' sum (``0.25``: four at a time), each capped at its share of the device's memory. "
+        "``parallel`` defaults to how many trials the workers' GPUs allow.",
         names={"*": "gpus_per_trial", "ddp": "gpus_per_worker"},
         defaults={"ddp": 0},
-        short="hpo, ablation: GPUs each trial holds, on workers declaring GPU resources",
-        magic={"type": int},
+        short="hpo, pbt, ablation: GPUs each trial holds (a share such as 0.25 packs trials onto one GPU)",
+        magic={"type": float},
         by_kind={
             "ddp": {
                 "help": "GPUs per rank: ranks go to workers with at least this much of the Dask resource ``GPU``.",
                 "short": "ddp: GPUs per rank (default 0: CPU)",
-                "magic": {"type": float},
             }
         },
+    )
+    gpu_type: str | list[str] | None = option(
+        None,
+        help='Trials run only on workers whose GPUs are of this type (``"H100"``) or of one of these '
+        '(``["H100", "A100"]``: each trial given one in turn, in proportion to how many the cluster has). '
+        "Workers declare their type as a Dask resource beside their GPUs (``dask worker --resources "
+        "GPU=2,GPU-H100=2``); the embedded cluster declares its own, from the device's name. Refused before "
+        "any work starts, naming the types the cluster has, when it has none of these. Without "
+        "``gpus_per_trial`` each trial holds one GPU.",
+        short="hpo, pbt, ablation: only on workers with GPUs of this type (or of one of a comma-separated list)",
+        parse=lambda text: [t.strip() for t in text.split(",") if t.strip()] if text is not None else None,
+        kinds=SEARCHES,
     )
     checkpoint_dir: Any = option(
         None,
@@ -267,6 +280,10 @@ class RunOptions:
             whole = isinstance(gpus, float) and gpus.is_integer()
             object.__setattr__(self, "gpus", int(gpus) if whole else gpus)
             object.__setattr__(self, "worker_resources", rest or None)
+        if self.gpu_type is not None and self.gpus is None:
+            object.__setattr__(self, "gpus", 1)  # a type of GPU asked for: one of them
+        if isinstance(self.gpus, float) and self.gpus.is_integer():  # the magic's 2.0 is gpus_per_trial=2
+            object.__setattr__(self, "gpus", int(self.gpus))
 
     def check(self) -> None:
         """Refuse options that cannot work, before any work starts."""
@@ -276,6 +293,7 @@ class RunOptions:
         if self.objective_scope is not None:
             check_scope(self.objective_scope)
         check_runtime(self.max_failures, self.cpus_per_trial, self.worker_resources)
+        check_gpu_type(self.gpu_type)
         if self.worker_resources and "GPU" in self.worker_resources:
             raise ArgumentError(
                 f"resources={{'GPU': {self.worker_resources['GPU']!r}}} and {self.gpus!r} GPUs per trial (or "
@@ -295,12 +313,21 @@ class RunOptions:
             needed["GPU"] = self.gpus
         return needed or None
 
+    @property
+    def gpu_types(self) -> list[str] | None:
+        """``gpu_type`` as a list (None: any GPU)."""
+        if self.gpu_type is None:
+            return None
+        return [self.gpu_type] if isinstance(self.gpu_type, str) else list(self.gpu_type)
+
     def runtime_details(self) -> dict[str, Any]:
         """What the definition's details keep of how trials use the cluster."""
         return {
             "max_failures": self.max_failures or 0,
             "cpus_per_trial": self.cpus_per_trial,
             "resources": dict(self.worker_resources or {}),
+            "gpus": self.gpus,
+            "gpu_type": self.gpu_types,
         }
 
     def resumed(self, details: dict[str, Any]) -> RunOptions:
@@ -309,6 +336,8 @@ class RunOptions:
             "max_failures": details.get("max_failures"),
             "cpus_per_trial": details.get("cpus_per_trial"),
             "worker_resources": details.get("resources") or None,
+            "gpus": details.get("gpus"),
+            "gpu_type": details.get("gpu_type"),
         }
         return dataclasses.replace(
             self, **{k: v for k, v in stored.items() if getattr(self, k) is None and v is not None}

@@ -9,12 +9,22 @@
 - ``Outcome``: how one trial attempt (or one rank of it) ended, built on the worker, decoded in the kernel.
 - ``TrialTask``: what one trial task is told (kernel → worker): the function, the parameters, where to report,
   its rank, its GPUs and checkpoints; ``CheckpointPlan``: where a trial's checkpoints go and how many are kept.
+- GPUs as Dask resources (``GPU``, ``GPU-<type>``) and shares of one that add up (_gpus).
 - ``derive_seed``, ``draw_seed``: each trial's seed, from its experiment's (the same rule in kernel and worker).
 - The wire: reports, output, checkpoints saved or resumed from, and outcomes travel as Dask events. The messages
   (plain dicts with short keys, made by ``encode_*``) sent at the same moment travel together in one event, packed
   by ``pack_event`` as msgpack bytes (worker side); ``decode_all`` is its only reader (kernel side).
 """
 
+from ._gpus import (
+    GPU,
+    SHARE_EPSILON,
+    dask_request,
+    declared_types,
+    gpu_type_resource,
+    how_many_fit,
+    type_from_device_name,
+)
 from ._messages import CheckpointPlan, Outcome, RankInfo, Regrouped, TrialTask
 from ._objective import SCOPES, Objective, ScopedValue, check_scope
 from ._seeds import SEED_RANGE, derive_seed, draw_seed
@@ -34,6 +44,13 @@ from ._wire import (
 )
 
 __all__ = [
+    "GPU",
+    "SHARE_EPSILON",
+    "dask_request",
+    "declared_types",
+    "gpu_type_resource",
+    "how_many_fit",
+    "type_from_device_name",
     "CheckpointEvent",
     "CheckpointPlan",
     "Regrouped",

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Container
 
 from ..errors import PlacementError
-from ..protocol import ErrorKind, Outcome, RankInfo, TrialState
+from ..protocol import ErrorKind, Outcome, RankInfo, TrialState, how_many_fit
 from ._elastic import Waiting
 from ._seams import RunningTrial
 from ._task_trial import task_error
@@ -67,7 +67,7 @@ def trials_that_fit(workers: dict[str, dict], resources: dict[str, float]) -> in
     fits = sum(
         min(
             info.get("nthreads", 1),
-            *(int(info.get("resources", {}).get(k, 0) // v) for k, v in resources.items()),
+            *(how_many_fit(info.get("resources", {}).get(k, 0), v) for k, v in resources.items()),
         )
         for info in workers.values()
     )

@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 
 from ..protocol import (
+    GPU,
     CheckpointEvent,
     CheckpointPlan,
     ErrorKind,
@@ -25,12 +26,14 @@ from ..protocol import (
     Regrouped,
     ReportBatch,
     TrialState,
+    gpu_type_resource,
 )
 from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
 from ._cpus import CPU, declares_cpus
 from ._elastic import Elastic
 from ._gang import GangTrial
 from ._gang_jobs import GangJobs
+from ._gpu_types import TypeRotation, matching_types
 from ._outbox import FRESH, RELAXED
 from ._placement import Placement
 from ._seams import RunningTrial, TaskEnded, TrialSpec
@@ -72,6 +75,7 @@ class DaskLauncher:
         max_failures: int = 0,
         cpus: int | None = None,
         elastic: Elastic | None = None,
+        gpu_types: Sequence[str] | None = None,
     ) -> None:
         self.client = client
         self._scheduler_address = getattr(getattr(client, "scheduler", None), "address", None)
@@ -85,6 +89,15 @@ class DaskLauncher:
         if cpus and declares_cpus(client.scheduler_info(n_workers=-1)["workers"]):
             self.resources = {**(resources or {}), CPU: cpus}
         self.elastic = elastic if ranks else None
+        # gpu_type=: one type the cluster has is one more resource; several, each trial given one in turn.
+        rotation, types = None, None
+        if gpu_types:
+            counts = matching_types(client.scheduler_info(n_workers=-1)["workers"], gpu_types)
+            share = (self.resources or {}).get(GPU, 1)
+            if len(counts) == 1:
+                self.resources = {**(self.resources or {}), gpu_type_resource(next(iter(counts))): share}
+            else:
+                rotation, types = TypeRotation(counts), list(counts)
         self.tasks = TrialTasks(
             client,
             fn,
@@ -95,8 +108,9 @@ class DaskLauncher:
             checkpoints=checkpoints,
             report_wait=self.report_wait,
             elastic=self.elastic is not None,
+            gpu_types=rotation,
         )
-        self.placement = Placement(client, ranks, self.resources, cpus, self.elastic)
+        self.placement = Placement(client, ranks, self.resources, cpus, self.elastic, gpu_types=types)
         self.singles = SingleTrials(client, self.placement, self.tasks, max_failures)
         self.gangs = GangJobs(client, exp_id, self.resources, self.elastic, self.placement, self.tasks)
         self._disconnected_since: float | None = None

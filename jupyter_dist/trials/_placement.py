@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
+from collections.abc import Sequence
 
 from ..cluster._current import adaptive_maximum, kept_span, workers_refused
 from ..errors import ClusterError, PlacementError
 from ._cpus import trials_by_threads
 from ._elastic import Elastic
 from ._gang import check_placement, eligible_workers, trials_that_fit
+from ._gpu_types import of_types
 
 # How often the cluster's workers are listed while data-parallel trials run (to notice one that left).
 WORKER_CHECK = 1.0
@@ -41,8 +43,10 @@ class Placement:
         resources: dict[str, float] | None,
         cpus: int | None,
         elastic: Elastic | None,
+        gpu_types: Sequence[str] | None = None,
     ) -> None:
         self.client = client
+        self.gpu_types = gpu_types  # several GPU types the trials take turns at: only their workers count
         self.ranks = ranks
         self.resources = resources
         self.cpus = cpus
@@ -75,7 +79,7 @@ class Placement:
             return check_placement(self.client, self.ranks, self.resources)
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         if self.resources:
-            return trials_that_fit(workers, self.resources)
+            return trials_that_fit(of_types(workers, self.gpu_types), self.resources)
         return trials_by_threads(workers, self.cpus)
 
     def _wait_for_coming_workers(self) -> None:
@@ -200,7 +204,7 @@ class Placement:
             return False
         if self.resources:
             with contextlib.suppress(PlacementError):
-                return parallel >= trials_that_fit(present, self.resources)
+                return parallel >= trials_that_fit(of_types(present, self.gpu_types), self.resources)
             return False
         return parallel >= trials_by_threads(present, self.cpus)
 

@@ -67,7 +67,7 @@ def run_trial(task: TrialTask) -> Outcome:
                 raise TrialPruned
             declared = worker.state.total_resources.get("GPU", 0)
             with (
-                holding_gpus(int(task.gpus), declared) as ctx.devices,
+                holding_gpus(task.gpus, declared) as ctx.devices,
                 tensor_friendly_allocator(),
                 torch_threads(task.cpus),
                 seeded(_seed_of(task)),

@@ -14,9 +14,10 @@ from typing import Any
 
 import cloudpickle
 
-from ..protocol import CheckpointPlan, RankInfo, TrialTask
+from ..protocol import GPU, CheckpointPlan, RankInfo, TrialTask, dask_request, gpu_type_resource
 from ._by_reference import Shipment, scatter_threshold
 from ._first_task import load_on_a_worker
+from ._gpu_types import TypeRotation
 from ._runner import run_trial
 from ._seams import TrialSpec
 
@@ -43,8 +44,10 @@ class TrialTasks:
         checkpoints: CheckpointPlan | None,
         report_wait: float,
         elastic: bool,
+        gpu_types: TypeRotation | None = None,
     ) -> None:
         self.client = client
+        self.gpu_types = gpu_types  # several GPU types asked for: each trial's, in turn
         self.exp_id = exp_id
         self.topic = topic
         self.resources = resources
@@ -100,7 +103,7 @@ class TrialTasks:
             spec.params,
             self.topic,
             rank,
-            gpus=0 if rank is not None else (self.resources or {}).get("GPU", 0),
+            gpus=0 if rank is not None else (self.resources or {}).get(GPU, 0),
             cpus=None if rank is not None else self.cpus,
             checkpoint_dir=self._checkpoint_dir(spec),
             keep_checkpoints=self.checkpoints.keep if self.checkpoints else None,
@@ -121,12 +124,36 @@ class TrialTasks:
 
     def submit_all(self, tasks: list[TrialTask], keys: list[str], **placement: Any) -> list:
         """Submit trial tasks placed alike, in one message to the scheduler; the trials' resources asked for."""
-        if self.resources:
-            placement["resources"] = self.resources
         keys = [f"jupyter_dist-{self.exp_id}-{key}" for key in keys]
+        if self.gpu_types is not None:
+            return self._submit_by_type(tasks, keys, placement)
+        if self.resources:
+            placement["resources"] = dask_request(self.resources)
         if len(tasks) == 1:
             return [self.client.submit(run_trial, tasks[0], key=keys[0], pure=False, **placement)]
         return self.client.map(run_trial, tasks, key=keys, pure=False, **placement)
+
+    def _submit_by_type(self, tasks: list[TrialTask], keys: list[str], placement: dict[str, Any]) -> list:
+        """Each task asking for the next of several GPU types (trials/_gpu_types.py), one submission per type."""
+        assert self.gpu_types is not None
+        share = (self.resources or {}).get(GPU, 1)
+        by_type: dict[str, list[int]] = {}
+        for i in range(len(tasks)):
+            by_type.setdefault(self.gpu_types.next(), []).append(i)
+        futures: list = [None] * len(tasks)
+        for gpu_type, indices in by_type.items():
+            resources = {**(self.resources or {}), GPU: share, gpu_type_resource(gpu_type): share}
+            submitted = self.client.map(
+                run_trial,
+                [tasks[i] for i in indices],
+                key=[keys[i] for i in indices],
+                pure=False,
+                **placement,
+                resources=dask_request(resources),
+            )
+            for i, future in zip(indices, submitted, strict=True):
+                futures[i] = future
+        return futures
 
     # --- letting go ---------------------------------------------------------------------------------------
     def retire(self, trial_id: int) -> None:

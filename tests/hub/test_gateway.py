@@ -37,6 +37,19 @@ def hpo_on_the_gateway():
     return jd.hpo(train, {"x": space.uniform(0, 1)}, trials=4, metric="y", cluster="gateway", progress=False)
 
 
+def ranks_agreeing():
+    def ranks_agree(steps=3):  # defined in a function: pickled by value, as train above
+        import torch
+
+        total = torch.ones(1)
+        torch.distributed.all_reduce(total)
+        for step in range(steps):
+            jd.report(step=step, world=float(total))
+        return int(total)
+
+    return ranks_agree
+
+
 def test_a_first_experiment_runs_on_the_gateways_own_defaults(login):
     """No jupyter_dist.gateway.workers or adapt: the cluster adapts from 0 workers to the experiment's size.
     Before, the gateway's default of 0 workers left the first task waiting 60 s, then blamed the workers."""
@@ -51,22 +64,57 @@ def test_a_first_experiment_runs_on_the_gateways_own_defaults(login):
 
 def test_a_first_data_parallel_run_gets_its_ranks_on_the_gateways_own_defaults(login):
     """A data-parallel trial's ranks are submitted only once all can start, so adaptive scaling (which follows
-    queued tasks) would never start workers for them: the default size keeps a trial's ranks as its minimum,
-    and the run waits for them instead of refusing at once with too few workers."""
+    queued tasks) would never start workers for them: the run raises the default size's minimum to its ranks
+    and waits for them instead of refusing at once with too few workers, then gives the minimum back."""
     login("alice")
-
-    def ranks_agree(steps=3):
-        import torch
-
-        total = torch.ones(1)
-        torch.distributed.all_reduce(total)
-        for step in range(steps):
-            jd.report(step=step, world=float(total))
-        return int(total)
-
-    exp = jd.data_parallel(ranks_agree, workers=2, cluster="gateway", progress=False)
+    exp = jd.data_parallel(ranks_agreeing(), workers=2, cluster="gateway", progress=False)
     assert exp.state == "completed" and exp.result == 2
-    assert "adapting between 2 and 2 workers" in repr(jd.cluster_info("gateway"))
+    assert "adapting between 0 and 2 workers" in repr(jd.cluster_info("gateway"))
+
+
+def test_an_adaptive_cluster_below_the_ranks_grows_for_the_run_and_gives_its_minimum_back(login):
+    """Sized by the user: before, the run failed at once with 'the cluster has 1' (adaptive scaling never grew
+    it for ranks that wait for each other)."""
+    login("alice")
+    jd.use_cluster("gateway", adapt=(1, 4))
+    exp = jd.data_parallel(ranks_agreeing(), workers=3, cluster="gateway", progress=False)
+    assert exp.state == "completed" and exp.result == 3
+    assert "adapting between 1 and 4 workers" in repr(jd.cluster_info("gateway"))
+
+
+def test_ranks_beyond_the_gateways_limit_are_refused_naming_both_numbers(login):
+    login("capped")  # at most 1 worker
+    jd.get_client("gateway")
+    with pytest.raises(
+        jd.ClusterError,
+        match=r"needs 2 workers at once \(2 ranks\), and the Dask Gateway's limit .* allows this cluster 1: ask for "
+        r"at most 1",
+    ):
+        jd.data_parallel(ranks_agreeing(), workers=2, cluster="gateway", progress=False)
+    assert "adapting between 0 and 1 workers" in repr(jd.cluster_info("gateway"))  # given back
+
+
+def test_a_gateway_cluster_object_of_the_user_s_own_grows_for_the_run(gateway):
+    """Not this kernel's cluster: the one the user made and passed as cluster=, its adaptive bounds read from
+    its scheduler, raised for the run and put back after it."""
+
+    def adaptive_bounds(dask_scheduler):  # defined in the test: pickled by value for the gateway's scheduler
+        service = dask_scheduler.services["gateway"]
+        return service.minimum, service.maximum
+
+    with dask.config.set(gateway.login("bob")):
+        users_gateway = Gateway()
+        cluster = users_gateway.new_cluster(shutdown_on_close=True)
+    try:
+        cluster.adapt(minimum=0, maximum=3)
+        exp = jd.data_parallel(ranks_agreeing(), workers=2, cluster=cluster, progress=False)
+        assert exp.state == "completed" and exp.result == 2
+        client = jd.get_client(cluster)
+        assert client.run_on_scheduler(adaptive_bounds) == (0, 3)
+    finally:
+        forget_cluster(cluster)
+        cluster.shutdown()
+        users_gateway.close()
 
 
 def test_a_gateway_that_allows_no_workers_says_so_within_seconds(login):

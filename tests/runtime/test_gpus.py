@@ -19,8 +19,9 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope="module")
 def gpu_cluster():
-    """A scheduler, a worker declaring 2 GPUs ("gpu-host") and one declaring none ("cpu-host"), 2 threads each."""
-    gpu = ["--nthreads", "2", "--name", "gpu-host", "--resources", "GPU=2"]
+    """A scheduler, a worker declaring 2 H100 GPUs ("gpu-host", 4 threads) and one declaring none ("cpu-host", 2
+    threads)."""
+    gpu = ["--nthreads", "4", "--name", "gpu-host", "--resources", "GPU=2,GPU-H100=2"]
     with dask_cluster([gpu, ["--nthreads", "2", "--name", "cpu-host"]]) as address:
         yield address
 
@@ -118,12 +119,65 @@ def test_outside_a_trial_or_without_gpus_there_are_no_devices():
     assert jd.devices() == []
 
 
+def test_trials_of_half_a_gpu_are_packed_two_to_a_device(gpu_cluster):
+    """gpus_per_trial=0.5 on a worker declaring 2 GPUs (and 4 threads): four trials at once, two on each device."""
+    exp = jd.hpo(
+        on_gpus,
+        {"x": space.uniform(0, 1)},
+        trials=8,
+        metric="x",
+        sampler="random",
+        cluster=gpu_cluster,
+        progress=False,
+        gpus_per_trial=0.5,
+    )
+    assert exp.state == "completed" and len(exp.trials) == 8
+    runs = _runs(exp)
+    assert {r["worker"] for r in runs} == {"gpu-host"}
+    assert all(len(r["devices"]) == 1 and r["devices"][0] in (0, 1) for r in runs)
+    assert most_at_once([(r["start"], r["end"]) for r in runs]) > 2  # more trials at once than GPUs
+    for device in (0, 1):  # but never more than two halves on one device
+        on_it = [(r["start"], r["end"]) for r in runs if r["devices"] == [device]]
+        assert most_at_once(on_it) <= 2
+
+
+def test_a_gpu_type_places_trials_on_workers_of_that_type_and_an_absent_one_is_refused_by_name(gpu_cluster):
+    exp = jd.hpo(
+        on_gpus,
+        {"x": space.uniform(0, 1)},
+        trials=2,
+        metric="x",
+        cluster=gpu_cluster,
+        progress=False,
+        gpu_type="h100",  # as NVML names it or not: types compare without case
+    )
+    assert {r["worker"] for r in _runs(exp)} == {"gpu-host"}
+    assert all(len(r["devices"]) == 1 for r in _runs(exp))  # a type asked for, no count: one GPU each
+    started = time.monotonic()
+    with pytest.raises(jd.PlacementError, match=r"gpu_type='A100', 'L4': .* its GPUs are H100 \(2\)"):
+        jd.hpo(on_gpus, {"x": space.uniform(0, 1)}, metric="x", cluster=gpu_cluster, gpu_type=["A100", "L4"])
+    assert time.monotonic() - started < 10
+
+
+def test_several_gpu_types_take_turns_in_proportion_to_their_gpus():
+    from jupyter_dist.trials._gpu_types import TypeRotation
+
+    rotation = TypeRotation({"H100": 4, "A100": 2})
+    turns = [rotation.next() for _ in range(6)]
+    assert turns.count("H100") == 4 and turns.count("A100") == 2
+    assert turns[:3].count("H100") == 2  # interleaved, not one type's queue first
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"gpus_per_trial": 0}, r"gpus_per_trial=0: give a positive whole number, or None"),
-        ({"gpus_per_trial": 1.5}, r"gpus_per_trial=1.5: give a positive whole number"),
+        ({"gpus_per_trial": 0}, r"gpus_per_trial=0: give a share of one GPU in \(0, 1\]"),
+        ({"gpus_per_trial": -0.5}, r"gpus_per_trial=-0.5: give a share of one GPU"),
+        ({"gpus_per_trial": 1.5}, r"gpus_per_trial=1.5: .* or a whole number of GPUs"),
+        ({"gpus_per_trial": float("nan")}, r"gpus_per_trial=nan: give a share"),
         ({"gpus_per_trial": 1, "workers_per_trial": 2}, "gpus_per_trial= places single-process trials"),
+        ({"gpu_type": 100}, r"gpu_type=100: give a GPU type's name"),
+        ({"gpu_type": []}, r"gpu_type=\[\]: give a GPU type's name"),
     ],
 )
 def test_a_gpu_count_that_cannot_work_is_refused_by_name(options, message):

@@ -132,6 +132,8 @@ def regression(folder=""):
 
 
 def test_a_data_parallel_job_runs_its_ranks_on_separate_slurm_jobs(slurm, slurm_cluster, tmp_path):
+    """On the default size, adaptive from 0 worker jobs: adaptive scaling alone never submits jobs for ranks that
+    wait for each other, so the run raises the minimum to its ranks, and gives it back when it ends."""
     exp = jd.data_parallel(
         regression,
         workers=2,
@@ -146,6 +148,17 @@ def test_a_data_parallel_job_runs_its_ranks_on_separate_slurm_jobs(slurm, slurm_
     jobs = {(tmp_path / f"rank-{rank}").read_text() for rank in (0, 1)}
     assert len(jobs) == 2
     assert len(exp.history[exp.history.metric == "loss"]) == 4
+    assert jd.cluster_info("slurm").adaptive == "adapting between 0 and 2 worker jobs"
+
+
+def test_an_adaptive_cluster_below_a_jobs_ranks_grows_for_it_within_the_admins_maximum(slurm, slurm_cluster):
+    with dask.config.set({"jupyter_dist.slurm.adapt": {"minimum": 0, "maximum": 1}}):
+        jd.use_cluster("slurm", adapt=(0, 1))
+        with pytest.raises(
+            jd.ClusterError, match=r"needs 2 workers at once \(2 ranks\), and jupyter_dist.slurm.adapt"
+        ):
+            jd.data_parallel(regression, workers=2, folder="unused", cluster="slurm", progress=False)
+        assert jd.cluster_info("slurm").adaptive == "adapting between 0 and 1 worker jobs"  # given back
 
 
 def scored(features=("a", "b", "c")):

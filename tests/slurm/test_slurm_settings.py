@@ -80,12 +80,13 @@ def test_an_unknown_setting_is_named_with_the_known_ones():
         cluster_kwargs({"gpus": "two"})
 
 
-def test_the_default_size_grows_to_what_an_experiment_wants_and_keeps_a_trial_s_ranks():
+def test_the_default_size_grows_to_what_an_experiment_wants_with_room_for_a_trial_s_ranks():
     assert grown_span(None, None, None) == (0, 2)
     assert grown_span((0, 2), 8, None) == (0, 8)
     assert grown_span((0, 8), 4, None) is None  # never shrunk
-    assert grown_span((0, 8), 8, 4) == (4, 8)  # a 4-rank trial's workers kept
-    assert grown_span(None, 20, 4, limit=6) == (4, 6)
+    assert grown_span((0, 8), 8, 4) is None  # a 4-rank run holds its workers itself (cluster/_growth.py)
+    assert grown_span((0, 2), 2, 4) == (0, 4)  # room for a trial's ranks
+    assert grown_span(None, 20, 4, limit=6) == (0, 6)
 
 
 def test_without_dask_jobqueue_the_message_names_the_extra(monkeypatch):

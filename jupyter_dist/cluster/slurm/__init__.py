@@ -7,8 +7,10 @@ entry: make, size, close).
 """
 
 from ._client import (
+    LIMIT_WORDS,
     close_slurm_cluster,
     describe_size,
+    hold_for_run,
     refusal,
     slurm_adapt,
     slurm_client,
@@ -18,8 +20,10 @@ from ._client import (
 )
 
 __all__ = [
+    "LIMIT_WORDS",
     "close_slurm_cluster",
     "describe_size",
+    "hold_for_run",
     "refusal",
     "slurm_adapt",
     "slurm_client",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from .._sizing import check_sizing, close_made, grown_span
@@ -25,8 +26,10 @@ from ._state import lock, made
 from ._state import settings as slurm_settings
 
 __all__ = [
+    "LIMIT_WORDS",
     "close_slurm_cluster",
     "describe_size",
+    "hold_for_run",
     "refusal",
     "slurm_adapt",
     "slurm_client",
@@ -38,6 +41,8 @@ __all__ = [
 USER_SIZE = "use_cluster('slurm', workers=/adapt=)"
 ADMIN_SIZE = "jupyter_dist.slurm.workers / jupyter_dist.slurm.adapt"
 DEFAULT_SIZE = "jupyter_dist's default size"
+RUN_SIZE = "a data-parallel run's ranks"
+LIMIT_WORDS = "jupyter_dist.slurm.adapt's maximum (the most worker jobs this site allows one notebook)"
 
 
 def refusal(client=None) -> str | None:
@@ -59,8 +64,8 @@ def slurm_client(
     workers_at_once: int | None = None,
 ):
     """The client of this kernel's Slurm cluster: made on first use, resized when ``workers`` or ``adapt`` is
-    given; sized as a gateway cluster is (cluster/_gateway.py): the admin's size, else adaptive from 0 (or a
-    data-parallel trial's ranks) up to what the experiment wants."""
+    given; sized as a gateway cluster is (cluster/_gateway.py): the admin's size, else adaptive from 0 up to what the
+    experiment wants (a data-parallel run raises the minimum to its ranks while it runs: hold_for_run)."""
     adapt = check_sizing(workers, adapt)
     settings = slurm_settings()
     with lock:
@@ -121,6 +126,28 @@ def _within_admin_bounds(
             stacklevel=4,
         )
     return clipped
+
+
+def hold_for_run(client, most: int) -> tuple[int, Callable[[], None]] | None:
+    """Raise the minimum of this kernel's adaptive Slurm cluster to ``most`` worker jobs (and its maximum with
+    it) for a run whose ranks start together, which adaptive scaling alone never submits jobs for: the minimum
+    granted (the admin's ``jupyter_dist.slurm.adapt`` maximum bounds it) and how to give the size back after the
+    run. None when ``client`` is not that cluster's, its size is fixed, or its minimum already covers ``most``."""
+    with lock:
+        size = slurm_size(client)
+        if size is None or size[0] != "adapt" or size[1][0] >= most:
+            return None
+        admin = check_sizing(None, slurm_settings().get("adapt"))
+        want = most if admin is None else min(most, admin[1])
+        before, asked_in = size[1], made["asked_in"]
+        _size(None, (want, max(before[1], want)), RUN_SIZE)
+
+    def give_back() -> None:
+        with lock:
+            if made.get("client") is client:  # not closed (or replaced) meanwhile
+                _size(None, tuple(before), asked_in)
+
+    return want, give_back
 
 
 def _kept(settings: dict[str, Any]):
