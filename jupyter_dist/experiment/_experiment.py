@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ArgumentError, NoResultError
 from ..protocol import ExperimentKind, ExperimentState
 from ..store import ExperimentRecord, TrialRecord
-from ._frames import best_first, history_frame, pareto_frame, restarts_frame, trials_frame
+from ._frames import (
+    best_first,
+    history_frame,
+    pareto_frame,
+    restarts_frame,
+    trials_frame,
+    utilization_frame,
+)
 from ._status import compute_used, format_params, repr_html, status_line
 
 if TYPE_CHECKING:
@@ -253,7 +260,9 @@ class Experiment:
     @property
     def trials(self):
         """One row per trial, a DataFrame of trial_id, [labels...], state, value, [with several objectives: a
-        column per objective, by its metric's name], params_<name>..., duration, steps, attempts, seed, error."""
+        column per objective, by its metric's name], params_<name>..., duration, steps, attempts, seed,
+        error_kind (why a failed trial failed, e.g. ``"memory"``: ``exp.trials.query("error_kind == 'memory'")``
+        lists those that ran out of memory), error."""
         return trials_frame(self.trial_records(), self.record.definition.objective)
 
     @property
@@ -261,6 +270,13 @@ class Experiment:
         """One row per reported metric, a DataFrame of trial_id, attempt, step, metric, value, time (when it was
         reported)."""
         return history_frame(self.record.report_rows())
+
+    @property
+    def utilization(self):
+        """What each trial used, sampled about once a second on its worker: a DataFrame of trial_id, time,
+        cpu_percent (of one core), rss_mb (its worker process's resident memory), gpu_util and gpu_mem_mb (NaN
+        without a GPU that NVML reads). docs/how-to/utilization.md says what each counts."""
+        return utilization_frame(self.record.utilization().columns())
 
     @property
     def restarts(self):
@@ -364,7 +380,9 @@ class Experiment:
     def summary(self):
         """The experiment's results as one table (a pandas DataFrame), whatever its kind: here its trials best
         first (completed ones by value, then running ones, then the rest), as ``trials`` without the
-        tracebacks; an ablation study's is one row per component. The one-line status is ``status_line()``."""
+        tracebacks (``error_kind`` says why each failed one failed); an ablation study's is one row per component.
+        The one-line status is ``status_line()``: it says how many trials ran out of memory, and at which
+        parameters."""
         table = self.trials.drop(columns=["error"])
         order = [r.trial_id for r in best_first(self.trial_records(), self.record.definition.objective)]
         if not len(table):

@@ -15,12 +15,14 @@ __all__ = [
     "pareto_frame",
     "restarts_frame",
     "trials_frame",
+    "utilization_frame",
 ]
 
 
 def trials_frame(records: list[TrialRecord], objective: Objective | None = None):
     """One row per trial: trial_id, [labels...], state, value, [<metric>... with several objectives: each one's
-    value, by its name], params_<name>..., duration, steps, attempts, seed, error."""
+    value, by its name], params_<name>..., duration, steps, attempts, seed, error_kind (why a failed trial
+    failed: an ``ErrorKind`` value such as "memory"; None for the others), error."""
     import pandas as pd
 
     rows = []
@@ -29,14 +31,14 @@ def trials_frame(records: list[TrialRecord], objective: Objective | None = None)
         if objective is not None and objective.several:
             row.update(objective.by_metric(rec.value, rec.last))
         row.update({f"params_{k}": v for k, v in rec.params.items()})
-        row.update(
-            duration=rec.duration, steps=rec.steps, attempts=rec.attempts, seed=rec.seed, error=rec.error
-        )
+        row.update(duration=rec.duration, steps=rec.steps, attempts=rec.attempts, seed=rec.seed)
+        row.update(error_kind=str(rec.error_kind) if rec.error_kind else None, error=rec.error)
         rows.append(row)
-    columns = ["trial_id", "state", "value", "duration", "steps", "attempts", "seed", "error"]
+    columns = ["trial_id", "state", "value", "duration", "steps", "attempts", "seed", "error_kind", "error"]
     frame = pd.DataFrame(rows, columns=None if rows else columns)
-    # pandas would store a missing traceback as NaN in a string column; the contract says None.
-    frame["error"] = pd.Series([r["error"] for r in rows], dtype=object, index=frame.index)
+    # pandas would store a missing traceback (or kind) as NaN in a string column; the contract says None.
+    for column in ("error_kind", "error"):
+        frame[column] = pd.Series([r[column] for r in rows], dtype=object, index=frame.index)
     return frame
 
 
@@ -47,6 +49,16 @@ def history_frame(report_rows: Iterable[tuple]):
     frame = pd.DataFrame(
         list(report_rows), columns=["trial_id", "attempt", "step", "metric", "value", "time"]
     )
+    frame["time"] = pd.to_datetime(frame["time"], unit="s")
+    return frame
+
+
+def utilization_frame(columns: dict[str, list]):
+    """What each trial used, about once a second while it ran: trial_id, time, cpu_percent (of one core), rss_mb
+    (its worker process's), gpu_util and gpu_mem_mb (NaN where NVML read no GPU of the trial)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(columns)
     frame["time"] = pd.to_datetime(frame["time"], unit="s")
     return frame
 

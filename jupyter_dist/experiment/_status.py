@@ -6,14 +6,16 @@ import html
 import time
 from typing import Any
 
-from ..protocol import ExperimentState
+from ..protocol import ErrorKind, ExperimentState
 from ..search import warm_start_line
 from ..store import TrialRecord
 
-__all__ = ["SHOWN_COUNTS", "compute_used", "format_params", "repr_html", "status_line"]
+__all__ = ["SHOWN_COUNTS", "compute_used", "format_params", "out_of_memory_line", "repr_html", "status_line"]
 
 # The counts a status line shows, when not zero (completed ones are in "N/M trials done").
 SHOWN_COUNTS = ("running", "queued", "pruned", "failed", "stopped", "interrupted")
+# How many out-of-memory trials a status line names the parameters of; past them, how many more there were.
+NAMED_OUT_OF_MEMORY = 5
 
 
 def status_line(exp: Any) -> str:
@@ -21,6 +23,9 @@ def status_line(exp: Any) -> str:
     c = exp.counts()
     parts = [f"{exp.kind} {exp.name!r} {exp.state}: {exp.done}/{exp.total or '?'} trials done"]
     parts += [f"{c[s]} {s}" for s in SHOWN_COUNTS if c[s]]
+    memory = out_of_memory_line(exp.trial_records())
+    if memory:
+        parts.append(memory)
     highlight = exp._highlight()
     if highlight:
         parts.append(highlight)
@@ -43,7 +48,7 @@ def repr_html(exp: Any) -> str:
     table = exp.trials
     if len(table):
         table = (
-            table.drop(columns=["error"])
+            table.drop(columns=["error_kind", "error"])
             .sort_values("value", ascending=exp.mode == "min", na_position="last")
             .head(10)
         )
@@ -53,9 +58,32 @@ def repr_html(exp: Any) -> str:
     )
 
 
+def out_of_memory_line(records: list[TrialRecord]) -> str | None:
+    """``2 trials ran out of memory (at batch_size=512, 1024)``: the trials that did, by the parameters that
+    differ between the experiment's trials (the searched ones, not a constant path); None when none did."""
+    hit = [r for r in records if r.error_kind is ErrorKind.MEMORY]
+    if not hit:
+        return None
+    keys = [k for k in hit[0].params if len({repr(r.params.get(k)) for r in records}) > 1] or list(
+        hit[0].params
+    )
+    shown = [{k: r.params[k] for k in keys if k in r.params} for r in hit[:NAMED_OUT_OF_MEMORY]]
+    if len(keys) == 1:  # one parameter: named once, then its values
+        at = f"{keys[0]}=" + ", ".join(_value(p[keys[0]]) for p in shown if p)
+    else:
+        at = "; ".join(format_params(p) for p in shown)
+    more = f" and {len(hit) - len(shown)} more" if len(hit) > len(shown) else ""
+    trials = "1 trial" if len(hit) == 1 else f"{len(hit)} trials"
+    return f"{trials} ran out of memory (at {at}{more})" if at else f"{trials} ran out of memory"
+
+
 def format_params(params: dict[str, Any]) -> str:
     """Parameters as a status line writes them: floats to 4 significant digits, as every table does."""
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items())
+    return ", ".join(f"{k}={_value(v)}" for k, v in params.items())
+
+
+def _value(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else repr(v)
 
 
 def compute_used(records: list[TrialRecord], max_steps: int | None) -> dict[str, float]:

@@ -11,9 +11,10 @@
   its rank, its GPUs and checkpoints; ``CheckpointPlan``: where a trial's checkpoints go and how many are kept.
 - GPUs as Dask resources (``GPU``, ``GPU-<type>``) and shares of one that add up (_gpus).
 - ``derive_seed``, ``draw_seed``: each trial's seed, from its experiment's (the same rule in kernel and worker).
-- The wire: reports, output, checkpoints saved or resumed from, and outcomes travel as Dask events. The messages
-  (plain dicts with short keys, made by ``encode_*``) sent at the same moment travel together in one event, packed
-  by ``pack_event`` as msgpack bytes (worker side); ``decode_all`` is its only reader (kernel side).
+- The wire: reports, output, checkpoints saved or resumed from, utilisation samples and outcomes travel as Dask
+  events. The messages (plain dicts with short keys, made by ``encode_*``) sent at the same moment travel together
+  in one event, packed by ``pack_event`` as msgpack bytes (worker side); ``decode_all`` is its only reader (kernel
+  side).
 """
 
 from ._gpus import (
@@ -34,12 +35,14 @@ from ._wire import (
     LogLine,
     ReportBatch,
     ReportRow,
+    UtilizationSample,
     decode,
     decode_all,
     encode_checkpoint,
     encode_log,
     encode_outcome,
     encode_reports,
+    encode_utilization,
     pack_event,
 )
 
@@ -69,6 +72,7 @@ __all__ = [
     "ReportRow",
     "TrialState",
     "TrialTask",
+    "UtilizationSample",
     "check_scope",
     "decode",
     "derive_seed",
@@ -78,5 +82,6 @@ __all__ = [
     "encode_log",
     "encode_outcome",
     "encode_reports",
+    "encode_utilization",
     "pack_event",
 ]

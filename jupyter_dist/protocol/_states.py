@@ -93,5 +93,7 @@ class ErrorKind(_StrEnum):
     SETUP = "setup"  # a jupyter_dist error inside the trial: the experiment as set up cannot run (every trial would)
     RESULT = "result"  # it returned something that is not a number, a dict of metrics or None
     METRIC = "metric"  # the objective's metric was neither reported nor returned, or is NaN
+    # It ran out of memory, on a GPU or on the host (MemoryError): at the same parameters it would again
+    MEMORY = "memory"
     LOST = "lost"  # its task was lost: the worker died, Dask gave up on it
     ABANDONED = "abandoned"  # it did not stop when told to, or the run was interrupted

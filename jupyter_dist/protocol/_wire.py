@@ -1,6 +1,7 @@
-"""The wire: reports, output, checkpoints saved or resumed from, and outcomes travel as Dask events. The messages
-(plain dicts with short keys, made by ``encode_*``) sent at the same moment travel together in one event, packed by
-``pack_event`` as msgpack bytes (worker side); ``decode_all`` is its only reader (kernel side)."""
+"""The wire: reports, output, checkpoints saved or resumed from, utilisation samples and outcomes travel as Dask
+events. The messages (plain dicts with short keys, made by ``encode_*``) sent at the same moment travel together in
+one event, packed by ``pack_event`` as msgpack bytes (worker side); ``decode_all`` is its only reader (kernel
+side)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ __all__ = [
     "LogLine",
     "ReportBatch",
     "ReportRow",
+    "UtilizationSample",
     "decode",
     "decode_all",
     "encode_checkpoint",
     "encode_log",
     "encode_outcome",
     "encode_reports",
+    "encode_utilization",
     "pack_event",
 ]
 
@@ -55,6 +58,13 @@ class WireCheckpoint(TypedDict):
     s: int  # the step saved, or resumed from
     p: str  # the checkpoint's folder
     r: bool  # True: the attempt resumed from it; False: it was saved
+
+
+class WireUtilization(TypedDict):
+    k: Literal["u"]
+    t: int
+    a: str
+    s: list  # [time, cpu_percent, rss_mb, gpu_util, gpu_mem_mb]; the GPU's None where NVML sees none
 
 
 class WireOutcome(TypedDict):
@@ -90,6 +100,21 @@ class CheckpointEvent:
     resumed: bool
 
 
+@dataclass(frozen=True)
+class UtilizationSample:
+    """What one trial attempt used over about the last second, sampled on its worker (trials/_utilization.py):
+    CPU in percent of one core, the process's resident memory, and its GPUs' utilisation and this process's memory
+    on them (None where NVML sees no device)."""
+
+    trial_id: int
+    attempt: str
+    time: float
+    cpu_percent: float
+    rss_mb: float
+    gpu_util: float | None
+    gpu_mem_mb: float | None
+
+
 def encode_reports(trial_id: int, attempt: str, rows: list[ReportRow]) -> WireReports:
     return {"k": "r", "t": trial_id, "a": attempt, "b": rows}
 
@@ -100,6 +125,18 @@ def encode_log(trial_id: int, attempt: str, stream: str, text: str) -> WireLog:
 
 def encode_checkpoint(trial_id: int, attempt: str, step: int, path: str, resumed: bool) -> WireCheckpoint:
     return {"k": "c", "t": trial_id, "a": attempt, "s": step, "p": path, "r": resumed}
+
+
+def encode_utilization(
+    trial_id: int,
+    attempt: str,
+    at: float,
+    cpu_percent: float,
+    rss_mb: float,
+    gpu_util: float | None,
+    gpu_mem_mb: float | None,
+) -> WireUtilization:
+    return {"k": "u", "t": trial_id, "a": attempt, "s": [at, cpu_percent, rss_mb, gpu_util, gpu_mem_mb]}
 
 
 def encode_outcome(outcome: Outcome) -> WireOutcome:
@@ -128,12 +165,15 @@ def _plain_number(value: Any) -> Any:
     )
 
 
-def decode_all(payload: bytes) -> list[ReportBatch | LogLine | CheckpointEvent | Outcome]:
+Message = ReportBatch | LogLine | CheckpointEvent | UtilizationSample | Outcome
+
+
+def decode_all(payload: bytes) -> list[Message]:
     """The messages of one event (``pack_event``), in the order they were sent."""
     return [decode(m) for m in msgpack.unpackb(payload, use_list=False, strict_map_key=False)]
 
 
-def decode(msg: dict) -> ReportBatch | LogLine | CheckpointEvent | Outcome:
+def decode(msg: dict) -> Message:
     kind = msg["k"]
     if kind == "r":
         return ReportBatch(msg["t"], msg["a"], msg["b"])
@@ -141,6 +181,8 @@ def decode(msg: dict) -> ReportBatch | LogLine | CheckpointEvent | Outcome:
         return LogLine(msg["t"], msg["a"], msg["n"], msg["x"])
     if kind == "c":
         return CheckpointEvent(msg["t"], msg["a"], msg["s"], msg["p"], msg["r"])
+    if kind == "u":
+        return UtilizationSample(msg["t"], msg["a"], *msg["s"])
     if kind == "f":
         return Outcome.from_wire(msg["o"])
     raise JupyterDistError(f"unknown message kind {kind!r}")

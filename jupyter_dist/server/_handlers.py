@@ -104,6 +104,20 @@ class CurvesHandler(_Handler):
         await self.answer(call)
 
 
+class UtilizationHandler(_Handler):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, experiment_id: str) -> None:
+        def call():
+            since, limit = whole_numbers(self, since=0, limit=MAX_PAGE)
+            trial = self.get_argument("trial", None)
+            if trial is not None and not trial.isdigit():
+                raise ArgumentError(f"trial={trial[:20]!r}: a trial id")
+            return self.store.utilization(experiment_id, None if trial is None else int(trial), since, limit)
+
+        await self.answer(call)
+
+
 class ImportancesHandler(_Handler):
     @tornado.web.authenticated
     @authorized
@@ -147,6 +161,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
         (url_path_join(api, segment), ExperimentHandler),
         (url_path_join(api, segment, "metrics"), MetricsHandler),
         (url_path_join(api, segment, "curves"), CurvesHandler),
+        (url_path_join(api, segment, "utilization"), UtilizationHandler),
         (url_path_join(api, segment, "importances"), ImportancesHandler),
         (url_path_join(api, segment, "stop"), StopHandler),
         (url_path_join(api, segment, "logs", r"(\d+)"), LogsHandler),

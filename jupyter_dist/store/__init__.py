@@ -38,6 +38,7 @@ from ._wire import (
     ParamImportances,
     TrialLogs,
     TrialSummary,
+    UtilizationPage,
 )
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "TrialRecord",
     "TrialSink",
     "TrialSummary",
+    "UtilizationPage",
     "best_so_far",
     "compared_experiment",
     "experiment_detail",

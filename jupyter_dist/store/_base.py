@@ -24,7 +24,9 @@ from ..protocol import (
     Outcome,
     ReportBatch,
     TrialState,
+    UtilizationSample,
 )
+from ._utilization import UtilizationColumns
 from ._wire import Restart
 
 __all__ = [
@@ -184,8 +186,8 @@ def _only_attempt_lines(text: str) -> bool:
 class TrialSink(Protocol):
     """What the trial loop writes to (jupyter_dist.trials names it among its seams): the experiment's record. A
     Protocol, so the loop's tests can hand it a fake; declared once, here, with the record that implements it.
-    ``reports_arrived``, ``log_arrived`` and ``checkpoint_arrived`` come on the launcher's IO thread (quick, never
-    waiting on a disk), the rest on the loop's thread."""
+    ``reports_arrived``, ``log_arrived``, ``checkpoint_arrived`` and ``utilization_arrived`` come on the launcher's
+    IO thread (quick, never waiting on a disk), the rest on the loop's thread."""
 
     @abstractmethod
     def trial_started(
@@ -213,6 +215,10 @@ class TrialSink(Protocol):
     @abstractmethod
     def checkpoint_arrived(self, event: CheckpointEvent) -> None:
         """A trial saved a checkpoint, or an attempt resumed from one (Dask IO thread)."""
+
+    @abstractmethod
+    def utilization_arrived(self, sample: UtilizationSample) -> None:
+        """What a running trial used over about the last second (trials/_utilization.py)."""
 
     @abstractmethod
     def trial_pruned(self, trial_id: int) -> None: ...
@@ -288,6 +294,10 @@ class ExperimentRecord(TrialSink, ABC):
     @abstractmethod
     def report_count(self) -> int:
         """How many report() calls have arrived."""
+
+    @abstractmethod
+    def utilization(self) -> UtilizationColumns:
+        """Every utilisation sample so far, in arrival order."""
 
     @property
     def stored(self) -> bool:

@@ -143,6 +143,7 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
         trials,
         lambda: _batches(path, experiment_id),
         lambda: _output(path, experiment_id),
+        lambda: _usage(path, experiment_id),
         state=state,
         message=row["error"],
         ended=row["ended"] if row["ended"] is not None else row["heartbeat"],
@@ -161,6 +162,14 @@ def _output(path: str, experiment_id: str) -> list[tuple]:
     db = Database(path)
     try:
         return [(r["trial_id"], r["stream"], r["text"]) for r in db.log_rows(experiment_id)]
+    finally:
+        db.close()
+
+
+def _usage(path: str, experiment_id: str) -> list[tuple]:
+    db = Database(path)
+    try:
+        return [sample for _, sample in db.utilization(experiment_id)]
     finally:
         db.close()
 

@@ -1,7 +1,7 @@
 """Writing one run to the store as it happens, in batches, from a thread of its own.
 
 The record (_memory.py) hands the journal each change where it happens: trial starts and ends on the kernel's
-main thread, reports and output lines on the Dask IO thread. Handing over is an append to a list (the IO thread
+main thread, reports, output lines and utilisation samples on the Dask IO thread. Handing over is an append to a list (the IO thread
 never waits on a disk); the writer thread commits everything pending every FLUSH_INTERVAL_S in one transaction,
 stamps the run's heartbeat, and looks for a stop request (JupyterLab's Stop button writes one through the
 server extension). A kernel killed mid-run loses at most the last FLUSH_INTERVAL_S of reports and
@@ -96,6 +96,7 @@ class Journal:
         self._trials: dict[int, tuple] = {}
         self._reports: list[tuple] = []
         self._logs: list[tuple] = []
+        self._usage: list[tuple] = []
         self._log_bytes: dict[int, int] = {}
         self._final: tuple[str, str | None, float] | None = None
         self._wake = threading.Event()
@@ -121,6 +122,10 @@ class Journal:
     def output(self, trial_id: int, stream: str, text: str) -> None:
         """A line of a trial's output (Dask IO thread)."""
         self._logs.append((trial_id, stream, text))
+
+    def utilization(self, sample: tuple) -> None:
+        """A trial's utilisation sample (Dask IO thread), a _utilization.Sample."""
+        self._usage.append(sample)
 
     def close(self, state: ExperimentState, message: str | None, ended: float) -> None:
         """The run ended: write everything pending, the final state and what its end says, then stop the
@@ -158,10 +163,12 @@ class Journal:
             # The IO thread appends meanwhile: write the first n, and drop them only once they are on disk (a
             # prefix deletion and an append cannot interleave under the GIL). A failed write stops the writer
             # and leaves them pending: batches_so_far() still has them.
-            n_reports, n_logs = len(self._reports), len(self._logs)
-            self._commit(db, trials, self._reports[:n_reports], self._capped(self._logs[:n_logs]), final)
+            n_reports, n_logs, n_usage = len(self._reports), len(self._logs), len(self._usage)
+            logs = self._capped(self._logs[:n_logs])
+            self._commit(db, trials, self._reports[:n_reports], logs, final, self._usage[:n_usage])
             del self._reports[:n_reports]
             del self._logs[:n_logs]
+            del self._usage[:n_usage]
         if final is None and self.on_stop_requested and not self._stop_seen:
             if db.stop_requested(self.experiment_id):
                 self._stop_seen = True
@@ -179,8 +186,10 @@ class Journal:
             out.extend(self._reports)
         return out
 
-    def _commit(self, db: Database, trials: dict, reports: list, logs: list, final: tuple | None) -> None:
-        db.write_batch(self.experiment_id, trials, reports, logs, final)
+    def _commit(
+        self, db: Database, trials: dict, reports: list, logs: list, final: tuple | None, usage: list
+    ) -> None:
+        db.write_batch(self.experiment_id, trials, reports, logs, final, usage)
 
     def _capped(self, logs: list[tuple]) -> list[tuple]:
         kept = []

@@ -9,8 +9,17 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._tracebacks import in_user_terms
-from ..protocol import CheckpointEvent, ExperimentState, LogLine, Outcome, ReportBatch, TrialState
+from ..protocol import (
+    CheckpointEvent,
+    ExperimentState,
+    LogLine,
+    Outcome,
+    ReportBatch,
+    TrialState,
+    UtilizationSample,
+)
 from ._base import EXTENDED, ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
+from ._utilization import UtilizationColumns
 
 if TYPE_CHECKING:
     from ..protocol import Regrouped
@@ -41,8 +50,11 @@ class InMemoryRecord(ExperimentRecord):
         # objects cost the kernel about 280 MB (bench_scale: RSS peak 554 MB without a store, 277 MB with one).
         self._batches: list[tuple[int, int, list]] = []
         self._report_count = 0
-        # A record read back from the store: what reads its reports and output, until load_details() has.
-        self._unread: tuple[Callable[[], Iterable], Callable[[], Iterable]] | None = None
+        # The trials' utilisation samples, kept here with a journal too: one a second per trial, 48 bytes each.
+        self._usage = UtilizationColumns()
+        # A record read back from the store: what reads its reports, output and utilisation samples, until
+        # load_details() has.
+        self._unread: tuple[Callable[[], Iterable], ...] | None = None
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(
@@ -163,6 +175,21 @@ class InMemoryRecord(ExperimentRecord):
             self._journal.trial_changed(rec)
             if event.resumed:
                 self._journal.output(rec.trial_id, "stdout", note)
+
+    def utilization_arrived(self, sample: UtilizationSample) -> None:
+        if sample.trial_id not in self._trials:
+            return
+        row = (
+            sample.trial_id,
+            sample.time,
+            sample.cpu_percent,
+            sample.rss_mb,
+            sample.gpu_util,
+            sample.gpu_mem_mb,
+        )
+        self._usage.extend([row])
+        if self._journal:
+            self._journal.utilization(row)
 
     def trial_retried(self, outcome: Outcome, why: str) -> None:
         """An attempt of a trial raised and the trial runs again (``max_failures=``): its traceback stays in the
@@ -294,19 +321,21 @@ class InMemoryRecord(ExperimentRecord):
         trials: list[TrialRecord],
         batches: Callable[[], Iterable[tuple[int, int, list]]],
         output: Callable[[], Iterable[tuple[int, str, str]]],
+        usage: Callable[[], Iterable[tuple]] = list,
         *,
         state: ExperimentState,
         message: str | None,
         ended: float | None,
     ) -> InMemoryRecord:
         """A finished record rebuilt from the store. ``batches()`` gives its report batches in arrival order,
-        (trial_id, attempt number, [[step, metrics, sent_at], ...]), and ``output()`` (trial_id, stream, text);
-        both are called only when the reports or the output are first needed (``load_details``)."""
+        (trial_id, attempt number, [[step, metrics, sent_at], ...]), ``output()`` (trial_id, stream, text) and
+        ``usage()`` the utilisation samples (_utilization.Sample); each is called only when first needed
+        (``load_details``)."""
         self = cls(definition)
         self._trials = {rec.trial_id: rec for rec in trials}
         for rec in trials:
             self._consider_best(rec)
-        self._unread = (batches, output)
+        self._unread = (batches, output, usage)
         self.state, self.message, self.ended = state, message, ended
         return self
 
@@ -316,8 +345,9 @@ class InMemoryRecord(ExperimentRecord):
         with self._lock:
             if self._unread is None:  # another thread did it meanwhile
                 return
-            batches, output = self._unread
+            batches, output, usage = self._unread
             self._read_back(batches(), output())
+            self._usage.extend(usage())
             self._unread = None
 
     def _read_back(self, batches: Iterable, output: Iterable) -> None:
@@ -379,6 +409,10 @@ class InMemoryRecord(ExperimentRecord):
     def report_count(self) -> int:
         self.load_details()
         return self._report_count
+
+    def utilization(self) -> UtilizationColumns:
+        self.load_details()
+        return self._usage
 
     @property
     def stored(self) -> bool:

@@ -1,5 +1,5 @@
 """One store file as the server extension serves it: the listing, an experiment's detail, its reports after a
-cursor, its learning curves thinned, a trial's output, the records a comparison is computed from, and the one
+cursor, its learning curves thinned, its trials' utilisation samples after a cursor, a trial's output, the records a comparison is computed from, and the one
 write a reader makes, a stop request (the run's own writer acts on it).
 
 Every answer is a wire type (_wire.py), JSON-ready. Arguments are checked before any query: a malformed id or page
@@ -24,7 +24,8 @@ from ._codec import finite
 from ._detail import experiment_detail
 from ._memory import InMemoryRecord
 from ._sqlite import Database
-from ._wire import CurvesPage, ExperimentDetail, ExperimentList, MetricsPage, TrialLogs
+from ._utilization import COLUMNS as UTILIZATION_COLUMNS
+from ._wire import CurvesPage, ExperimentDetail, ExperimentList, MetricsPage, TrialLogs, UtilizationPage
 
 __all__ = [
     "CURVE_POINTS",
@@ -246,6 +247,22 @@ class StoreReader:
             out.append((trial_id, attempt, *thinned(steps, values, points)))
         # The wire type allows a null point (a NaN sent as JSON); every point here is finite (list is invariant).
         return {"metric": metric, "trials": out, "cursor": cursor}  # type: ignore[typeddict-item]
+
+    def utilization(
+        self, experiment_id: str, trial_id: int | None = None, since: int = 0, limit: int = MAX_PAGE
+    ) -> UtilizationPage:
+        """Utilisation samples (of every trial, or of ``trial_id``) after cursor ``since`` (0: from the start), at
+        most ``limit``; ``cursor`` for the next call."""
+        _check_page(since, limit)
+        with self._opened(experiment_id) as (db, _):
+            rows = db.utilization(experiment_id, since, trial_id, limit + 1)
+        page = rows[:limit]
+        return {
+            "columns": list(UTILIZATION_COLUMNS),
+            "rows": [finite(list(sample)) for _, sample in page],
+            "cursor": page[-1][0] if page else since,
+            "more": len(rows) > limit,
+        }
 
     def logs(self, experiment_id: str, trial_id: int) -> TrialLogs:
         """A trial's captured stdout and stderr, and its traceback if it failed."""

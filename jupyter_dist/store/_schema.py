@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from . import _chunks
+from . import _chunks, _utilization
 
 __all__ = [
     "APPLICATION_ID",
@@ -21,7 +21,7 @@ __all__ = [
     "owner_alive",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x4A445354  # "JDST"
 # One statement per ";" (the schema is applied statement by statement): no ";" inside comments.
 SCHEMA = """
@@ -69,11 +69,14 @@ CREATE TABLE stop_requests (
 SCHEMA += STOP_REQUESTS + ";"
 # Schema 3: reports in chunks of batches (_chunks.py), where schema 2 had a row per report.
 SCHEMA += _chunks.TABLE + ";"
+# Schema 4: what each trial used, sampled about once a second on its worker (_utilization.py).
+SCHEMA += _utilization.TABLE + ";"
 
 # What brings a store of schema version N up to N + 1 (a store is migrated when opened, in one transaction).
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     1: lambda conn: conn.execute(STOP_REQUESTS),
     2: _chunks.migrate_from_schema_2,
+    3: _utilization.migrate_from_schema_3,
 }
 
 

@@ -1,6 +1,6 @@
 """The experiment store on disk: one SQLite file in WAL mode, shared by every kernel of a user. Every SQL statement
-of jupyter_dist is in this module, _schema.py and _chunks.py (how reports lie in the file); the rest of the package reads
-and writes through ``Database``.
+of jupyter_dist is in this module, _schema.py, _chunks.py (how reports lie in the file) and _utilization.py (the
+trials' utilisation samples); the rest of the package reads and writes through ``Database``.
 
 WAL lets readers (``experiments()``, ``load()``, another kernel, the server extension) read while a run writes;
 each connection waits up to BUSY_TIMEOUT_S for another process's write transaction instead of failing with
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from . import _chunks
+from . import _chunks, _utilization
 from ._chunks import Batch
 from ._filesystem import journal_mode, say_once
 from ._schema import APPLICATION_ID, MIGRATIONS, SCHEMA, SCHEMA_VERSION
@@ -279,6 +279,12 @@ class Database:
         )
         return [(stream, text) for stream, text in rows]
 
+    def utilization(
+        self, experiment_id: str, since: int = 0, trial_id: int | None = None, limit: int = -1
+    ) -> list[tuple[int, _utilization.Sample]]:
+        """An experiment's utilisation samples (or ``trial_id``'s) after cursor ``since``: (cursor, sample)."""
+        return _utilization.samples_after(self.conn, experiment_id, since, trial_id, limit)
+
     def write_batch(
         self,
         experiment_id: str,
@@ -286,10 +292,12 @@ class Database:
         reports: list[Batch],
         logs: list[tuple[int, str, str]],
         final: tuple[str, str | None, float] | None,
+        utilization: list[_utilization.Sample] | None = None,
     ) -> None:
         """One run's writer's batch, in one transaction: ``trials`` (per trial id: state, value, record JSON,
         pickled result) replace their rows; ``reports`` (trial_id, attempt number, [[step, metrics, sent_at],
-        ...]) and ``logs`` (trial_id, stream, text) are appended; the heartbeat is stamped and, with ``final``
+        ...]), ``logs`` (trial_id, stream, text) and ``utilization`` (_utilization.Sample) are appended; the
+        heartbeat is stamped and, with ``final``
         (state, error, ended), the run's end is recorded."""
         chunks = _chunks.packed(reports)
         with self.transaction() as conn:
@@ -299,6 +307,8 @@ class Database:
                 "INSERT INTO logs (experiment_id, trial_id, stream, text) VALUES (?, ?, ?, ?)",
                 [(experiment_id, trial_id, stream, text) for trial_id, stream, text in logs],
             )
+            if utilization:
+                _utilization.insert(conn, experiment_id, utilization)
             conn.executemany(
                 "INSERT OR REPLACE INTO trials (experiment_id, trial_id, state, value, record, result) "
                 "VALUES (?, ?, ?, ?, ?, ?)",

@@ -35,6 +35,7 @@ __all__ = [
     "ParamImportances",
     "TrialLogs",
     "TrialSummary",
+    "UtilizationPage",
 ]
 
 Mode = Literal["min", "max"]
@@ -151,6 +152,17 @@ class MetricsPage(TypedDict):
 
     columns: list[str]  # ["trial_id", "attempt", "step", "sent_at", "metrics"]
     rows: list[tuple[int, int, int, float, dict[str, float | None]]]
+    cursor: int  # pass it as ``since`` to read on
+    more: bool  # whether more rows were waiting past ``limit``
+
+
+class UtilizationPage(TypedDict):
+    """GET .../utilization?trial=&since=<cursor>&limit=: what the trials used, sampled about once a second on their
+    workers, in arrival order after the cursor (docs/how-to/utilization.md says what each column counts)."""
+
+    columns: list[str]  # ["trial_id", "time", "cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb"]
+    # cpu_percent of one core; rss_mb the worker process's; the GPU's null where NVML read no device of the trial
+    rows: list[tuple[int, float, float, float, float | None, float | None]]
     cursor: int  # pass it as ``since`` to read on
     more: bool  # whether more rows were waiting past ``limit``
 

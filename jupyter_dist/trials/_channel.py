@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, decode_all
+from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, UtilizationSample, decode_all
 from ._trial_context import forget_experiment, forget_trial, mark_stopped
 
 logger = logging.getLogger(__name__)
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 class EventChannel:
     """Subscribes to one experiment's topic, decodes each message and hands it to ``on_reports``, ``on_log``,
-    ``on_checkpoint`` or ``on_outcome``.
+    ``on_checkpoint``, ``on_outcome`` or ``on_utilization``.
 
     The handlers run on the Dask client's IO-loop thread: they must only record, never draw.
     """
@@ -32,6 +32,7 @@ class EventChannel:
         on_log: Callable[[LogLine], None],
         on_checkpoint: Callable[[CheckpointEvent], None],
         on_outcome: Callable[[Outcome], None],
+        on_utilization: Callable[[UtilizationSample], None],
     ) -> None:
         self.client = client
         self.topic = topic
@@ -40,6 +41,7 @@ class EventChannel:
             LogLine: on_log,
             CheckpointEvent: on_checkpoint,
             Outcome: on_outcome,
+            UtilizationSample: on_utilization,
         }
 
     def __enter__(self) -> EventChannel:

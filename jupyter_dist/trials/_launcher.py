@@ -26,6 +26,7 @@ from ..protocol import (
     Regrouped,
     ReportBatch,
     TrialState,
+    UtilizationSample,
     gpu_type_resource,
 )
 from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
@@ -156,6 +157,7 @@ class DaskLauncher:
         on_log: Callable[[LogLine], None],
         on_checkpoint: Callable[[CheckpointEvent], None],
         on_outcome: Callable[[Outcome], None],
+        on_utilization: Callable[[UtilizationSample], None],
     ) -> AbstractContextManager:
         stack = ExitStack()
         stack.callback(self.release)  # last out: once nothing of the run is listening any more
@@ -167,7 +169,9 @@ class DaskLauncher:
                 checkpointed(event)
 
         stack.enter_context(
-            EventChannel(self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome)
+            EventChannel(
+                self.client, self.topic, on_reports, on_log, on_checkpoint, on_outcome, on_utilization
+            )
         )
         return stack
 

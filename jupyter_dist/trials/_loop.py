@@ -126,7 +126,11 @@ class TrialLoop:
         trials are stopped, as with a stop); a callback that raises aborts the run."""
         sink = self.sink
         with self.launcher.events(
-            self._reports_arrived, sink.log_arrived, sink.checkpoint_arrived, self.events.put
+            self._reports_arrived,
+            sink.log_arrived,
+            sink.checkpoint_arrived,
+            self.events.put,
+            sink.utilization_arrived,
         ):
             try:
                 last_idle = 0.0

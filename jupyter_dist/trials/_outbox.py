@@ -11,7 +11,8 @@ How long something may wait for company is set by the most urgent thing waiting:
 - a report a pruner decides on (``FRESH``): 5 ms, or, when the last event carried several trials' reports, FRESH
   per trial after it, at most BUSY_GAP: a busy worker sends at most 1 / BUSY_GAP events a second, and a pruner
   still hears of each report well within its 50 ms target;
-- a report only the views and the store read (``RELAXED``): 0.2 s, one redraw of the views;
+- a report only the views and the store read (``RELAXED``): 0.2 s, one redraw of the views; a utilisation sample
+  (trials/_utilization.py, one a second per trial) as long;
 - an outcome or a checkpoint: OUTCOME_WAIT (the kernel starts the next trial when it hears of the end), an
   output line LOG_WAIT.
 A trial whose reports fill a batch (MAX_BATCH) sends everything at once, but no sooner than BACKPRESSURE_INTERVAL

@@ -21,9 +21,11 @@ from ._allocator import tensor_friendly_allocator
 from ._capture import TrialOutput
 from ._cpus import torch_threads
 from ._devices import holding_gpus, release_gpu_memory
+from ._out_of_memory import memory_cause, out_of_memory, release_after_out_of_memory, reset_peaks
 from ._outbox import OUTCOME_WAIT, QUEUED_OUTCOME_WAIT
 from ._seeding import seeded
 from ._trial_context import Regroup, Reporter, SegmentDone, TrialContext, activate
+from ._utilization import sampled
 from ._worker_cache import KEPT_EXPERIMENTS, load_function
 
 
@@ -71,7 +73,9 @@ def run_trial(task: TrialTask) -> Outcome:
                 tensor_friendly_allocator(),
                 torch_threads(task.cpus),
                 seeded(_seed_of(task)),
+                sampled(ctx),
             ):
+                reset_peaks(ctx.devices)
                 returned = fn(**kwargs)
             if ctx.should_stop:
                 state = TrialState.PRUNED  # it returned by itself, but after it was told to stop
@@ -85,13 +89,19 @@ def run_trial(task: TrialTask) -> Outcome:
             state, error = TrialState.FAILED, trial_traceback(exc)
             kind = ErrorKind.SETUP if isinstance(exc, JupyterDistError) else ErrorKind.TRIAL
             ctx.failed_at = ctx.failed_at or time.time()
+            short_of = out_of_memory(exc)
+            if short_of:  # the cause first, in a line, above the traceback
+                kind = ErrorKind.MEMORY
+                error = f"{memory_cause(short_of, exc, ctx.devices, task.gpus)}\n{error}"
             # The traceback's frames hold the failed function's locals (after a CUDA out-of-memory error, its
             # model and batches): let go of them now, not whenever the exception is collected.
             traceback.clear_frames(exc.__traceback__)
         finally:
             duration = time.time() - started
             activate(None)
-    if ctx.devices:
+    if kind is ErrorKind.MEMORY:
+        release_after_out_of_memory()
+    elif ctx.devices:
         release_gpu_memory(failed=state is TrialState.FAILED)
 
     result = returned

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, ReportRow
+from ..protocol import CheckpointEvent, LogLine, Outcome, ReportBatch, ReportRow, UtilizationSample
 from ..store import TrialSink  # declared with the record that implements it
 
 __all__ = [
@@ -102,6 +102,7 @@ class TrialLauncher(Protocol):
         on_log: Callable[[LogLine], None],
         on_checkpoint: Callable[[CheckpointEvent], None],
         on_outcome: Callable[[Outcome], None],
+        on_utilization: Callable[[UtilizationSample], None],
     ) -> AbstractContextManager: ...
 
     def place(self, trial_id: int, behind: int = 0) -> Any | None:

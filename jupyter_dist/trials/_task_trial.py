@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from concurrent.futures import CancelledError
 from typing import Any
 
 from ..protocol import ErrorKind, Outcome, TrialState
@@ -57,14 +58,23 @@ class TaskTrial(RunningTrial):
     def late_outcome(self, now: float) -> Outcome | None:
         """The task's own result, when its outcome event is OUTCOME_GRACE late (lost or slow: it says the same)."""
         if self.unreported_since is not None and now - self.unreported_since > OUTCOME_GRACE:
-            return self._finished_task.result()
+            try:
+                return self._finished_task.result()
+            except CancelledError:
+                # The scheduler went away with the result (its outcome event too): the trial ended, and how is
+                # not known here, so a resumed run runs it again.
+                why = "its result was lost with the Dask scheduler before it reached the kernel"
+                return Outcome.lost(self.trial_id, TrialState.INTERRUPTED, why, ErrorKind.LOST)
         return None
 
 
 class Retries:
     """Which failed trials run again: one whose function raised (``ErrorKind.TRIAL``; not a setup error, a bad
-    return value or a missing metric, which would fail the same way again), up to ``max_failures`` more times,
-    never one that was told to stop (pruned, or stopped with the experiment)."""
+    return value, a missing metric or running out of memory, which would fail the same way again at the same
+    parameters), up to ``max_failures`` more times, never one that was told to stop (pruned, or stopped with the
+    experiment). A trial whose worker was lost is no failure of its own: Dask runs it again, up to its own cap
+    (``distributed.scheduler.allowed-failures``; task_error says so when it is reached), and ``max_failures`` is
+    not spent on it."""
 
     def __init__(self, max_failures: int) -> None:
         self.max_failures = max_failures
@@ -103,4 +113,14 @@ def task_error(future) -> str:
         return "the task was cancelled"
     exc = future.exception()
     text = "".join(traceback.format_exception(type(exc), exc, future.traceback()))
+    from distributed import KilledWorker
+
+    if isinstance(exc, KilledWorker):
+        # Dask ran it again after each lost worker and gave up past its cap: the scheduler's, as the exception
+        # carries it (a remote scheduler's config may differ from this kernel's dask.config).
+        cap = exc.allowed_failures
+        return (
+            f"the trial's worker was lost {cap + 1} times while running it (killed, out of memory, or preempted); "
+            f"it was not retried further: the cap is distributed.scheduler.allowed-failures={cap}\n{text}"
+        )
     return f"the trial's task failed on Dask:\n{text}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from .._tracebacks import where_it_failed
-from ..protocol import TrialState
+from ..protocol import ErrorKind, TrialState
 from ._base import ExperimentView, early_stopping_note, importances_table
 
 
@@ -33,11 +33,17 @@ class TextView(ExperimentView):
         for rec in self.exp.trial_records():
             if rec.state is TrialState.FAILED and rec.trial_id not in self._reported_failures:
                 self._reported_failures.add(rec.trial_id)
-                last_line = (rec.error or "").strip().splitlines()[-1:] or ["(no traceback)"]
+                lines = (rec.error or "").strip().splitlines()
+                # Running out of memory and a lost worker put their cause in the first line, the traceback after
+                # it (a task that failed on Dask otherwise heads its traceback with "...failed on Dask:").
+                cause_first = rec.error_kind is ErrorKind.MEMORY or (
+                    rec.error_kind is ErrorKind.LOST and bool(lines) and not lines[0].endswith(":")
+                )
+                said = (lines[:1] if cause_first else lines[-1:]) or ["(no traceback)"]
                 where = where_it_failed(rec.error)
                 at = f" at {where}" if where else ""
                 self._print(
-                    f"  trial {rec.trial_id} failed: {last_line[0]}{at}  (exp.logs({rec.trial_id}) has it all)"
+                    f"  trial {rec.trial_id} failed: {said[0]}{at}  (exp.logs({rec.trial_id}) has it all)"
                 )
             if (
                 rec.resumed_from is not None

@@ -119,6 +119,17 @@ export interface IMetricsPage {
   more: boolean; // whether more rows were waiting past `limit`
 }
 
+/**
+ * GET .../utilization?trial=&since=<cursor>&limit=: what the trials used, sampled about once a second on their
+ * workers, in arrival order after the cursor (docs/how-to/utilization.md says what each column counts).
+ */
+export interface IUtilizationPage {
+  columns: string[]; // ["trial_id", "time", "cpu_percent", "rss_mb", "gpu_util", "gpu_mem_mb"]
+  rows: [number, number, number, number, number | null, number | null][];
+  cursor: number; // pass it as `since` to read on
+  more: boolean; // whether more rows were waiting past `limit`
+}
+
 /** GET .../logs/<trial_id>: the trial's captured output and traceback. */
 export interface ITrialLogs {
   trial_id: number;

@@ -1,7 +1,8 @@
 """Every CUDA path on a real GPU (marked `gpu`: skipped in CI, which has none; run on a machine with one by
 `bash scripts/gpu_check.sh`). One GPU is enough: data-parallel at world size 1 with NCCL, two ranks sharing the
 device with gloo, mixed precision, FSDP, checkpoints moving between the GPU and the CPU, HPO trials holding the
-device one at a time through an out-of-memory error, and a notebook kernel that touched CUDA before its runs."""
+device one at a time through an out-of-memory error, a trial running out of memory past its share of the
+device, and a notebook kernel that touched CUDA before its runs."""
 
 from __future__ import annotations
 
@@ -280,6 +281,8 @@ def test_hpo_trials_compute_on_their_gpu_one_at_a_time_and_an_oom_frees_it(gpu_w
     trials = exp.trials.set_index("trial_id")
     assert trials.loc[0, "state"] == "failed"
     assert "OutOfMemoryError" in trials.loc[0, "error"] and "CUDA out of memory" in trials.loc[0, "error"]
+    assert trials.loc[0, "error_kind"] == "memory"
+    assert trials.loc[0, "error"].startswith("out of memory on cuda:0 (this trial holds 1 GPU, peak ")
     assert (trials.drop(index=0)["state"] == "completed").all()  # the next trials on the device ran
     runs = [json.loads(exp.logs(t).strip().splitlines()[-1]) for t in trials.index[1:]]
     assert {r["device"] for r in runs} == {"cuda:0"}
@@ -287,6 +290,39 @@ def test_hpo_trials_compute_on_their_gpu_one_at_a_time_and_an_oom_frees_it(gpu_w
     assert all(r["held_at_start"] < 2**30 for r in runs)  # the failed trial's ~60% of the card was given back
     spans = sorted((r["start"], r["end"]) for r in runs)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # never two at once on it
+
+
+def past_its_share(batch=1):
+    device = jd.devices()[0]
+    total = torch.cuda.get_device_properties(device).total_memory
+    held = torch.empty(int(total * 0.15), dtype=torch.uint8, device=device)  # within its quarter of the card
+    torch.empty(int(total * 0.2), dtype=torch.uint8, device=device)  # 0.35 of it: past its quarter
+    return float(held.numel() * batch)
+
+
+def test_a_trial_past_its_share_of_the_gpu_runs_out_of_memory_there_and_says_so(gpu_worker):
+    with pytest.raises(jd.ExperimentFailed) as failed:  # its only trial failed
+        jd.hpo(
+            past_its_share,
+            {"batch": space.choice([1])},
+            trials=1,
+            metric="v",
+            cluster=gpu_worker,
+            progress=False,
+            gpus_per_trial=0.25,  # alone in its process: torch caps the process at its share
+            max_failures=1,
+        )
+    exp = failed.value.experiment
+    t = exp.trials.iloc[0]
+    assert t.state == "failed" and t.error_kind == "memory" and t.attempts == 1  # not retried: it would again
+    cause = t.error.splitlines()[0]
+    assert cause.startswith("out of memory on cuda:0 (this trial's share: 0.25 of the GPU, peak "), cause
+    total = torch.cuda.get_device_properties(0).total_memory
+    peak = float(cause.rsplit("peak ", 1)[1].removesuffix(" GiB)"))
+    # what it held when the next allocation failed
+    assert peak == pytest.approx(total * 0.15 / 2**30, abs=0.2)
+    assert "OutOfMemoryError" in t.error  # its traceback follows
+    assert "1 trial ran out of memory (at batch=1)" in exp.status_line()
 
 
 # --- a notebook that touched CUDA first ------------------------------------------------------------------------

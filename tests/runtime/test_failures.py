@@ -39,6 +39,33 @@ def test_a_trial_whose_worker_dies_is_rerun_and_its_attempts_told_apart(client, 
     client.wait_for_workers(2, timeout=60)
 
 
+def lost_then_raises_then_completes(x=0.0, folder=""):
+    attempt = ticket(folder)
+    if attempt == 0:
+        os._exit(1)  # its worker dies (killed, out of memory, preempted): Dask runs it again
+    if attempt == 1:
+        raise ConnectionError("flaky read")  # the trial's own failure: max_failures=1 runs it again
+    return x
+
+
+def test_a_lost_worker_does_not_spend_max_failures(client, tmp_path, run_hpo):
+    folder = tmp_path / "attempts"
+    folder.mkdir()
+    exp = run_hpo(
+        lost_then_raises_then_completes,
+        {"x": 1.0, "folder": str(folder)},
+        trials=1,
+        metric="v",
+        max_failures=1,
+    )
+    t = exp.trials.iloc[0]
+    # Three attempts ran (the first reported nothing before its worker died, so the kernel never heard of it):
+    # the raise after the lost worker was still retried, max_failures=1 untouched by the loss.
+    assert sorted(os.listdir(folder)) == ["0", "1", "2"]
+    assert t.state == "completed" and t.value == 1.0 and t.error is None
+    client.wait_for_workers(2, timeout=60)
+
+
 def slow_steps(x=0.0, steps=100):
     for step in range(steps):
         time.sleep(0.05)
@@ -138,7 +165,13 @@ def test_a_trial_that_kills_every_worker_it_lands_on_fails_clearly_and_the_rest_
     )
     t = exp.trials.set_index("params_x")
     assert t.loc[0.5, "state"] == "failed"
-    assert "KilledWorker" in t.loc[0.5, "error"]
+    cause, *dasks = t.loc[0.5, "error"].splitlines()
+    assert cause == (
+        "the trial's worker was lost 4 times while running it (killed, out of memory, or preempted); it was not "
+        "retried further: the cap is distributed.scheduler.allowed-failures=3"
+    )
+    assert "KilledWorker" in "\n".join(dasks)  # Dask's own words follow
+    assert t.loc[0.5, "error_kind"] == "lost"
     assert list(t.loc[[0.1, 0.9], "state"]) == ["completed", "completed"]
     assert exp.state == "completed" and exp.best.value == 0.9
     assert jd.load(exp.name).trials.set_index("params_x").loc[0.5, "state"] == "failed"

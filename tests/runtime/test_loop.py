@@ -39,7 +39,7 @@ class FakeLauncher:
         self.submissions: list[list[int]] = []  # the trials of each start() call
 
     @contextlib.contextmanager
-    def events(self, on_reports, on_log, on_checkpoint, on_outcome):
+    def events(self, on_reports, on_log, on_checkpoint, on_outcome, on_utilization):
         self.on_outcome = on_outcome
         yield
 

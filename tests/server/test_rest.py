@@ -129,6 +129,7 @@ async def test_every_endpoint_needs_jupyters_token(jp_fetch, jp_http_port, jp_ba
     await jp_fetch(*API)  # with the token
     client = tornado.httpclient.AsyncHTTPClient()
     paths = ("", f"/{exp.id}", f"/{exp.id}/metrics", f"/{exp.id}/curves", f"/{exp.id}/importances")
+    paths += (f"/{exp.id}/utilization",)
     for path in (*paths, f"/{exp.id}/logs/0", f"/{exp.id}/stop"):
         url = f"http://localhost:{jp_http_port}{jp_base_url}jupyter-dist/api/experiments{path}"
         post = path.endswith("/stop")

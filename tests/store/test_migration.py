@@ -50,10 +50,10 @@ def test_a_schema_2_store_loads_back_the_same_runs_and_serves_the_same_pages(sch
     assert _version(path) == 2
 
     listing = jd.experiments(store=path)  # opening it migrates it
-    assert _version(path) == SCHEMA_VERSION == 3
+    assert _version(path) == SCHEMA_VERSION == 4
     with sqlite3.connect(path) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert "reports" not in tables and "report_chunks" in tables
+    assert "reports" not in tables and {"report_chunks", "utilization"} <= tables
     assert list(listing["name"]) == ["first", "second"] and list(listing["trials_done"]) == [5, 3]
 
     db = Database(path)
@@ -64,6 +64,7 @@ def test_a_schema_2_store_loads_back_the_same_runs_and_serves_the_same_pages(sch
             assert loaded.history.equals(exp.history)  # NaN and inf too, in the same places
             assert len(loaded.history) == exp.reports * 2
             assert loaded.logs(0) == exp.logs(0) and "climbing lr=" in loaded.logs(0)
+            assert loaded.utilization.empty  # sampled by no run of schema 2
             curves = [(r.curve_steps, r.curve_values) for r in loaded.trial_records()]
             assert curves == [(r.curve_steps, r.curve_values) for r in exp.trial_records()]
             assert db.report_count(exp.id) == exp.reports
@@ -138,7 +139,7 @@ def test_a_migration_that_fails_leaves_the_file_as_it_was_and_says_why(schema_2)
     with sqlite3.connect(path) as conn:  # a report no schema-2 writer could have written
         conn.execute("UPDATE reports SET metrics = 'not json' WHERE seq = 3")
     before = open(path, "rb").read()
-    with pytest.raises(jd.StoreError, match="could not be brought up to date .store schema 2 to 3.") as err:
+    with pytest.raises(jd.StoreError, match="could not be brought up to date .store schema 2 to 4.") as err:
         jd.load(first.id, store=path)
     assert path in str(err.value) and "rolled back" in str(err.value)
     assert open(path, "rb").read() == before and _version(path) == 2

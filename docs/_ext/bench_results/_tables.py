@@ -193,6 +193,21 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             },
         ),
     },
+    "utilization": {
+        "cost": lambda r: pairs(
+            r,
+            {
+                "median trial, sampling on": "median_trial_s.on",
+                "median trial, sampling off": "median_trial_s.off",
+                "on ÷ off, median of the rounds' ratios": "ratio_on_over_off",
+                "overhead": "overhead_pct",
+                "the sampler thread's CPU, of the trials' time": lambda r: (
+                    f"{get(r, ('sampler_cpu_pct_of_trial_time',)):.3f}%"
+                ),
+                "samples per second of trial": "samples_per_trial_second",
+            },
+        ),
+    },
     "trial_speed": {
         "ratio": lambda r: grid(
             r,
