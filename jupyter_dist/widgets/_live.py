@@ -15,6 +15,7 @@ from ._base import ExperimentView, early_stopping_note, format_duration, importa
 from ._lab import show
 from ._scroll import ScrollPane
 from ._side_thread import route_to, side_thread
+from ._usage import UsageStrips
 
 FIGURE_EVERY_S = 2.0  # the run's own figure (exp.plot()) is redrawn at most this often while it runs
 MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
@@ -50,6 +51,9 @@ class LiveView(ExperimentView):
         )
         self.counts = w.HTML()
         self.stats = w.HTML()
+        # What each running trial uses now: a line each, empty (no room taken) when none runs or has a sample.
+        self.usage = ScrollPane(max_height="120px")
+        self._usage = UsageStrips()
         self.stop_button = w.Button(
             description="Stop",
             icon="stop",
@@ -94,6 +98,7 @@ class LiveView(ExperimentView):
                 self.title,
                 w.HBox([self.progress, self.counts, self.stop_button], layout=w.Layout(align_items="center")),
                 self.stats,
+                self.usage,
                 tabs,
             ]
         )
@@ -182,6 +187,9 @@ class LiveView(ExperimentView):
         if "saved" in used and exp.state != "running":
             compute += f" (<b>{used['saved']:.0%} of the steps saved</b> vs every trial to {exp.max_steps})"
         self.stats.value = f"{best}elapsed {format_duration(exp.elapsed)}{compute}{link}"
+        strips = self._usage.html(exp, records)
+        if strips != self.usage.html:
+            self.usage.html = strips
         self._draw_curves(records)
         self._draw_extra(records)
         self._draw_table(records)

@@ -9,7 +9,8 @@ import type {
   IExperimentDetail,
   IExperimentList,
   ILogs,
-  IParamImportances
+  IParamImportances,
+  IUtilizationPage
 } from './wire';
 
 /**
@@ -72,6 +73,14 @@ export function getCurves(
   return requestAPI(
     `${experiment(id)}/curves?points=${points}&since=${since}${selection}`
   );
+}
+
+/** What the trials used, sampled about once a second while they ran: the samples after cursor ``since``. */
+export function getUtilization(
+  id: string,
+  since = 0
+): Promise<IUtilizationPage> {
+  return requestAPI(`${experiment(id)}/utilization?since=${since}`);
 }
 
 export function getImportances(id: string): Promise<IParamImportances> {

@@ -73,7 +73,7 @@ export function lineColour(index: number): string {
 }
 
 /** A uPlot chart in a node of its own, sized to it, themed by JupyterLab's CSS variables. */
-abstract class Chart {
+export abstract class Chart {
   readonly node: HTMLElement;
   protected _plot: uPlot | null = null;
 

@@ -1,27 +1,40 @@
 /**
  * One experiment, opened from the panel in the main area. Polls the server while the experiment runs (the
- * detail, then the metrics after the last cursor); a finished one is fetched once.
+ * detail, then the metrics and the utilisation samples after their cursors); a finished one is fetched once.
  */
 
 import { Poll } from '@lumino/polling';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { getCurves, getExperiment, getImportances, getLogs } from './api';
+import {
+  getCurves,
+  getExperiment,
+  getImportances,
+  getLogs,
+  getUtilization
+} from './api';
 import { MAX_SEGMENT_CURVES } from './chart';
 import { CURVE_POINTS, Curves } from './curves';
 import { ExperimentDisplay, joinLogs } from './display';
 import { sortTrials } from './ordering';
 import { every } from './poll';
 import { curveSelection } from './selection';
+import { Utilization, UtilizationSection } from './utilization';
 import type { IExperimentDetail } from './wire';
 
-/** Draws an experiment: its detail, and its curves (null while they are being read). */
+/** Draws an experiment: its detail, its curves (null while they are being read) and what its trials used. */
 export type Drawer = (
   detail: IExperimentDetail,
   curves: Curves | null,
-  curvesChanged: boolean
+  curvesChanged: boolean,
+  usage: Utilization
 ) => void;
+
+// A page of utilisation samples holds up to 10,000 (the server's MAX_PAGE): a poll reads at most this many pages,
+// and a live run's next poll reads on from where it stopped. A finished run is read once: past 100,000 samples
+// (about 28 trial-hours) its chart leaves the later ones out, rather than load megabytes it thins away.
+const USAGE_PAGES_PER_POLL = 10;
 
 /**
  * One experiment as the server has it, read again at each poll. The first poll draws the detail as soon as it
@@ -30,6 +43,8 @@ export type Drawer = (
  * points reported after the curves' cursor, as they arrive.
  */
 export class ExperimentFeed {
+  /** The utilisation samples read so far (each trial's thinned: utilization.ts). */
+  readonly usage = new Utilization();
   private _curves: Curves | null = null;
 
   constructor(readonly id: string) {}
@@ -38,7 +53,7 @@ export class ExperimentFeed {
   async poll(draw: Drawer): Promise<IExperimentDetail> {
     const detail = await getExperiment(this.id);
     if (!this._curves) {
-      draw(detail, null, true);
+      draw(detail, null, true, this.usage);
       // A PBT run's chart draws its segments in the order they ran, the newest MAX_SEGMENT_CURVES.
       const selection =
         detail.kind === 'pbt'
@@ -56,15 +71,28 @@ export class ExperimentFeed {
       this._curves = curves;
       // Read after the detail: a run that had ended then has all its reports in them.
       if (detail.state !== 'running') {
-        draw(detail, curves, true);
+        await this._readUsage();
+        draw(detail, curves, true, this.usage);
         return detail;
       }
-      await this._readOn();
-      draw(detail, curves, true);
+      await Promise.all([this._readOn(), this._readUsage()]);
+      draw(detail, curves, true, this.usage);
       return detail;
     }
-    draw(detail, this._curves, await this._readOn());
+    const [changed] = await Promise.all([this._readOn(), this._readUsage()]);
+    draw(detail, this._curves, changed, this.usage);
     return detail;
+  }
+
+  /** The utilisation samples after the cursor: a page, and the pages waiting past it (up to a bound). */
+  private async _readUsage(): Promise<void> {
+    for (let i = 0; i < USAGE_PAGES_PER_POLL; i++) {
+      const page = await getUtilization(this.id, this.usage.cursor);
+      this.usage.add(page);
+      if (!page.more) {
+        return;
+      }
+    }
   }
 
   /** Every trial's points reported after the cursor; whether a curve changed. */
@@ -78,6 +106,7 @@ export class ExperimentFeed {
 
 export class ExperimentView extends Widget {
   private _display: ExperimentDisplay;
+  private _usage = new UtilizationSection();
   private _feed: ExperimentFeed;
   private _poll: Poll;
 
@@ -93,6 +122,7 @@ export class ExperimentView extends Widget {
       async trialId => joinLogs(await getLogs(experimentId, trialId)),
       () => getImportances(experimentId)
     );
+    this._display.addSection(this._usage.node);
     this.node.append(this._display.node);
     this._feed = new ExperimentFeed(experimentId);
     this._poll = every(
@@ -105,21 +135,27 @@ export class ExperimentView extends Widget {
   dispose(): void {
     this._poll.dispose();
     this._display.dispose();
+    this._usage.dispose();
     super.dispose();
   }
 
   protected onResize(msg: Widget.ResizeMessage): void {
     this._display.resize();
+    this._usage.resize();
   }
 
   protected onAfterShow(msg: Message): void {
     this._display.resize();
+    this._usage.resize();
   }
 
   private async _fetch(): Promise<void> {
-    const detail = await this._feed.poll((d, curves, changed) => {
+    const detail = await this._feed.poll((d, curves, changed, usage) => {
       this.title.label = `${d.kind} ${d.name}`;
-      this._display.draw(d, curves, changed);
+      this._display.draw(d, curves, changed, usage);
+      if (curves) {
+        this._usage.draw(d, usage); // (read with the curves: before, nothing is)
+      }
     });
     if (detail.state !== 'running') {
       this._poll.dispose(); // finished: nothing more will come

@@ -32,6 +32,7 @@ import { ParallelChart } from './parallel';
 import { lineageOrigins, schedule } from './population';
 import { TrialsTable } from './table';
 import { Throttle } from './throttle';
+import type { Utilization } from './utilization';
 import { IWarmStartPoints, warmStartPoints } from './warm';
 import type {
   IExperimentDetail,
@@ -130,18 +131,25 @@ export class ExperimentDisplay {
     return this._actions;
   }
 
+  /** A section of the caller's (the detail view's utilisation charts), put before the trials table. */
+  addSection(node: HTMLElement): void {
+    this.node.insertBefore(node, this._trialsTitle);
+  }
+
   /**
-   * Draw ``given``, with its ``curves`` (null: they are being read). Each draw is a "jupyter-dist:draw" entry
-   * of the page's performance timeline (bench_lab reads how long the view's own work takes).
+   * Draw ``given``, with its ``curves`` (null: they are being read) and, while it runs, what its trials use
+   * (``usage``: the running trials' rows say their latest CPU %). Each draw is a "jupyter-dist:draw" entry of the
+   * page's performance timeline (bench_lab reads how long the view's own work takes).
    */
   draw(
     given: IExperimentDetail,
     curves: Curves | null,
-    curvesChanged = true
+    curvesChanged = true,
+    usage: Utilization | null = null
   ): void {
     const start = performance.now();
     try {
-      this._draw(given, curves, curvesChanged);
+      this._draw(given, curves, curvesChanged, usage);
     } finally {
       performance.measure?.('jupyter-dist:draw', { start });
     }
@@ -150,7 +158,8 @@ export class ExperimentDisplay {
   private _draw(
     given: IExperimentDetail,
     curves: Curves | null,
-    curvesChanged: boolean
+    curvesChanged: boolean,
+    usage: Utilization | null
   ): void {
     // Nothing optimised (a data-parallel run): no direction, so no "best" and trials in id order. The store
     // keeps a direction for every run, so this is decided here, once, for every part of the view.
@@ -286,7 +295,8 @@ export class ExperimentDisplay {
       trials,
       metric: detail.metric ?? curves?.metric ?? 'value',
       others: objectives?.names.slice(1),
-      best
+      best,
+      latestCpu: usage ? id => usage.latestCpu(id) : undefined
     });
   }
 

@@ -144,7 +144,7 @@ export class ExperimentRenderer
       LIVE_REFRESH_S,
       `jupyter-dist:cell:${id}`,
       async () => {
-        const detail = await feed.poll((d, curves, changed) => {
+        const detail = await feed.poll((d, curves, changed, usage) => {
           if (!this._poll) {
             return; // the kernel's final snapshot came meanwhile: it is what the cell shows
           }
@@ -152,7 +152,7 @@ export class ExperimentRenderer
           if (this._stopping && this._stop) {
             this._stop.textContent = 'Stopping…';
           }
-          display.draw(d, curves, changed);
+          display.draw(d, curves, changed, usage);
         });
         if (detail.state !== 'running') {
           // Ended (the kernel's final snapshot follows; a kernel that died leaves "interrupted"): no more

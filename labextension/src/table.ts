@@ -28,6 +28,7 @@ export interface ITableData {
   metric: string; // the value column's header: the objective, or the metric the curves draw
   best: ITrialSummary | null;
   others?: string[]; // a multi-objective search's objectives beyond the first: a column each, after metric
+  latestCpu?: (trialId: number) => number | null; // a running trial's newest CPU % (utilization.ts), if read
 }
 
 export class TrialsTable {
@@ -195,7 +196,7 @@ export class TrialsTable {
     const texts = [
       String(t.trial_id),
       ...this._labels.map(l => formatParam(t.labels[l])),
-      stateNote(t, state),
+      stateNote(t, state) + cpuNote(t, state, data.latestCpu),
       formatValue(trialValue(t, data.metric)),
       ...(data.others ?? []).map(m => formatValue(t.last[m] ?? null)),
       ...this._params.map(p => (p in t.params ? formatParam(t.params[p]) : '')),
@@ -239,10 +240,6 @@ export class TrialsTable {
 }
 
 /**
- * Whether the table says a trial resumed from a checkpoint: after a lost worker, a failure or a resumed run; not a
- * PBT segment's planned start from the checkpoint its labels name (Experiment.resume_is_news in the kernel).
- */
-/**
  * The state cell: an elastic data-parallel trial that regrouped says on how many ranks it goes on (its latest
  * restart); a trial that resumed from a checkpoint says from which step.
  */
@@ -257,6 +254,20 @@ export function stateNote(t: ITrialSummary, state: string): string {
     : state;
 }
 
+/** A running trial's newest CPU % (of one core), after its state: " · CPU 98%"; nothing before its first sample. */
+export function cpuNote(
+  t: ITrialSummary,
+  state: string,
+  latestCpu?: (trialId: number) => number | null
+): string {
+  const cpu = state === 'running' ? latestCpu?.(t.trial_id) : null;
+  return cpu === null || cpu === undefined ? '' : ` · CPU ${Math.round(cpu)}%`;
+}
+
+/**
+ * Whether the table says a trial resumed from a checkpoint: after a lost worker, a failure or a resumed run; not a
+ * PBT segment's planned start from the checkpoint its labels name (Experiment.resume_is_news in the kernel).
+ */
 export function resumeIsNews(t: ITrialSummary): boolean {
   if (t.resumed_from === null || t.resumed_from === undefined) {
     return false;

@@ -88,6 +88,12 @@ def test_opening_an_experiment_shows_best_trial_first_curves_and_output(lab, pag
         ["trial", "state", "acc", "lr", "width", "steps", "duration"]
     )
     expect(detail.locator(".jd-chart canvas")).to_have_count(2)  # learning curves, objective by trial
+    # What the trials used: a chart per measure, or (trials this brief end before their first sample) why none.
+    usage = detail.locator(".jd-usage")
+    if len(exp.utilization):
+        expect(usage.locator(".jd-usage-chart canvas")).to_have_count(2)  # CPU, RSS (no GPU here)
+    else:
+        expect(usage).to_contain_text("No utilisation samples: trials shorter than about a second have none.")
     # Parallel coordinates: the searched parameters in the space's order, then the objective; a line per trial
     parallel = detail.locator(".jd-parallel svg")
     expect(parallel.locator(".jd-parallel-title")).to_have_text(["lr", "width", "acc"])
