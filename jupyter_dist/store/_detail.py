@@ -33,6 +33,7 @@ def trial_summary(rec: TrialRecord, objective: Objective | None = None) -> Trial
         "resumed_from": rec.resumed_from,
         "last": dict(rec.last),
         "error": rec.error,
+        "error_kind": rec.error_kind.value if rec.error_kind is not None else None,
         "result": rec.result_repr,
         "constraints": rec.constraints,
         "restarts": list(rec.restarts),

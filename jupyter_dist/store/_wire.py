@@ -105,6 +105,9 @@ class TrialSummary(TypedDict):
     # Several objectives: each one's value, by its metric (the first is ``value``; a running trial's latest);
     # null with one objective (``value``); after 0.5
     values: NotRequired[dict[str, float | None] | None]
+    # Why a failed trial failed ("memory": it ran out of memory; "lost", "trial", ...: protocol ErrorKind); null
+    # for any other trial; after 0.5
+    error_kind: NotRequired[str | None]
 
 
 class BestTrial(TypedDict):

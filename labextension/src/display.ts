@@ -30,7 +30,7 @@ import { spaceOf } from './geometry';
 import { ImportanceChart } from './importances';
 import { ParallelChart } from './parallel';
 import { lineageOrigins, schedule } from './population';
-import { TrialsTable } from './table';
+import { outOfMemoryText, TrialsTable } from './table';
 import { Throttle } from './throttle';
 import type { Utilization } from './utilization';
 import { IWarmStartPoints, warmStartPoints } from './warm';
@@ -182,6 +182,13 @@ export class ExperimentDisplay {
             'span',
             { class: 'jd-detail-meta jd-early-stopping' },
             earlyStopping
+          )
+        : null,
+      outOfMemoryText(detail.trials)
+        ? h(
+            'span',
+            { class: 'jd-detail-meta jd-out-of-memory' },
+            outOfMemoryText(detail.trials)
           )
         : null,
       this._actions,

@@ -2,7 +2,7 @@
 // The trials table in a DOM without a browser (no layout: the table assumes its CSS's row and box heights).
 import { describe, expect, it } from 'vitest';
 
-import { TrialsTable } from './table';
+import { outOfMemoryText, stateNote, TrialsTable } from './table';
 import { trial } from './testing';
 import type { ITrialSummary } from './wire';
 
@@ -77,5 +77,26 @@ describe('the virtualised trials table', () => {
       table.node.querySelector('tr[data-trial="1003"]')?.className
     ).toContain('jd-selected');
     expect(table.node.querySelector('thead th')?.textContent).toBe('trial ▲');
+  });
+});
+
+describe('why a trial failed', () => {
+  it('is said in the state cell for running out of memory and lost workers, and counted for the header', () => {
+    const oom = trial(
+      1,
+      'failed',
+      null,
+      { batch: 512 },
+      { error_kind: 'memory' }
+    );
+    const lost = trial(2, 'failed', null, {}, { error_kind: 'lost' });
+    const raised = trial(3, 'failed', null, {}, { error_kind: 'trial' });
+    expect(stateNote(oom, 'failed')).toBe('failed · out of memory');
+    expect(stateNote(lost, 'failed')).toBe('failed · worker lost');
+    expect(stateNote(raised, 'failed')).toBe('failed');
+    expect(outOfMemoryText([oom, lost, raised])).toBe(
+      '1 trial ran out of memory'
+    );
+    expect(outOfMemoryText([lost, raised])).toBeNull();
   });
 });

@@ -239,11 +239,34 @@ export class TrialsTable {
   }
 }
 
+/** Why a failed trial failed, where the state cell says it (the rest say it in their output). */
+const FAILED_BECAUSE: Record<string, string> = {
+  memory: 'out of memory',
+  lost: 'worker lost'
+};
+
+/**
+ * "2 trials ran out of memory", for the detail view's header, as the kernel's status line says it (the state cell
+ * marks which ones, their parameters beside); null when none did.
+ */
+export function outOfMemoryText(trials: ITrialSummary[]): string | null {
+  const count = trials.filter(t => t.error_kind === 'memory').length;
+  if (!count) {
+    return null;
+  }
+  return `${count === 1 ? '1 trial' : `${count} trials`} ran out of memory`;
+}
+
 /**
  * The state cell: an elastic data-parallel trial that regrouped says on how many ranks it goes on (its latest
- * restart); a trial that resumed from a checkpoint says from which step.
+ * restart); a trial that resumed from a checkpoint says from which step; a trial that ran out of memory, or
+ * whose workers were lost, says so.
  */
 export function stateNote(t: ITrialSummary, state: string): string {
+  const because = t.error_kind ? FAILED_BECAUSE[t.error_kind] : undefined;
+  if (state === 'failed' && because) {
+    return `${state} · ${because}`;
+  }
   const restart = t.restarts?.[t.restarts.length - 1];
   if (restart) {
     const times = t.restarts?.length === 1 ? 'once' : `${t.restarts?.length}×`;

@@ -61,6 +61,7 @@ export interface ITrialSummary {
   constraints?: number[] | null; // hpo(constraints=): each <= 0 when it holds; from 0.5
   restarts?: IRestart[]; // an elastic data-parallel trial's regroups, oldest first; from 0.5
   values?: Record<string, number | null> | null;
+  error_kind?: string | null;
 }
 
 /** The best completed trial (an experiment with an objective only). */

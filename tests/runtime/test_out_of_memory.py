@@ -50,6 +50,12 @@ def test_a_trial_out_of_host_memory_fails_with_its_cause_is_not_retried_and_is_c
     printed = out.getvalue()
     assert said in printed and "trial 1 failed: out of memory on the host (peak RSS" in printed
 
+    # What the REST API and the JupyterLab views read: each trial's error kind.
+    from jupyter_dist.store import experiment_detail
+
+    kinds = {t["params"]["batch_size"]: t["error_kind"] for t in experiment_detail(exp.record)["trials"]}
+    assert kinds == {64: None, 512: "memory", 1024: "memory"}
+
     loaded = jd.load(exp.id)
     assert list(loaded.trials.set_index("params_batch_size").error_kind) == [None, "memory", "memory"]
     assert said in loaded.status_line()
