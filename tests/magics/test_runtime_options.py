@@ -55,6 +55,18 @@ def test_resources_are_parsed_and_placed(ip, tmp_path):
         ip.run_cell_magic("distribute", "ddp --max-failures 1", body)
 
 
+def test_a_share_of_a_gpu_and_gpu_types_are_parsed_and_refused_before_any_work(ip, tmp_path):
+    # The session's embedded cluster has no GPU: what --gpus-per-trial and --gpu-type parse to is seen in what
+    # they are refused for (a share of a GPU no worker declares; a type no worker has).
+    body = FLAKY_BODY.replace("FOLDER", repr(str(tmp_path)))
+    with pytest.raises(jd.PlacementError, match=r"a trial needs 0.25 GPU; none of the cluster's"):
+        ip.run_cell_magic("distribute", "hpo --trials 1 --metric v --gpus-per-trial 0.25", body)
+    with pytest.raises(jd.PlacementError, match=r"gpu_type='H100', 'A100': no worker .* declares a GPU type"):
+        ip.run_cell_magic("distribute", "hpo --trials 1 --metric v --gpu-type H100,A100", body)
+    with pytest.raises(jd.ArgumentError, match=r"gpus_per_trial=2.5: give a share of one GPU"):
+        ip.run_cell_magic("distribute", "hpo --trials 1 --metric v --gpus-per-trial 2.5", body)
+
+
 WITH_DATA_BODY = """
 import numpy as np
 import jupyter_dist as jd
