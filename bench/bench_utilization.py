@@ -13,7 +13,7 @@ from _runner import CLUSTER, constants, interleave, local_cluster, measuring, ti
 
 TRIAL_S = 2.0
 TRIALS = 8
-ROUNDS = 4
+ROUNDS = 12  # rounds of ~9 s: a round-to-round spread of a few percent needs a dozen to judge 1%
 TARGET_OVERHEAD_PCT = 1.0
 
 

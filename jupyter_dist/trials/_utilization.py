@@ -1,8 +1,8 @@
 """What each running trial uses, sampled about once a second on its worker and sent with its reports.
 
 One daemon thread per worker process (started by the first trial that runs there) wakes every PERIOD while trials
-run and sends, for each, one utilisation sample through its experiment's outbox, RELAXED: it waits for company
-like a report only the views read. A sample says:
+run and sends, for each, one utilisation sample through its experiment's outbox, where it waits for company up
+to SAMPLE_WAIT (the trial's next reports, or the samples that follow it). A sample says:
 
 - ``cpu_percent``: CPU time over wall time since the trial's last sample, in percent of one core. A trial alone in
   its worker process (the embedded cluster's layout: one thread per worker) is charged the whole process's CPU
@@ -27,11 +27,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import encode_utilization
-from ._outbox import RELAXED
 
 if TYPE_CHECKING:
     from ._trial_context import TrialContext
@@ -45,6 +44,11 @@ logger = logging.getLogger(__name__)
 PERIOD = 1.0
 # A trial this briefly registered at a tick waits for the next: a CPU share over a few ms is mostly noise.
 MIN_INTERVAL = 0.2
+# How long a sample waits for company in the outbox. A trial that reports takes its samples along with its
+# reports; a silent one sends its samples in one event every SAMPLE_WAIT. Sent on their own, one event a second
+# cost a trial ~1% on 2 busy cores (bench_utilization: each event wakes the outbox's flusher thread and the
+# worker's event loop, and a GIL-bound trial waits for each); sampling alone, ~0.5%.
+SAMPLE_WAIT = 3.0
 MB = float(1 << 20)
 
 # pthread CPU clocks read another thread's CPU time for ~1 us (Linux, most Unixes); where there are none (macOS,
@@ -106,17 +110,16 @@ class _Sampler:
                     self._lock.wait()
             time.sleep(PERIOD)
             try:
-                messages = self._tick()
-                for ctx, message in messages:
-                    ctx.send(message, RELAXED)
+                self._tick()
             except Exception:  # noqa: BLE001 - sampling must never end a trial, nor this thread
                 if not self._failed:
                     self._failed = True
                     logger.exception("jupyter_dist: sampling the trials' utilisation failed")
 
-    def _tick(self) -> list[tuple[TrialContext, Mapping[str, Any]]]:
-        """One sample of every trial registered long enough, as (its context, the encoded message)."""
-        out: list[tuple[TrialContext, Mapping[str, Any]]] = []
+    def _tick(self) -> None:
+        """Sample every trial registered long enough, and send each its sample. Sent under the lock: a trial that
+        ends meanwhile waits in remove() until its sample is in the outbox, so the sample leaves with its outcome
+        (sent once remove() returns) rather than up to SAMPLE_WAIT after the run may have stopped listening."""
         with self._lock:
             now, at = time.monotonic(), time.time()
             process_cpu = time.process_time() - self._own_cpu
@@ -134,12 +137,11 @@ class _Sampler:
                 cpu = max(0.0, 100.0 * used / (now - e.wall))
                 e.wall, e.thread_cpu, e.process_cpu = now, thread_cpu, process_cpu
                 util, mem = self._gpus.sample(e.ctx.devices)
-                out.append(
-                    (e.ctx, encode_utilization(e.ctx.trial_id, e.ctx.attempt, at, cpu, rss_mb, util, mem))
+                e.ctx.send(
+                    encode_utilization(e.ctx.trial_id, e.ctx.attempt, at, cpu, rss_mb, util, mem), SAMPLE_WAIT
                 )
             self._own_cpu = time.thread_time()
             self._gpus.forget_sampled()
-        return out
 
 
 def _thread_times(process: Any) -> dict[int, float]:
