@@ -1,8 +1,9 @@
 """Where checkpoints are, on any filesystem fsspec knows (a local path, NFS, s3://, gs://, memory://...).
 
-A trial's directory holds one folder per checkpoint, ``step-<step>/``, and a checkpoint counts only once its
-``complete`` marker is there: the marker is written last, so a worker killed while saving leaves a folder
-without one, which is never restored and is removed by the next save.
+A trial's directory holds one folder per checkpoint, ``step-<step>/`` (nine digits, so that names sort by step:
+``step-000000004/``), and a checkpoint counts only once its ``complete`` marker is there: the marker is written
+last, so a worker killed while saving leaves a folder without one, which is never restored and is removed by the
+next save.
 """
 
 from __future__ import annotations

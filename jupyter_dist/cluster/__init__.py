@@ -5,6 +5,7 @@ Nothing here knows about trials: ``jupyter_dist.trials`` runs them on the client
 """
 
 from ._current import (
+    NAMED_CLUSTERS,
     check_kernel_cuda,
     close_local_cluster,
     cluster_info,
@@ -18,6 +19,7 @@ from ._growth import WorkersHeld, hold_workers
 from ._info import ClusterInfo
 
 __all__ = [
+    "NAMED_CLUSTERS",
     "ClusterInfo",
     "WorkersHeld",
     "check_kernel_cuda",

@@ -28,6 +28,7 @@ from ._sizing import check_sizing
 from .slurm import close_slurm_cluster, describe_size, refusal, slurm_adapt, slurm_client, slurm_size
 
 __all__ = [
+    "NAMED_CLUSTERS",
     "ClusterInfo",
     "close_local_cluster",
     "cluster_info",
@@ -42,6 +43,9 @@ GATEWAY = "gateway"
 SLURM = "slurm"
 # The clusters this kernel makes for the user, on first use: name -> the function that returns their client.
 _MADE_FOR_THE_USER = {GATEWAY: gateway_client, SLURM: slurm_client}
+# The clusters cluster= and use_cluster() take by name (anything else is an address or an object): the help of
+# every option naming a cluster lists them.
+NAMED_CLUSTERS = (LOCAL, *_MADE_FOR_THE_USER)
 CONNECT_TIMEOUT = "5s"
 # How long forgetting a client waits for it to close: its scheduler may be gone already.
 CLOSE_TIMEOUT = 5

@@ -31,9 +31,9 @@ class RunOptions:
         None,
         help="None (``%distribute_cluster``'s choice, ``JUPYTER_DIST_CLUSTER``, dask config "
         '``jupyter_dist.cluster``, else the embedded LocalCluster), "local", "gateway" (a Dask Gateway cluster of '
-        'the user\'s own), "slurm", a scheduler address ("tcp://host:8786", "tls://..."), a '
-        "``distributed.Client``, or a Dask cluster object.",
-        short="'local' or a scheduler address, e.g. tcp://host:8786",
+        'the user\'s own), "slurm" (Slurm worker jobs of the user\'s own), a scheduler address ("tcp://host:8786", '
+        '"tls://..."), a ``distributed.Client``, or a Dask cluster object.',
+        short="'local', 'gateway', 'slurm' or a scheduler address, e.g. tcp://host:8786",
     )
     # Trials at once; None: what the cluster can run, followed as it changes. A data-parallel run is one trial.
     parallel: int | None = option(

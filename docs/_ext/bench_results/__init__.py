@@ -1,6 +1,6 @@
 """The performance pages' tables and plots, read from bench/results/*.json when the docs are built.
 
-No figure on those pages is typed by hand: each comes from a result file through TABLES or PLOTS below.
+No table or plot on those pages is typed by hand: each comes from a result file through TABLES or PLOTS below.
 
     ```{bench-table} dispatch       a table of bench/results/dispatch.json: TABLES["dispatch"][...]
     :table: rates                   which one (default: the benchmark's first)

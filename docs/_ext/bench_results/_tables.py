@@ -313,6 +313,20 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
                 ),
             },
         ),
+        "export": lambda r: rows(
+            r,
+            ["MLflow", "TensorBoard"],
+            {
+                "dispatch: export complete after the run's end": (
+                    "export_done_after_s.dispatch_export_done_after_s.mlflow:s",
+                    "export_done_after_s.dispatch_export_done_after_s.tensorboard:s",
+                ),
+                "streaming: export complete after the run's end": (
+                    "export_done_after_s.streaming_export_done_after_s.mlflow:s",
+                    "export_done_after_s.streaming_export_done_after_s.tensorboard:s",
+                ),
+            },
+        ),
     },
     "scale": {
         "run": lambda r: grid(
