@@ -59,11 +59,14 @@ class IopubLog:
                 return msg
         raise AssertionError(f"timed out; last messages: {[m['msg_type'] for _, m in self.messages[-5:]]}")
 
-    def comm_of(self, model: str, **state) -> str:
+    def comm_of(self, model: str, *having: str, **state) -> str:
+        """The first widget of ``model`` whose state has the keys ``having`` and the values ``state``."""
         return next(
             cid
             for cid, s in self.comms.items()
-            if s.get("_model_name") == model and all(s.get(k) == v for k, v in state.items())
+            if s.get("_model_name") == model
+            and all(k in s for k in having)
+            and all(s.get(k) == v for k, v in state.items())
         )
 
     def updates(self, comm_id: str, key: str) -> list[tuple[float, object]]:
@@ -100,7 +103,8 @@ def test_widget_updates_arrive_while_the_cell_is_running(kernel):
     assert not [m for _, m in log.messages if m["msg_type"] == "execute_result"]
     first_partial = next(t for t, v in values if 0 < v < 6)
     assert finished_at - first_partial > 0.3  # that update was on screen well before the cell finished
-    figure = log.comm_of("AnyModel")  # plotly 7's FigureWidget is an anywidget
+    # plotly 7's FigureWidget is an anywidget, as the view's scrolling panes are: told apart by its figure data.
+    figure = log.comm_of("AnyModel", "_widget_data")
     figure_updates = [
         m for _, m in log.messages if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == figure
     ]
