@@ -50,9 +50,9 @@ def check_gpus(name: str, gpus: Any) -> None:
 
 def check_gpu_type(gpu_type: Any) -> None:
     """``gpu_type``: a GPU type's name, or a list of them."""
-    names = [gpu_type] if isinstance(gpu_type, str) else gpu_type
     if gpu_type is None:
         return
+    names = [gpu_type] if isinstance(gpu_type, str) else gpu_type
     if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
         raise ArgumentError(
             f'gpu_type={gpu_type!r}: give a GPU type\'s name ("H100") or a list of them (["H100", "A100"])'

@@ -277,12 +277,12 @@ class RunOptions:
         )
         if gpus is not None and not self.gpus and self.worker_resources is not None:
             rest = {k: v for k, v in self.worker_resources.items() if k != "GPU"}
-            whole = isinstance(gpus, float) and gpus.is_integer()
-            object.__setattr__(self, "gpus", int(gpus) if whole else gpus)
+            object.__setattr__(self, "gpus", gpus)
             object.__setattr__(self, "worker_resources", rest or None)
         if self.gpu_type is not None and self.gpus is None:
             object.__setattr__(self, "gpus", 1)  # a type of GPU asked for: one of them
-        if isinstance(self.gpus, float) and self.gpus.is_integer():  # the magic's 2.0 is gpus_per_trial=2
+        # A whole number as a float (the magic's 2.0, resources={"GPU": 2.0}) is that many GPUs: gpus_per_trial=2.
+        if isinstance(self.gpus, float) and self.gpus.is_integer():
             object.__setattr__(self, "gpus", int(self.gpus))
 
     def check(self) -> None:

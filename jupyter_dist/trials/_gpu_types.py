@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import PlacementError
-from ..protocol import declared_types, gpu_type_resource
+from ..protocol import GPU, declared_types, gpu_type_resource
 
-__all__ = ["TypeRotation", "cluster_gpu_types", "matching_types", "of_types"]
+__all__ = ["TypeRotation", "cluster_gpu_types", "matching_types", "of_type", "of_types"]
 
 
 def cluster_gpu_types(workers: Mapping[str, dict]) -> dict[str, float]:
@@ -55,6 +55,13 @@ def of_types(workers: Mapping[str, dict], types: Sequence[str] | None) -> dict[s
         return dict(workers)
     names = [gpu_type_resource(t) for t in types]
     return {a: info for a, info in workers.items() if any(info.get("resources", {}).get(n) for n in names)}
+
+
+def of_type(resources: Mapping[str, float] | None, gpu_type: str) -> dict[str, float]:
+    """What a trial asks for to hold its GPUs (``resources``' ``GPU``; one when it names none) on a worker whose
+    GPUs are of ``gpu_type``: the same amount of ``GPU-<type>`` beside them."""
+    share = (resources or {}).get(GPU, 1)
+    return {**(resources or {}), GPU: share, gpu_type_resource(gpu_type): share}
 
 
 class TypeRotation:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 
 from ..protocol import (
-    GPU,
     CheckpointEvent,
     CheckpointPlan,
     ErrorKind,
@@ -27,14 +26,13 @@ from ..protocol import (
     ReportBatch,
     TrialState,
     UtilizationSample,
-    gpu_type_resource,
 )
 from ._channel import EventChannel, clear_stops_on_workers, stop_on_workers
 from ._cpus import CPU, declares_cpus
 from ._elastic import Elastic
 from ._gang import GangTrial
 from ._gang_jobs import GangJobs
-from ._gpu_types import TypeRotation, matching_types
+from ._gpu_types import TypeRotation, matching_types, of_type
 from ._outbox import FRESH, RELAXED
 from ._placement import Placement
 from ._seams import RunningTrial, TaskEnded, TrialSpec
@@ -94,9 +92,8 @@ class DaskLauncher:
         rotation, types = None, None
         if gpu_types:
             counts = matching_types(client.scheduler_info(n_workers=-1)["workers"], gpu_types)
-            share = (self.resources or {}).get(GPU, 1)
             if len(counts) == 1:
-                self.resources = {**(self.resources or {}), gpu_type_resource(next(iter(counts))): share}
+                self.resources = of_type(self.resources, next(iter(counts)))
             else:
                 rotation, types = TypeRotation(counts), list(counts)
         self.tasks = TrialTasks(

@@ -14,10 +14,10 @@ from typing import Any
 
 import cloudpickle
 
-from ..protocol import GPU, CheckpointPlan, RankInfo, TrialTask, dask_request, gpu_type_resource
+from ..protocol import GPU, CheckpointPlan, RankInfo, TrialTask, dask_request
 from ._by_reference import Shipment, scatter_threshold
 from ._first_task import load_on_a_worker
-from ._gpu_types import TypeRotation
+from ._gpu_types import TypeRotation, of_type
 from ._runner import run_trial
 from ._seams import TrialSpec
 
@@ -136,20 +136,18 @@ class TrialTasks:
     def _submit_by_type(self, tasks: list[TrialTask], keys: list[str], placement: dict[str, Any]) -> list:
         """Each task asking for the next of several GPU types (trials/_gpu_types.py), one submission per type."""
         assert self.gpu_types is not None
-        share = (self.resources or {}).get(GPU, 1)
         by_type: dict[str, list[int]] = {}
         for i in range(len(tasks)):
             by_type.setdefault(self.gpu_types.next(), []).append(i)
         futures: list = [None] * len(tasks)
         for gpu_type, indices in by_type.items():
-            resources = {**(self.resources or {}), GPU: share, gpu_type_resource(gpu_type): share}
             submitted = self.client.map(
                 run_trial,
                 [tasks[i] for i in indices],
                 key=[keys[i] for i in indices],
                 pure=False,
                 **placement,
-                resources=dask_request(resources),
+                resources=dask_request(of_type(self.resources, gpu_type)),
             )
             for i, future in zip(indices, submitted, strict=True):
                 futures[i] = future
