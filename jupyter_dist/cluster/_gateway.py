@@ -106,8 +106,8 @@ def gateway_client(
     adapts between 0 and ``workers_wanted`` (the experiment's parallelism; DEFAULT_WORKERS when not said), within
     the gateway's limit, and a later experiment wanting more raises that maximum. ``workers_at_once``: the
     workers one trial needs at the same time (a data-parallel trial's ranks), which that maximum has room for
-    (the run itself raises the minimum to them while it runs: hold_for_run). A gateway that allows no worker at all is a ClusterError now
-    rather than a first task that never runs.
+    (the run itself raises the minimum to them while it runs: hold_for_run). A gateway that allows no worker at
+    all is a ClusterError now rather than a first task that never runs.
     """
     adapt = check_sizing(workers, adapt)
     dask_gateway = _gateway_module()

@@ -141,35 +141,24 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
     return InMemoryRecord.restored(
         definition_from_json(row["definition"]),
         trials,
-        lambda: _batches(path, experiment_id),
-        lambda: _output(path, experiment_id),
-        lambda: _usage(path, experiment_id),
+        lambda: _details(path, experiment_id),
         state=state,
         message=row["error"],
         ended=row["ended"] if row["ended"] is not None else row["heartbeat"],
     )
 
 
-def _batches(path: str, experiment_id: str) -> list[tuple]:
+def _details(path: str, experiment_id: str) -> tuple[list, list, list]:
+    """A stored run's reports, output and utilisation samples, read through one connection (InMemoryRecord.restored
+    says their shapes)."""
     db = Database(path)
     try:
-        return [(trial_id, attempt, rows) for _, trial_id, attempt, rows in db.report_batches(experiment_id)]
-    finally:
-        db.close()
-
-
-def _output(path: str, experiment_id: str) -> list[tuple]:
-    db = Database(path)
-    try:
-        return [(r["trial_id"], r["stream"], r["text"]) for r in db.log_rows(experiment_id)]
-    finally:
-        db.close()
-
-
-def _usage(path: str, experiment_id: str) -> list[tuple]:
-    db = Database(path)
-    try:
-        return [sample for _, sample in db.utilization(experiment_id)]
+        batches = [
+            (trial_id, attempt, rows) for _, trial_id, attempt, rows in db.report_batches(experiment_id)
+        ]
+        output = [(r["trial_id"], r["stream"], r["text"]) for r in db.log_rows(experiment_id)]
+        usage = [sample for _, sample in db.utilization(experiment_id)]
+        return batches, output, usage
     finally:
         db.close()
 

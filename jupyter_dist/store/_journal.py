@@ -1,10 +1,10 @@
 """Writing one run to the store as it happens, in batches, from a thread of its own.
 
 The record (_memory.py) hands the journal each change where it happens: trial starts and ends on the kernel's
-main thread, reports, output lines and utilisation samples on the Dask IO thread. Handing over is an append to a list (the IO thread
-never waits on a disk); the writer thread commits everything pending every FLUSH_INTERVAL_S in one transaction,
-stamps the run's heartbeat, and looks for a stop request (JupyterLab's Stop button writes one through the
-server extension). A kernel killed mid-run loses at most the last FLUSH_INTERVAL_S of reports and
+main thread, reports, output lines and utilisation samples on the Dask IO thread. Handing over is an append to a
+list (the IO thread never waits on a disk); the writer thread commits everything pending every FLUSH_INTERVAL_S
+in one transaction, stamps the run's heartbeat, and looks for a stop request (JupyterLab's Stop button writes one
+through the server extension). A kernel killed mid-run loses at most the last FLUSH_INTERVAL_S of reports and
 output; a run that ends normally writes everything before ``hpo()`` returns.
 """
 

@@ -54,7 +54,7 @@ class InMemoryRecord(ExperimentRecord):
         self._usage = UtilizationColumns()
         # A record read back from the store: what reads its reports, output and utilisation samples, until
         # load_details() has.
-        self._unread: tuple[Callable[[], Iterable], ...] | None = None
+        self._unread: Callable[[], tuple[Iterable, Iterable, Iterable]] | None = None
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(
@@ -319,23 +319,21 @@ class InMemoryRecord(ExperimentRecord):
         cls,
         definition: ExperimentDefinition,
         trials: list[TrialRecord],
-        batches: Callable[[], Iterable[tuple[int, int, list]]],
-        output: Callable[[], Iterable[tuple[int, str, str]]],
-        usage: Callable[[], Iterable[tuple]] = list,
+        details: Callable[[], tuple[Iterable, Iterable, Iterable]],
         *,
         state: ExperimentState,
         message: str | None,
         ended: float | None,
     ) -> InMemoryRecord:
-        """A finished record rebuilt from the store. ``batches()`` gives its report batches in arrival order,
-        (trial_id, attempt number, [[step, metrics, sent_at], ...]), ``output()`` (trial_id, stream, text) and
-        ``usage()`` the utilisation samples (_utilization.Sample); each is called only when first needed
+        """A finished record rebuilt from the store. ``details()`` gives its report batches in arrival order,
+        (trial_id, attempt number, [[step, metrics, sent_at], ...]), its output (trial_id, stream, text) and its
+        utilisation samples (_utilization.Sample); it is called only when one of them is first needed
         (``load_details``)."""
         self = cls(definition)
         self._trials = {rec.trial_id: rec for rec in trials}
         for rec in trials:
             self._consider_best(rec)
-        self._unread = (batches, output, usage)
+        self._unread = details
         self.state, self.message, self.ended = state, message, ended
         return self
 
@@ -345,9 +343,9 @@ class InMemoryRecord(ExperimentRecord):
         with self._lock:
             if self._unread is None:  # another thread did it meanwhile
                 return
-            batches, output, usage = self._unread
-            self._read_back(batches(), output())
-            self._usage.extend(usage())
+            batches, output, usage = self._unread()
+            self._read_back(batches, output)
+            self._usage.extend(usage)
             self._unread = None
 
     def _read_back(self, batches: Iterable, output: Iterable) -> None:

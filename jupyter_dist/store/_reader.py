@@ -1,6 +1,6 @@
 """One store file as the server extension serves it: the listing, an experiment's detail, its reports after a
-cursor, its learning curves thinned, its trials' utilisation samples after a cursor, a trial's output, the records a comparison is computed from, and the one
-write a reader makes, a stop request (the run's own writer acts on it).
+cursor, its learning curves thinned, its trials' utilisation samples after a cursor, a trial's output, the records
+a comparison is computed from, and the one write a reader makes, a stop request (the run's own writer acts on it).
 
 Every answer is a wire type (_wire.py), JSON-ready. Arguments are checked before any query: a malformed id or page
 is an ``ArgumentError``, an experiment or trial the store lacks ``NotInStore``, a stop asked of an ended run

@@ -297,8 +297,7 @@ class Database:
         """One run's writer's batch, in one transaction: ``trials`` (per trial id: state, value, record JSON,
         pickled result) replace their rows; ``reports`` (trial_id, attempt number, [[step, metrics, sent_at],
         ...]), ``logs`` (trial_id, stream, text) and ``utilization`` (_utilization.Sample) are appended; the
-        heartbeat is stamped and, with ``final``
-        (state, error, ended), the run's end is recorded."""
+        heartbeat is stamped and, with ``final`` (state, error, ended), the run's end is recorded."""
         chunks = _chunks.packed(reports)
         with self.transaction() as conn:
             if chunks:
