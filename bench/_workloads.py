@@ -19,6 +19,16 @@ COMPUTE_WIDTH = 1024
 COMPUTE_BATCH = 1024
 
 
+# --- CPU-bound pure Python (bench_overhead, bench_utilization) -----------------------------------------------
+def busy(n, x):
+    """Sum n floats: CPU-bound pure Python that holds the GIL, as a Python training loop does."""
+    s = 0.0
+    step = 0.5 + x
+    for i in range(n):
+        s += step * i
+    return {"s": s}
+
+
 # --- dispatch and streaming ---------------------------------------------------------------------------------
 def noop(x):
     return x

@@ -8,19 +8,11 @@ from __future__ import annotations
 import _runner
 from _common import median
 from _runner import CLUSTER, interleave, local_cluster, measuring, timed
+from _workloads import busy
 
 TARGET_SECONDS = 1.0
 REPEATS = 5
 TARGET_SLOWDOWN_PCT = 5.0
-
-
-def busy(n, x):
-    """CPU-bound pure Python: sum n floats."""
-    s = 0.0
-    step = 0.5 + x
-    for i in range(n):
-        s += step * i
-    return {"s": s}
 
 
 def calibrate() -> tuple[int, list[float]]:

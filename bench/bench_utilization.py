@@ -10,20 +10,12 @@ from __future__ import annotations
 import _runner
 from _common import median
 from _runner import CLUSTER, constants, interleave, local_cluster, measuring, timed
+from _workloads import busy
 
 TRIAL_S = 2.0
 TRIALS = 8
 ROUNDS = 12  # rounds of ~9 s: a round-to-round spread of a few percent needs a dozen to judge 1%
 TARGET_OVERHEAD_PCT = 1.0
-
-
-def busy(n, x):
-    """CPU-bound pure Python: sum n floats (the trial holds the GIL, as a Python training loop does)."""
-    s = 0.0
-    step = 0.5 + x
-    for i in range(n):
-        s += step * i
-    return {"s": s}
 
 
 def calibrate() -> int:
