@@ -36,6 +36,7 @@ __all__ = [
     "forget_cluster",
     "get_client",
     "use_cluster",
+    "workers_specified",
 ]
 
 LOCAL = "local"
@@ -221,6 +222,14 @@ def kept_span(client) -> tuple[int, int] | None:
     """The (minimum, maximum) workers a cluster this kernel made for the user adapts between (gateway, Slurm);
     None for any other cluster."""
     return gateway_adapt(client) or slurm_adapt(client)
+
+
+def workers_specified(client) -> int | None:
+    """How many workers the client's cluster object keeps running (a SpecCluster's spec: the embedded cluster,
+    a LocalCluster, dask-jobqueue), whether or not each is connected now (a worker being restarted is not); None
+    for a cluster reached without such an object."""
+    spec = getattr(getattr(client, "cluster", None), "worker_spec", None)
+    return len(spec) if isinstance(spec, dict) else None
 
 
 def workers_refused(client) -> str | None:

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
-from ..cluster._current import adaptive_maximum, kept_span, workers_refused
+from ..cluster._current import adaptive_maximum, kept_span, workers_refused, workers_specified
 from ..errors import ClusterError, PlacementError
 from ._cpus import trials_by_threads
 from ._elastic import Elastic
@@ -83,12 +83,15 @@ class Placement:
         return trials_by_threads(workers, self.cpus)
 
     def _wait_for_coming_workers(self) -> None:
-        """A gateway or Slurm cluster that keeps a trial's ranks as its minimum (cluster/_sizing.py) may still be
-        starting them: wait for them (up to WORKERS_COMING_S), rather than refuse a run they are coming for; a
-        ClusterError as soon as the cluster says it cannot start them (Slurm refused a worker job)."""
+        """A cluster that keeps a trial's ranks may still be starting them: a gateway or Slurm cluster whose
+        minimum covers them (cluster/_growth.py), or a cluster object whose spec has that many workers, some
+        restarting (the embedded cluster right after a run restarted its stuck ranks' workers). Wait for them (up
+        to WORKERS_COMING_S) rather than refuse a run they are coming for; a ClusterError as soon as the cluster
+        says it cannot start them (Slurm refused a worker job)."""
         assert self.ranks is not None  # (a data-parallel run's placement)
         span = kept_span(self.client)
-        if span is None or span[0] < self.ranks:
+        coming = span[0] if span is not None else workers_specified(self.client)
+        if coming is None or coming < self.ranks:
             return
         deadline = time.monotonic() + WORKERS_COMING_S
         while time.monotonic() < deadline:

@@ -244,3 +244,24 @@ def test_nccl_ranks_sharing_a_gpu_are_named_with_the_way_out():
     message = shared_gpus_message(["GPU-a", "GPU-b", "GPU-a", "GPU-b", "GPU-c"])
     assert "ranks 0, 2 share one GPU; ranks 1, 3 share one GPU" in message
     assert "backend='gloo'" in message
+
+
+def test_a_run_waits_for_the_workers_its_cluster_is_still_starting():
+    """A cluster object whose spec keeps enough workers, not all connected yet (just scaled up, or restarting
+    after a run restarted its stuck ranks' workers): the run waits for them instead of refusing with "the cluster
+    has 0"."""
+    from distributed import Client, LocalCluster
+
+    from jupyter_dist.cluster import forget_cluster
+
+    with (
+        LocalCluster(n_workers=0, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0") as cluster,
+        Client(cluster) as starting,
+    ):
+        cluster.scale(2)  # returns at once; the worker processes take seconds to start and connect
+        assert len(starting.scheduler_info()["workers"]) < 2
+        try:
+            exp = jd.data_parallel(regression, workers=2, cluster=starting, progress=False, epochs=1)
+        finally:
+            forget_cluster(starting)
+    assert exp.state == "completed", exp.error
