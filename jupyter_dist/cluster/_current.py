@@ -12,12 +12,12 @@ import atexit
 import gc
 import math
 import os
-import sys
 import threading
 from typing import Any
 
 import dask
 
+from .._imported import imported
 from .._validate import check_positive
 from ..errors import ArgumentError, ClusterError
 from ._dashboard import dashboard_link
@@ -344,7 +344,7 @@ def check_kernel_cuda(cluster: Any) -> None:
     ("Cannot re-initialize CUDA in forked subprocess"). The embedded cluster's workers are spawned, not forked,
     so it cannot happen, unless Dask is configured to fork them: then refuse before anything starts. Another
     cluster's workers are not this kernel's children, and its CUDA state does not reach them."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     embedded = (cluster if cluster is not None else _default_target()) == LOCAL
     forks = dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork"
     if embedded and forks and torch is not None and torch.cuda.is_initialized():

@@ -9,7 +9,6 @@ The trial's run state is here too: prepare()'s defaults and, per trial attempt, 
 
 from __future__ import annotations
 
-import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
+from .._imported import imported
 from ..trials import current_trial
 
 
@@ -76,7 +76,7 @@ run = _Run()
 
 
 def _torch_distributed():
-    torch = sys.modules.get("torch")  # never import torch just to say "rank 0"
+    torch = imported("torch")  # never import torch just to say "rank 0"
     if torch is None:
         return None
     dist = torch.distributed

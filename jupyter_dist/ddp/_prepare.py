@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._imported import imported
 from ..errors import ArgumentError
 from ._context import run, world_size
 from ._fsdp import check_strategy, repoint_optimizer, shard
@@ -107,9 +108,7 @@ def unwrap(model):
 
 def _kind(obj: Any, index: int | None = None) -> str | None:
     """What ``obj`` is to prepare(); with ``index``, an object it cannot take is an error naming the argument."""
-    import sys
-
-    torch = sys.modules.get("torch")  # an object of torch's means torch is imported already
+    torch = imported("torch")  # an object of torch's means torch is imported already
     if torch is not None:
         if isinstance(obj, torch.nn.Module):
             return "model"

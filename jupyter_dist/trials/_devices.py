@@ -23,10 +23,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
-import sys
 import threading
 from collections.abc import Iterator
 
+from .._imported import imported
 from ..errors import PlacementError
 from ..protocol import SHARE_EPSILON
 
@@ -89,7 +89,7 @@ def _room(device: int, declared: float) -> float:
 def _cap_memory(caps: dict[int, float]) -> None:
     """Cap each shared device's memory for this process at the shares now held there (1.0: uncapped). Only where
     CUDA is there to cap: on a CPU-only worker (or one whose trials never touched CUDA) there is nothing to do."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if not caps or torch is None or not torch.cuda.is_available():
         return
     for device, share in caps.items():
@@ -105,7 +105,7 @@ def release_gpu_memory(failed: bool = False) -> None:
     After a failure (a CUDA out-of-memory error) tensors kept alive only by reference cycles through the failed
     function's objects are collected first; a full collection costs tens of ms in a worker that imported torch,
     so a trial that ended well is not charged it."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if torch is not None and torch.cuda.is_initialized():
         if failed:
             gc.collect()

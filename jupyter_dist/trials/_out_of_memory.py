@@ -11,6 +11,7 @@ import gc
 import re
 import sys
 
+from .._imported import imported
 from ._devices import release_gpu_memory
 
 __all__ = ["memory_cause", "out_of_memory", "release_after_out_of_memory", "reset_peaks"]
@@ -23,7 +24,7 @@ _GPU_IN_MESSAGE = re.compile(r"\bGPU (\d+)\b")
 def out_of_memory(exc: BaseException) -> str | None:
     """``"cuda"`` or ``"host"`` when ``exc`` (or an exception it was raised from, or while handling) is an
     out-of-memory error; None otherwise. The chain counts: a training library often re-raises what it caught."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     cuda_oom = tuple(
         t
         for t in (
@@ -67,7 +68,7 @@ def memory_cause(where: str, exc: BaseException, devices: list[int], share: floa
 def reset_peaks(devices: list[int]) -> None:
     """Start the peak counts of the trial's devices afresh, so that the peak an out-of-memory error reports is this
     trial's, not an earlier trial's in the same worker process (trials sharing one process share the counts)."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if devices and torch is not None and torch.cuda.is_initialized():
         for device in devices:
             torch.cuda.reset_peak_memory_stats(device)
@@ -86,7 +87,7 @@ def _size(nbytes: int) -> str:
 
 
 def _cuda_peaks(devices: list[int]) -> list[tuple[int, int]]:
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     if torch is None or not torch.cuda.is_initialized():
         return []
     return [(d, torch.cuda.max_memory_allocated(d)) for d in devices if d < torch.cuda.device_count()]

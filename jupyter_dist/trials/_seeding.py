@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from .._imported import imported
+
 __all__ = ["kept_torch_state", "seeded"]
 
 
@@ -99,7 +101,7 @@ def _seed_torch(torch, seed: int) -> None:
 def kept_torch_state() -> Iterator[None]:
     """torch's generator as it was before, after: a trial re-run in the kernel (``exp.reproduce``) leaves the
     notebook's own torch draws where they were (its ``random`` and NumPy ones are never touched)."""
-    torch = sys.modules.get("torch")
+    torch = imported("torch")
     before = torch.get_rng_state() if torch is not None else None
     try:
         yield
