@@ -39,7 +39,8 @@ class Best:
 
 
 class Experiment:
-    """An experiment's results: what ``hpo()``, ``ablation()``, ``data_parallel()`` and ``load()`` return.
+    """An experiment's results: what ``hpo()``, ``pbt()``, ``ablation()``, ``data_parallel()`` and ``load()``
+    return.
 
     Its trials and every reported metric as pandas DataFrames (``trials``, ``history``, ``summary()``), its best
     trial (``best``), its plots (``plot()``), its trials' output (``logs()``) and checkpoints
@@ -71,7 +72,7 @@ class Experiment:
 
     @property
     def kind(self) -> str:
-        """What it runs, ``"hpo"``, ``"ablation"`` or ``"ddp"``."""
+        """What it runs: ``"hpo"``, ``"pbt"``, ``"ablation"`` or ``"ddp"``."""
         return self.record.definition.kind
 
     @property

@@ -105,6 +105,9 @@ def run_trial(task: TrialTask) -> Outcome:
         release_gpu_memory(failed=state is TrialState.FAILED)
 
     result = returned
+    if state is TrialState.PRUNED and returned is not None:
+        # it returned by itself after the stop: a tensor (say) cannot travel, and would take its messages with it
+        returned = _plain_result(fn, returned)[0]
     if state is TrialState.COMPLETED:
         returned, error = _plain_result(fn, returned)
         if error and rank is not None:  # a data-parallel job may return anything (a model, a state dict)

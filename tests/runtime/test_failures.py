@@ -126,6 +126,23 @@ def test_stop_keeps_finished_trials_and_stops_running_ones(client, tmp_path):
     assert len(exp.trials) < 20  # no new trial started after the stop
 
 
+def returns_a_tensor_once_told_to_stop(reporter, x=0.0):
+    import torch
+
+    while not reporter.should_stop:
+        time.sleep(0.02)
+    print("saw the stop")
+    return {"v": torch.tensor(0.5)}
+
+
+def test_a_trial_returning_a_tensor_after_the_stop_loses_none_of_its_messages(run_hpo):
+    exp = run_hpo(
+        returns_a_tensor_once_told_to_stop, {"x": space.uniform(0, 1)}, trials=1, metric="v", timeout=1
+    )
+    assert exp.trials.state.tolist() == ["stopped"]
+    assert "saw the stop" in exp.logs(0)
+
+
 def test_ctrl_c_stops_gracefully(client):
     holder = []
 
