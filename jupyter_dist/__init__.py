@@ -22,7 +22,7 @@ from .api import (
     use_cluster,
 )
 from .checkpoints import Checkpoint, checkpoint, restore
-from .cluster import close_local_cluster, get_client
+from .cluster import close_local_cluster, forget_cluster, get_client
 from .ddp import (
     backward,
     devices,
@@ -84,6 +84,7 @@ __all__ = [
     "checkpoint",
     "cluster_info",
     "close_local_cluster",
+    "forget_cluster",
     "compare",
     "data_parallel",
     "devices",
