@@ -49,6 +49,19 @@ def context():
     forget_experiment("exp-test")
 
 
+def test_a_loss_tracking_its_gradient_is_reported_without_a_warning(context):
+    import warnings
+
+    ctx, sent = context
+    loss = (torch.ones(2, requires_grad=True) * 2).sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's "Converting a tensor with requires_grad=True to a scalar"
+        jupyter_dist.report(step=0, loss=loss)
+    ctx.flush()
+    ((_, payload),) = sent
+    assert wire(payload)[0]["b"][0][1] == {"loss": 4.0}
+
+
 def test_numpy_and_torch_scalars_become_floats(context):
     ctx, sent = context
     jupyter_dist.report(step=2, a=np.float32(0.5), b=torch.tensor(1.5), c=np.int64(3), d=1)

@@ -86,9 +86,11 @@ def forget_experiment(exp_id: str) -> None:
 
 
 def _as_number(name: str, value: Any) -> float:
-    # numpy and torch scalars are not msgpack types; float() accepts them and rejects anything else.
+    # numpy and torch scalars are not msgpack types; float() accepts them and rejects anything else. A loss that
+    # still tracks its gradient is read detached: float() of it warns into the trial's output at every report.
+    detach = getattr(value, "detach", None)
     try:
-        return float(value)
+        return float(value if detach is None else detach())
     except (TypeError, ValueError):
         raise ArgumentError(
             f"report(): metric {name!r} must be a number, got {type(value).__name__} {value!r}"
