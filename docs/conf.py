@@ -28,19 +28,13 @@ extensions = [
     "IPython.sphinxext.ipython_console_highlighting",
     "bench_results",  # docs/_ext: the performance pages' tables and plots, read from bench/results/*.json
     "magic_options",  # docs/_ext: the %%distribute options table, from the magics' own argument parsers
+    "entry_point_options",  # docs/_ext: hpo()'s (pbt's...) arguments table, from the options' one definition
 ]
 
-# The tutorials are the example notebooks themselves: copied here before Sphinx looks for sources, so the pages
-# are always the notebooks the tests run (docs/tutorials/ is generated and ignored by git).
-TUTORIALS = DOCS / "tutorials"
-TUTORIALS.mkdir(exist_ok=True)
-for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
-    shutil.copyfile(notebook, TUTORIALS / notebook.name)
-shutil.copyfile(DOCS / "tutorials.md", TUTORIALS / "index.md")
-
+# The tutorials are the example notebooks themselves: docs/tutorials/ holds links to notebooks/ (committed, so the
+# pages' links to them lead somewhere on GitHub too), and the pages are always the notebooks the tests run.
 exclude_patterns = [
     "_build",
-    "tutorials.md",
     "measurements",
     "**/.ipynb_checkpoints",
     "Thumbs.db",
@@ -69,8 +63,32 @@ def _kernel_environment(app) -> None:
     os.environ["IPYTHONDIR"] = str(startup.parents[1])
 
 
+# The entry points' arguments are the tables of the entry-point-options directive below each of them (name, type,
+# default, flag and help, from the options' one definition); the same text in their docstrings' Parameters section
+# (for help() in a notebook) would say it all twice on the page.
+TABLED = {"jupyter_dist.hpo", "jupyter_dist.pbt", "jupyter_dist.ablation", "jupyter_dist.data_parallel"}
+
+
+def _without_parameters(app, what, name, obj, options, lines) -> None:
+    if name in TABLED and "Parameters" in lines:
+        del lines[lines.index("Parameters") :]
+
+
+def _links_to_tutorials(app, doctree) -> None:
+    """A page's link to ../tutorials/X.ipynb names the tutorial page: Sphinx resolves the link's path, and the
+    path of a tutorial, a link to notebooks/X.ipynb, resolves to the notebook, outside the site's sources."""
+    from sphinx import addnodes
+
+    notebooks = str(ROOT / "notebooks") + "/"
+    for ref in doctree.findall(addnodes.pending_xref):
+        if ref.get("refdomain") == "doc" and ref.get("reftarget", "").startswith(notebooks):
+            ref["reftarget"] = "tutorials/" + ref["reftarget"].removeprefix(notebooks)
+
+
 def setup(app):
     app.connect("builder-inited", _kernel_environment)
+    app.connect("doctree-read", _links_to_tutorials)
+    app.connect("autodoc-process-docstring", _without_parameters, priority=100)  # before napoleon reads it
 
 
 # Every notebook and every {code-cell} runs at each build, in a real kernel on the embedded cluster; an error in
@@ -104,6 +122,7 @@ suppress_warnings = ["mystnb.unknown_mime_type"]
 html_theme = "pydata_sphinx_theme"
 html_title = f"jupyter_dist {release}"
 html_static_path = ["_static"]
+html_css_files = ["side-by-side.css"]  # the Coming from pages' pairs of cells
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,

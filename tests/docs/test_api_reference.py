@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 API = ROOT / "docs" / "api"
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-import magic_options  # noqa: E402 - docs/_ext, put on the path above
+import entry_point_options  # noqa: E402 - docs/_ext, put on the path above
+import magic_options  # noqa: E402
 
 # ".. autofunction:: jupyter_dist.hpo", ".. autoclass:: jupyter_dist.integrations.lightning.ReportCallback", in
 # the {eval-rst} blocks of the pages; or MyST's ```{autoclass} jupyter_dist.X
@@ -174,3 +175,42 @@ def test_the_magics_page_has_both_tables():
     assert "%load_ext jupyter_dist" in page
     for mode in ("hpo", "ablation", "ddp"):
         assert f"%%distribute {mode}" in page
+
+
+# --- the entry points' arguments tables ---------------------------------------------------------------------
+ENTRY_POINTS = tuple(entry_point_options.ENTRY_POINTS)
+
+
+@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
+def test_the_arguments_table_has_every_argument_with_its_type_default_and_help(entry_point):
+    import inspect
+
+    signature = inspect.signature(getattr(jupyter_dist, entry_point))
+    rows = entry_point_options.argument_rows(entry_point)
+    assert [row.name.lstrip("*") for row in rows] == list(signature.parameters)
+    for row in rows:
+        parameter = signature.parameters[row.name.lstrip("*")]
+        assert row.type and row.help, row
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            assert row.name == f"**{parameter.name}" and row.default == entry_point_options.NONE, row
+            continue
+        expected = "required" if parameter.default is inspect.Parameter.empty else repr(parameter.default)
+        assert row.default == expected, row
+
+
+@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
+def test_the_arguments_table_names_the_magic_flag_that_sets_each_argument(entry_point):
+    from jupyter_dist.magics import DistributeMagics
+
+    magic_flags = {
+        flag for action in DistributeMagics.distribute.parser._actions for flag in action.option_strings
+    }
+    for row in entry_point_options.argument_rows(entry_point):
+        if row.name != "fn":
+            assert set(row.flags) <= magic_flags, row
+
+
+def test_the_experiments_page_has_each_entry_points_table():
+    page = _pages()["experiments.md"]
+    for entry_point in ENTRY_POINTS:
+        assert f"```{{entry-point-options}} {entry_point}\n" in page

@@ -1,6 +1,7 @@
-"""The performance pages against bench/results/*.json: every result file has a section, every table and plot the
-pages name exists and reads its JSON without a missing key, and a page built with the extension shows the
-figures of the JSON itself (docs/_ext/bench_results/)."""
+"""The pages with benchmark figures (the performance pages, and the guide to choosing a sampler) against
+bench/results/*.json: every result file has a section, every table and plot the pages name exists and reads its
+JSON without a missing key, and a page built with the extension shows the figures of the JSON itself
+(docs/_ext/bench_results/)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ROOT / "docs" / "performance"
+# The pages whose bench directives are checked: the performance pages and the guide that quotes bench_samplers.
+PAGES = [*sorted((ROOT / "docs" / "performance").glob("*.md")), ROOT / "docs" / "choosing.md"]
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
@@ -24,9 +26,9 @@ DIRECTIVE = re.compile(r"^```\{(bench-[a-z]+)\}[ \t]*(\S*)\n((?::[a-z]+:.*\n)*)"
 
 
 def directives() -> list[tuple[str, str, str, dict[str, str]]]:
-    """(page, directive, argument, options) for every bench directive of the performance pages."""
+    """(page, directive, argument, options) for every bench directive of the pages."""
     found = []
-    for page in sorted(PAGES.glob("*.md")):
+    for page in PAGES:
         for kind, arg, opts in DIRECTIVE.findall(page.read_text()):
             options = dict(re.findall(r"^:([a-z]+):[ \t]*(.*)$", opts, re.M))
             found.append((page.name, kind, arg, options))
@@ -38,11 +40,11 @@ def result_names() -> list[str]:
 
 
 def test_every_result_file_has_a_section_with_its_source_and_a_table():
-    text = "\n".join(p.read_text() for p in PAGES.glob("*.md"))
+    text = "\n".join(p.read_text() for p in PAGES)
     used = directives()
     for name in result_names():
         assert f"(bench-{name})=" in text, (
-            f"bench/results/{name}.json has no section (bench-{name})= in docs/performance"
+            f"bench/results/{name}.json has no section (bench-{name})= in docs/performance or docs/choosing.md"
         )
         kinds = {kind for _, kind, arg, _ in used if arg == name}
         assert {"bench-source", "bench-table"} <= kinds, (
@@ -103,6 +105,7 @@ def built(tmp_path_factory) -> Path:
         "# Performance\n\n```{bench-overview}\n```\n\n"
         "```{bench-source} dispatch\n```\n\n```{bench-table} dispatch\n:table: rates\n```\n\n"
         "```{bench-table} summary\n:table: figures\n```\n\n"
+        "```{bench-table} samplers\n:table: single\n```\n\n```{bench-table} samplers\n:table: startup\n```\n\n"
         "```{bench-plot} scalability\n:plot: efficiency\n```\n\n" + sections
     )
     warnings = io.StringIO()
@@ -136,3 +139,26 @@ def test_the_plots_draw_with_the_local_plotly_js(built):
     assert (built / "_static" / "plotly.min.js").stat().st_size > 1_000_000
     efficiency = json.loads((RESULTS / "scalability.json").read_text())["efficiency"]["1600x1s"]
     assert json.dumps(efficiency) in html  # the plotted value, as plotly serialises it
+
+
+def test_the_sampler_guide_s_tables_show_the_json_and_the_installed_optuna_s_defaults(built):
+    """docs/choosing.md's figures: the median distance to the minimum at the largest budget, and each learning
+    sampler's random start, which bench_samplers read from Optuna's signatures and must still be Optuna's."""
+    import inspect
+
+    import optuna
+
+    html = (built / "index.html").read_text()
+    r = json.loads((RESULTS / "samplers.json").read_text())
+    last = str(r["single"]["budgets"][-1])
+    for name, run in r["single"]["samplers"].items():
+        assert f"<td><p>{bench_results.fmt(run['regret_median'][last])}</p></td>" in html, name
+    for name, start in r["startup"].items():
+        default = inspect.signature(getattr(optuna.samplers, start["optuna_class"])).parameters[
+            start["argument"]
+        ]
+        assert start["default"] == default.default, (
+            f"{name}: samplers.json says {start['argument']}={start['default']}, the installed Optuna "
+            f"{default.default}: run bench/bench_samplers.py again"
+        )
+        assert f"<td><p>{start['default']}</p></td>" in html, name

@@ -28,13 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PACKAGE = Path(jupyter_dist.__file__).parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-# The pages a reader reads (docs/measurements keeps raw before/after runs; _build and tutorials are generated).
+# The pages a reader reads (docs/measurements keeps raw before/after runs; _build is generated).
 PAGES = [
     ROOT / "README.md",
     *(
         p
         for p in DOCS.rglob("*.md")
-        if not any(p.is_relative_to(DOCS / skip) for skip in ("measurements", "_build", "tutorials"))
+        if not any(p.is_relative_to(DOCS / skip) for skip in ("measurements", "_build"))
     ),
 ]
 EXTRA = re.compile(r"jupyter_dist\[([\w,-]+)\]")

@@ -24,9 +24,7 @@ DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 # The pages a reader reads: the hand-written docs and the README (docs/measurements keeps raw before/after runs).
 PAGES = [README, *(p for p in DOCS.rglob("*.md") if not p.is_relative_to(DOCS / "measurements"))]
-PAGES = [
-    p for p in PAGES if not p.is_relative_to(DOCS / "_build") and not p.is_relative_to(DOCS / "tutorials")
-]
+PAGES = [p for p in PAGES if not p.is_relative_to(DOCS / "_build")]
 
 pytestmark = pytest.mark.timeout(900)  # the first test waits for the session's docs build
 
@@ -45,6 +43,37 @@ def test_pages_show_what_their_cells_ran(docs_build):
     assert "Plotly.newPlot" in page and "cdn.plot.ly" not in page
     scripts = re.findall(r'<script src="([^"]*plotly[^"]*)"', page)
     assert scripts and all((docs_build.html / s.split("?")[0]).exists() for s in scripts), scripts
+
+
+def test_the_api_reference_has_a_row_for_every_argument_and_every_magic_option(docs_build):
+    """Generated from the options' one definition (docs/_ext): a parameter of an entry point, or an option of a
+    magic, with no row of its own on the built pages fails here."""
+    import inspect
+
+    from jupyter_dist.magics import DistributeMagics
+
+    experiments = (docs_build.html / "api" / "experiments.html").read_text()
+    for entry_point in ("hpo", "pbt", "ablation", "data_parallel"):
+        for name in inspect.signature(getattr(jupyter_dist, entry_point)).parameters:
+            row = f'id="{entry_point.replace("_", "-")}-argument-{name.replace("_", "-")}"'
+            assert row in experiments, f"no row for {entry_point}({name}=) in the API reference"
+    magics = (docs_build.html / "api" / "magics.html").read_text()
+    for magic in ("distribute", "distribute_cluster"):
+        for action in getattr(DistributeMagics, magic).parser._actions:
+            if action.option_strings and action.option_strings[0] != "-h":
+                row = f'id="{magic.replace("_", "-")}-option-{action.option_strings[0].strip("-")}"'
+                assert row in magics, f"no row for %{magic} {action.option_strings[0]} in the API reference"
+
+
+def test_links_between_pages_lead_somewhere():
+    """Every relative link of a page, as GitHub follows it: to a file of the checkout (docs/tutorials/ holds the
+    notebooks, linked from notebooks/)."""
+    dead = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not re.match(r"[a-z]+:", target) and not (page.parent / target).exists():
+                dead.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert not dead, dead
 
 
 def test_readme_links_lead_somewhere():
@@ -99,8 +128,10 @@ def test_states_are_listed_as_the_code_has_them():
     text = (DOCS / "how-to" / "hpo.md").read_text()
     listed = set(re.findall(r'"(\w+)"', re.search(r"exp\.state +#(.*)", text).group(1)))
     assert listed == {s.value for s in ExperimentState}
-    trial_states = re.search(r"A trial's `state` in `exp.trials` is one of (.*?)\. An", text, re.S).group(1)
-    assert set(re.findall(r'"(\w+)"', trial_states)) == {s.value for s in TrialState}
+    trial_states = re.search(
+        r"A trial's `state` in `exp.trials` is one of these:\n\n(.*?)\n\n", text, re.S
+    ).group(1)
+    assert set(re.findall(r"^- `(\w+)`", trial_states, re.M)) == {s.value for s in TrialState}
 
 
 def test_one_figure_for_how_long_a_report_waits():

@@ -24,6 +24,12 @@ from ._values import (
     summary_figures,
 )
 
+
+def _random_start(r: dict, sampler: str) -> str:
+    """How many trials ``sampler`` draws at random before it models the space (bench_samplers' ``startup``)."""
+    return "all" if sampler == "random" else fmt(r["startup"][sampler]["default"])
+
+
 # What each table takes from its result file: TABLES[benchmark][table] = function of the JSON -> Table.
 TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
     "dispatch": {
@@ -158,6 +164,66 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
                 "warm's best at least as good": lambda d: (
                     f"{d['warm_best_at_least_as_good']} of {d['runs']} seeds"
                 ),
+            },
+        ),
+    },
+    "samplers": {
+        "single": lambda r: grid(
+            r,
+            each(r, "single.samplers"),
+            {
+                **{f"after {b} trials": f"regret_median.{b}" for b in r["single"]["budgets"]},
+                f"worst seed, after {r['single']['budgets'][-1]}": lambda d: fmt(
+                    max(run["regret"][str(r["single"]["budgets"][-1])] for run in d["runs"])
+                ),
+                "the sampler's time a trial": "sampler_time_per_trial_s_median:s",
+                f"wall of {r['single']['budgets'][-1]} trials": "wall_s_median:s",
+            },
+        ),
+        "lattice": lambda r: pairs(
+            r,
+            {
+                "points in the grid": "single.grid_lattice.points",
+                "its best point: distance to the minimum": "single.grid_lattice.regret",
+            },
+        ),
+        "startup": lambda r: grid(
+            r,
+            each(r, "startup"),
+            {
+                "Optuna class": "optuna_class",
+                "its argument": "argument",
+                "default: trials first drawn at random": "default",
+            },
+        ),
+        "pruners": lambda r: grid(
+            r,
+            each(
+                r,
+                "pruners.runs",
+                label=lambda k: {"none": "None", "asha_4x_trials": '"asha", 4× the trials'}.get(k, f'"{k}"'),
+            ),
+            {
+                "trials": lambda d: fmt(d["runs"][0]["trials"]),
+                "its pick's true final value": "best_true_final_median",
+                "below the best possible": "regret_median",
+                f"steps: share of {r['pruners']['trials']} full trials": "step_share_median",
+                "trials run to the end": "completed_median",
+                "wall": "wall_s_median:s",
+            },
+        ),
+        "several": lambda r: rows(
+            r,
+            ["first trials at random", *(f"after {b} trials" for b in r["several"]["budgets"])],
+            {
+                name: (
+                    lambda r, name=name: _random_start(r, name),
+                    *(
+                        f"several.samplers.{name}.hypervolume_share_median.{b}"
+                        for b in r["several"]["budgets"]
+                    ),
+                )
+                for name in r["several"]["samplers"]
             },
         ),
     },
