@@ -14,6 +14,7 @@ from typing import Any
 
 from ._callbacks import CallbackHooks
 from ._control import RunControl, as_resumed
+from ._imported import imported_apart
 from ._stored import prior_run
 from ._tracebacks import in_user_terms
 from ._validate import check_callable
@@ -39,6 +40,8 @@ def run_kind(kind: Kind | str, fn: Callable, options: RunOptions, args: Any) -> 
     """Run ``fn`` as an experiment of ``kind`` (a registered Kind, or its name) with the kind's own arguments
     (``args``: its ``Kind.arguments`` dataclass), and return the finished Experiment. Every argument is checked
     before any work starts."""
+    # Optuna is imported apart, before the run's frames exist for it to keep (_imported.imported_apart).
+    imported_apart("optuna")
     kind = kind if isinstance(kind, Kind) else kind_of(kind)
     check_callable(fn)
     options.check()

@@ -63,3 +63,38 @@ def test_a_module_nobody_imported_is_not_imported():
     assert imported("jd_never_imported_module") is None
     assert "jd_never_imported_module" not in sys.modules
     assert imported("json") is sys.modules["json"]
+
+
+KEEPS_ITS_IMPORT_ERROR = """
+try:
+    import jd_no_such_backend
+except ImportError as caught:
+    kept = caught  # as optuna keeps its optional backends' errors, to raise when one is used
+"""
+
+
+def test_a_module_imported_apart_keeps_none_of_the_callers_frames(tmp_path, monkeypatch):
+    import gc
+    import weakref
+
+    from jupyter_dist._imported import imported_apart
+
+    (tmp_path / "jd_keeps_errors.py").write_text(KEEPS_ITS_IMPORT_ERROR)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Study:  # what a run's frame holds
+        pass
+
+    def a_run(study: Study) -> None:
+        imported_apart("jd_keeps_errors")
+
+    study = Study()
+    alive = weakref.ref(study)
+    try:
+        a_run(study)
+        assert sys.modules["jd_keeps_errors"].kept.__traceback__ is not None
+        del study
+        gc.collect()
+        assert alive() is None, "the module's kept traceback holds the caller's frames"
+    finally:
+        sys.modules.pop("jd_keeps_errors", None)

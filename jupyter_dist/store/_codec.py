@@ -158,6 +158,7 @@ def definition_from_json(text: str) -> ExperimentDefinition:
 # is kept so the REST API shows a waiting trial as queued; one read back from a run that is gone is interrupted.
 _ELSEWHERE = {"stdout", "stderr", "curve_steps", "curve_values", "result", "rank_results"}
 _TRIAL_FIELDS = [f.name for f in fields(TrialRecord) if f.name not in _ELSEWHERE]
+_KNOWN_FIELDS = frozenset(_TRIAL_FIELDS)  # load() asks of every key of every trial: a set, not a list of 27
 
 
 def trial_to_json(rec: TrialRecord) -> str:
@@ -192,7 +193,7 @@ def finite(value: Any) -> Any:
 
 def trial_from_json(text: str) -> TrialRecord:
     d = json.loads(text)
-    rec = TrialRecord(**{k: v for k, v in d.items() if k in _TRIAL_FIELDS})
+    rec = TrialRecord(**{k: v for k, v in d.items() if k in _KNOWN_FIELDS})
     rec.state = TrialState(rec.state)
     rec.error_kind = ErrorKind(rec.error_kind) if rec.error_kind else None
     return rec

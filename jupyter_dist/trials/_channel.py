@@ -49,12 +49,17 @@ class EventChannel:
         return self
 
     def __exit__(self, *exc) -> None:
+        # Dask's unsubscribe_topic leaves the handler in the client (distributed 2026.8): through it the client
+        # would keep this run's trial loop, launcher and Optuna study for the kernel's life. Let go of them here.
+        self._handlers = {}
         if self.client.status == "closed":
             return  # a client whose reconnect gave up has no subscription left (and refuses to send)
         self.client.unsubscribe_topic(self.topic)
 
     def _on_event(self, event) -> None:
         _, msg = event
+        if not self._handlers:
+            return  # a message still in flight when the run ended: nobody is listening
         try:
             for message in decode_all(msg):
                 self._handlers[type(message)](message)

@@ -171,3 +171,29 @@ def test_a_parallel_below_the_clusters_threads_is_kept_though_trials_are_brief(m
         running += change
         most = max(most, running)
     assert most <= 8 and len(spans) == 48
+
+
+def three_reports(x=0.0):
+    import jupyter_dist
+
+    for step in range(3):
+        jupyter_dist.report(step=step, v=x)
+    return x
+
+
+def test_a_finished_run_leaves_nothing_of_its_loop_search_or_launcher_in_the_kernel(run_hpo):
+    """A kernel runs many experiments: once one has ended, only its Experiment (and what it reads) stays. The
+    client's event handler of the run's topic outlived it (Dask's unsubscribe_topic keeps it) and held its trial
+    loop, its launcher with the pickled function, and its search with every finished trial's FrozenTrial; and the
+    process's first run was kept by the ImportErrors optuna keeps, when optuna was first imported in it."""
+    from jupyter_dist.search import OptunaSearch
+    from jupyter_dist.trials import DaskLauncher, TrialLoop
+
+    def held() -> set[int]:
+        gc.collect()
+        return {id(o) for o in gc.get_objects() if isinstance(o, (TrialLoop, DaskLauncher, OptunaSearch))}
+
+    before = held()
+    for _ in range(2):
+        run_hpo(three_reports, {"x": space.uniform(0, 1)}, trials=20, metric="v")
+    assert held() <= before, "a finished run's trial loop, launcher or search is still held"
