@@ -7,6 +7,7 @@ import os
 import tempfile
 
 import pytest
+from _pytest.nodeid import coerce_node_id  # see pytest_collection_modifyitems
 
 
 def pytest_configure(config):
@@ -86,10 +87,16 @@ def pytest_collection_modifyitems(config, items):
         parts = item.nodeid.split("/")
         return parts[1] if len(parts) > 2 else ""
 
+    grouped = getattr(config.option, "loadgroup", False)  # an xdist worker of `--dist loadgroup`
     for item in items:
         name = folder(item)
         group = name if name in ONE_GROUP_FOLDERS else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+        if grouped:
+            # xdist 3.8 names the group in the nodeid (its "@group" suffix) by setting item._nodeid, which pytest
+            # 9.2 no longer reads: a node's id is its _id. Unnamed, no group held, and each module ran wherever it
+            # fell: tests/docs' build of the site ran once on each worker.
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
     def rank(item) -> int:
         name = folder(item)
