@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, NoResultError
-from ..protocol import ExperimentKind, ExperimentState
-from ..store import ExperimentRecord, TrialRecord
+from ..protocol import ExperimentKind, ExperimentState, TrialState
+from ..store import ExperimentRecord, InMemoryRecord, TrialRecord
 from ._frames import (
     best_first,
     history_frame,
     pareto_frame,
     restarts_frame,
+    table_frame,
     trials_frame,
     utilization_frame,
 )
@@ -58,6 +59,8 @@ class Experiment:
         self._about: dict[str, Any] | None = None
         # The store file it is recorded in (None: memory only), where exp.extend records the trial trained on.
         self._store: str | None = None
+        # (completed trials, Pareto front size) when _highlight last worked the front out (several objectives).
+        self._front_size: tuple[int, int] | None = None
 
     # --- what it is -------------------------------------------------------------------------------------------
     @property
@@ -264,13 +267,17 @@ class Experiment:
         column per objective, by its metric's name], params_<name>..., duration, steps, attempts, seed,
         error_kind (why a failed trial failed, e.g. ``"memory"``: ``exp.trials.query("error_kind == 'memory'")``
         lists those that ran out of memory), error."""
-        return trials_frame(self.trial_records(), self.record.definition.objective)
+        objective = self.record.definition.objective
+        if not isinstance(self.record, InMemoryRecord):  # another record has only its records
+            return trials_frame(self.trial_records(), objective)
+        running, ended = self.record.trials_table()  # the ended trials as columns: no record each
+        return table_frame(running, ended, objective)
 
     @property
     def history(self):
         """One row per reported metric, a DataFrame of trial_id, attempt, step, metric, value, time (when it was
         reported)."""
-        return history_frame(self.record.report_rows())
+        return history_frame(self.record.report_columns())
 
     @property
     def utilization(self):
@@ -334,7 +341,7 @@ class Experiment:
     def compute(self) -> dict[str, float]:
         """Compute used so far: reported steps and trial-seconds, all trials; and, with ``max_steps``, the
         share of steps saved against running every finished trial to ``max_steps``."""
-        return compute_used(self.trial_records(), self.max_steps)
+        return compute_used(self.record)
 
     def plot(self):
         """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters, and
@@ -418,10 +425,15 @@ class Experiment:
         """The headline result so far: the best trial (an ablation study: its baseline; several objectives: the
         Pareto front)."""
         if self.record.definition.objective.several:
-            from ._pareto import front
+            # The front changes only when a trial completes: worked out again then, not at every status line.
+            completed = self.record.counts()[TrialState.COMPLETED.value]
+            if self._front_size is None or self._front_size[0] != completed:
+                from ._pareto import front
 
-            found = front(self.trial_records(), self.record.definition.objective)
-            return f"Pareto front: {len(found)} trials" if found else None
+                found = front(self.trial_records(), self.record.definition.objective)
+                self._front_size = (completed, len(found))
+            size = self._front_size[1]
+            return f"Pareto front: {size} trials" if size else None
         best = self.record.best()
         if best is None:
             return None

@@ -12,6 +12,7 @@ from ._base import (
     ExperimentRecord,
     TrialRecord,
     TrialSink,
+    best_first,
     new_experiment_id,
     param_names,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "finite",
     "list_experiments",
     "new_experiment_id",
+    "best_first",
     "param_names",
     "read_record",
     "store_path",

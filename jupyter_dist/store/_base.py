@@ -8,6 +8,7 @@ where a run came from (as Optuna's studies do not notice which ``BaseStorage`` h
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 from ..protocol import (
     CheckpointEvent,
+    Direction,
     ErrorKind,
     ExperimentState,
     LogLine,
@@ -37,6 +39,7 @@ __all__ = [
     "ExperimentDefinition",
     "ExperimentRecord",
     "TrialRecord",
+    "best_first",
     "experiment_seconds",
     "new_experiment_id",
     "result_repr",
@@ -179,6 +182,23 @@ def param_names(records: Iterable[TrialRecord]) -> list[str]:
     return list(dict.fromkeys(name for record in records for name in record.params))
 
 
+def best_first(records: Iterable[TrialRecord], objective: Objective) -> list[TrialRecord]:
+    """Completed trials best first, then running ones (newest first), then the rest by id; by id when there
+    is nothing to optimise (a data-parallel run)."""
+    if objective.metric is None:
+        return sorted(records, key=lambda r: r.trial_id)
+    sign = -1.0 if objective.direction is Direction.MAX else 1.0
+
+    def rank(r: TrialRecord) -> tuple:
+        if r.state is TrialState.COMPLETED and r.value is not None and math.isfinite(r.value):
+            return (0, sign * r.value, r.trial_id)
+        if r.state is TrialState.RUNNING:
+            return (1, -r.trial_id, 0)
+        return (2, r.trial_id, 0)
+
+    return sorted(records, key=rank)
+
+
 def _only_attempt_lines(text: str) -> bool:
     return all(not line or line.startswith("--- attempt ") for line in text.splitlines())
 
@@ -262,7 +282,7 @@ class ExperimentRecord(TrialSink, ABC):
         """The experiment ended, ``message`` saying why (``message``); a trial still running (the run failed
         around it) is interrupted, as the store reads it back."""
         self.state, self.message, self.ended = state, message, time.time()
-        for rec in self.trial_records():
+        for rec in self.running_records():
             rec.interrupt(self.ended)
 
     def duration(self, now: float | None = None) -> float:
@@ -321,6 +341,73 @@ class ExperimentRecord(TrialSink, ABC):
         """Trials done, as counted against the total (not running, not interrupted)."""
         counts = self.counts()
         return sum(counts[s.value] for s in TrialState if s.done)
+
+    # What a view that polls reads: none of them walks every trial, so a view of a 100,000-trial run costs what
+    # one of a hundred does. The in-memory record answers them from its running trials and its columns.
+    def trial_count(self) -> int:
+        """How many trials there are, in every state."""
+        return len(self.trial_records())
+
+    def running_records(self) -> list[TrialRecord]:
+        """The running trials (queued ones included), by trial id."""
+        return [rec for rec in self.trial_records() if rec.state is TrialState.RUNNING]
+
+    def failed_records(self) -> list[TrialRecord]:
+        """The failed trials, by trial id."""
+        return [rec for rec in self.trial_records() if rec.state is TrialState.FAILED]
+
+    def ranked(
+        self, offset: int = 0, limit: int | None = None, state: TrialState | None = None
+    ) -> list[TrialRecord]:
+        """A page of the trials (of one ``state``, or all) in the order views list them (``best_first``)."""
+        records = self.trial_records()
+        if state is not None:
+            records = [rec for rec in records if rec.state is state]
+        ordered = best_first(records, self.definition.objective)
+        return ordered[offset:] if limit is None else ordered[offset : offset + limit]
+
+    def param_names(self) -> list[str]:
+        """The parameters of the trials, in the order the views list them (``param_names``)."""
+        return param_names(self.trial_records())
+
+    # --- aggregates the status line and compute() read (issue 44): naive here, kept incrementally by the record ---
+    def ended_totals(self) -> dict[str, float]:
+        """Sums over the trials that are not running (every state but running; a queued trial is running):
+        ``trials`` (how many: the ``TrialState.finished`` ones), ``steps`` (their ``steps``), ``seconds`` (their
+        ``duration``, 0 where None) and ``capped_steps`` (their ``min(steps, definition.max_steps)``; their steps
+        when there is no max_steps). The running trials' are the caller's to add, from ``running_records()``:
+        their seconds grow with the clock."""
+        cap = self.definition.max_steps
+        totals = {"trials": 0, "steps": 0, "seconds": 0.0, "capped_steps": 0}
+        for rec in self.trial_records():
+            if rec.state is TrialState.RUNNING:
+                continue
+            totals["trials"] += 1
+            totals["steps"] += rec.steps
+            totals["seconds"] += rec.duration or 0.0
+            totals["capped_steps"] += min(rec.steps, cap) if cap else rec.steps
+        return totals
+
+    def out_of_memory(self, limit: int | None = None) -> tuple[int, list[TrialRecord]]:
+        """How many trials ran out of memory (``error_kind is ErrorKind.MEMORY``), and the first ``limit`` of them
+        (all with None) by trial id."""
+        hit = [rec for rec in self.trial_records() if rec.error_kind is ErrorKind.MEMORY]
+        return len(hit), hit if limit is None else hit[:limit]
+
+    def varied_params(self) -> list[str]:
+        """The parameters whose value differs between the trials (``repr(rec.params.get(name))``: a trial
+        without the parameter counts as None), in ``param_names()`` order; none with fewer than two trials."""
+        records = self.trial_records()
+        return [
+            name for name in param_names(records) if len({repr(rec.params.get(name)) for rec in records}) > 1
+        ]
+
+    def report_columns(self) -> dict[str, Any]:
+        """Every reported metric as columns (``_report_columns.COLUMNS``): trial_id, attempt, step (int64), metric
+        (object), value, time (float64, seconds): what ``exp.history`` is made of."""
+        from ._report_columns import columns_from_rows
+
+        return columns_from_rows(self.report_rows())
 
     def add_report_listener(self, listener: Callable[[int, list], None]) -> None:
         """Call ``listener(trial_id, rows)`` as reports arrive, ``rows`` a list of ``[step, metrics, sent_at]``;

@@ -88,6 +88,15 @@ def batches_after(
             seq = end
 
 
+def packed_reports(conn: sqlite3.Connection, experiment_id: str) -> list[bytes | str]:
+    """An experiment's chunks as stored (``pack_reports``' values), in arrival order: for a reader that decodes
+    them itself, after letting go of what it held to read them (``exp.history``'s columns, _report_columns.py)."""
+    rows = conn.execute(
+        "SELECT batches FROM report_chunks WHERE experiment_id = ? ORDER BY last_seq", (experiment_id,)
+    )
+    return [row[0] for row in rows]
+
+
 _gc_lock = threading.Lock()
 _gc_pauses = 0
 _gc_was_enabled = False

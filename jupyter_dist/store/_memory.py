@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._tracebacks import in_user_terms
 from ..protocol import (
     CheckpointEvent,
+    ErrorKind,
     ExperimentState,
     LogLine,
     Outcome,
@@ -18,7 +19,17 @@ from ..protocol import (
     TrialState,
     UtilizationSample,
 )
-from ._base import EXTENDED, ExperimentDefinition, ExperimentRecord, TrialRecord, result_repr
+from . import _report_columns
+from ._base import (
+    EXTENDED,
+    QUEUED,
+    ExperimentDefinition,
+    ExperimentRecord,
+    TrialRecord,
+    best_first,
+    result_repr,
+)
+from ._finished import FinishedTrials
 from ._utilization import UtilizationColumns
 
 if TYPE_CHECKING:
@@ -33,7 +44,11 @@ class InMemoryRecord(ExperimentRecord):
     def __init__(self, definition: ExperimentDefinition, journal: Journal | None = None) -> None:
         super().__init__(definition)
         self._journal = journal
+        # The running trials as records, the ended ones as columns: a 100,000-trial run keeps no record object of
+        # an ended trial (1.4 KB each), only its row (about 100 bytes for a plain search's).
         self._trials: dict[int, TrialRecord] = {}
+        self._finished = FinishedTrials()
+        self._ranking: tuple[int, Any] = (-1, None)  # (the columns' version, their best_first order)
         self._attempts: dict[int, dict[str, int]] = {}  # trial id -> attempt id -> attempt number
         # A resumed run's trial that an earlier run started: its attempts are numbered on from that run's.
         self._attempts_before: dict[int, int] = {}
@@ -55,6 +70,7 @@ class InMemoryRecord(ExperimentRecord):
         # A record read back from the store: what reads its reports, output and utilisation samples, until
         # load_details() has.
         self._unread: Callable[[], tuple[Iterable, Iterable, Iterable]] | None = None
+        self._source: tuple[str, str] | None = None  # a record read back: its store's path and its id
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(
@@ -66,7 +82,7 @@ class InMemoryRecord(ExperimentRecord):
         distributions: dict[str, Any] | None = None,
         seed: int | None = None,
     ) -> None:
-        earlier = self._trials.get(trial_id)  # a resumed run running a trial of the run it continues again
+        earlier = self._taken_back(trial_id)  # a resumed run running a trial of the run it continues again
         rec = TrialRecord(
             trial_id, dict(params), labels=dict(labels), queued=queued, distributions=distributions, seed=seed
         )
@@ -119,6 +135,7 @@ class InMemoryRecord(ExperimentRecord):
     def reports_arrived(self, batch: ReportBatch) -> None:
         rec = self._trials.get(batch.trial_id)
         if rec is None:
+            self._late_reports(batch)
             return
         rows = batch.rows
         if self.curve_metric is None:
@@ -145,14 +162,32 @@ class InMemoryRecord(ExperimentRecord):
         for listener in self._report_listeners:
             listener(batch.trial_id, rows)
 
+    def _late_reports(self, batch: ReportBatch) -> None:
+        """Reports of a trial that has ended (an attempt whose worker was given up on, still sending): kept with
+        its last attempt, not drawn."""
+        with self._lock:
+            if batch.trial_id not in self._finished:
+                return
+            row = self._finished.row(batch.trial_id)
+            attempt = max(0, self._finished.record(row).attempts - 1)
+            self._report_count += len(batch.rows)
+            if self._journal is None:
+                self._batches.append((batch.trial_id, attempt, batch.rows))
+        if self._journal:
+            self._journal.reports(batch.trial_id, attempt, batch.rows)
+
     def log_arrived(self, line: LogLine) -> None:
         rec = self._trials.get(line.trial_id)
-        if rec is not None:
-            with self._lock:
+        with self._lock:
+            if rec is not None:
                 self._attempt_number(rec, line.attempt)
                 (rec.stdout if line.stream == "stdout" else rec.stderr).append(line.text)
-            if self._journal:
-                self._journal.output(line.trial_id, line.stream, line.text)
+            elif line.trial_id in self._finished:  # printed as it ended
+                self._finished.add_output(self._finished.row(line.trial_id), line.stream, line.text)
+            else:
+                return
+        if self._journal:
+            self._journal.output(line.trial_id, line.stream, line.text)
 
     def checkpoint_arrived(self, event: CheckpointEvent) -> None:
         rec = self._trials.get(event.trial_id)
@@ -177,7 +212,7 @@ class InMemoryRecord(ExperimentRecord):
                 self._journal.output(rec.trial_id, "stdout", note)
 
     def utilization_arrived(self, sample: UtilizationSample) -> None:
-        if sample.trial_id not in self._trials:
+        if sample.trial_id not in self._trials and sample.trial_id not in self._finished:
             return
         row = (
             sample.trial_id,
@@ -239,10 +274,12 @@ class InMemoryRecord(ExperimentRecord):
             self._journal.trial_changed(rec)
 
     def trial_pruned(self, trial_id: int) -> None:
-        self._trials[trial_id].prune_decided_at = time.time()
+        rec = self._trials.get(trial_id)
+        if rec is not None:  # not one that ended meanwhile
+            rec.prune_decided_at = time.time()
 
     def metrics_so_far(self, trial_id: int) -> dict[str, float]:
-        return dict(self._trials[trial_id].last)
+        return dict(self.trial(trial_id).last)
 
     def trial_finished(self, outcome: Outcome) -> TrialRecord:
         rec = self._trials[outcome.trial_id]
@@ -282,7 +319,26 @@ class InMemoryRecord(ExperimentRecord):
         self._consider_best(rec)
         if self._journal:
             self._journal.trial_changed(rec)
+        self._ended(rec)
         return rec
+
+    def _ended(self, rec: TrialRecord) -> None:
+        """``rec`` ended: its row in the columns replaces it, and what was kept for its attempts goes."""
+        trial_id = rec.trial_id
+        with self._lock:
+            self._finished.add(rec)
+            del self._trials[trial_id]
+        for kept in (self._attempts, self._attempts_before, self._earlier_curves, self._rerun_because):
+            kept.pop(trial_id, None)
+
+    def _taken_back(self, trial_id: int) -> TrialRecord | None:
+        """The trial's record, taken out of the ended ones if it is there (it runs again), else the running one."""
+        with self._lock:
+            if trial_id in self._finished:
+                rec = self._finished.record(self._finished.row(trial_id))
+                self._finished.remove(trial_id)
+                return rec
+        return self._trials.get(trial_id)
 
     def _consider_best(self, rec: TrialRecord) -> None:
         if rec.state is TrialState.COMPLETED and rec.value is not None:
@@ -292,12 +348,13 @@ class InMemoryRecord(ExperimentRecord):
 
     def finish(self, state: ExperimentState, message: str | None = None) -> None:
         super().finish(state, message)
+        interrupted = [rec for rec in self._trials.values() if rec.state is TrialState.INTERRUPTED]
+        for rec in interrupted:
+            if self._journal:
+                # Trials the run's end interrupted: the store must say so too.
+                self._journal.trial_changed(rec)
+            self._ended(rec)
         if self._journal:
-            # Trials the run's end interrupted (now, or in an earlier call that only marked the end, so a hook
-            # could read it): the store must say so too. Writing one twice writes the same.
-            for rec in self.trial_records():
-                if rec.state is TrialState.INTERRUPTED:
-                    self._journal.trial_changed(rec)
             assert self.ended is not None  # finish() set it
             self._journal.close(state, message, self.ended)
 
@@ -309,33 +366,46 @@ class InMemoryRecord(ExperimentRecord):
         self.definition, self._journal = definition, journal
         self.state, self.message, self.ended = ExperimentState.RUNNING, None, None
         if journal:
-            for rec in self._trials.values():
-                if rec.state is TrialState.INTERRUPTED:  # the store still says "running"
-                    journal.trial_changed(rec)
+            finished = self._finished
+            for row in finished.rows():
+                if finished.state(row) is TrialState.INTERRUPTED:  # the store still says "running"
+                    journal.trial_changed(finished.record(row))
         return self
 
     @classmethod
     def restored(
         cls,
         definition: ExperimentDefinition,
-        trials: list[TrialRecord],
+        trials: Iterable[TrialRecord | dict[str, Any]],
         details: Callable[[], tuple[Iterable, Iterable, Iterable]],
         *,
         state: ExperimentState,
         message: str | None,
         ended: float | None,
+        source: tuple[str, str] | None = None,
     ) -> InMemoryRecord:
         """A finished record rebuilt from the store. ``details()`` gives its report batches in arrival order,
         (trial_id, attempt number, [[step, metrics, sent_at], ...]), its output (trial_id, stream, text) and its
         utilisation samples (_utilization.Sample); it is called only when one of them is first needed
         (``load_details``)."""
         self = cls(definition)
-        self._trials = {rec.trial_id: rec for rec in trials}
-        for rec in trials:
-            self._consider_best(rec)
-        self._unread = details
+        for trial in trials:
+            self.restore(trial)
+        sign = -1.0 if definition.objective.direction.value == "max" else 1.0
+        row = self._finished.best_row(sign)
+        self._best = None if row is None else self._finished.record(row)
+        self._unread, self._source = details, source
         self.state, self.message, self.ended = state, message, ended
         return self
+
+    def restore(self, trial: TrialRecord | dict[str, Any]) -> None:
+        """A trial read back from the store: a record, or its stored fields (_codec.trial_fields' JSON)."""
+        fields = vars(trial) if isinstance(trial, TrialRecord) else trial
+        if fields["state"] == TrialState.RUNNING.value:  # a run still going, read by another process
+            rec = trial if isinstance(trial, TrialRecord) else TrialRecord(**fields)
+            self._trials[rec.trial_id] = rec
+        else:
+            self._finished.add_fields(fields)
 
     def load_details(self) -> None:
         if self._unread is None:
@@ -350,11 +420,21 @@ class InMemoryRecord(ExperimentRecord):
 
     def _read_back(self, batches: Iterable, output: Iterable) -> None:
         metric = self.curve_metric
+        finished = self._finished
         curve_attempts: dict[int, int] = {}  # the attempt each trial's curve so far is of
+        # Each trial's curve as it is assembled: a running one's own lists, an ended one's new ones, given to its
+        # row at the end.
+        curves: dict[int, tuple[list, list]] = {}
         for trial_id, attempt, rows in batches:
-            rec = self._trials.get(trial_id)
-            if rec is None:
-                continue
+            curve = curves.get(trial_id)
+            if curve is None:
+                rec = self._trials.get(trial_id)
+                if rec is not None:
+                    curve = curves[trial_id] = (rec.curve_steps, rec.curve_values)
+                elif trial_id in finished:
+                    curve = curves[trial_id] = ([], [])
+                else:
+                    continue
             self._report_count += len(rows)
             self._batches.append((trial_id, attempt, rows))
             if metric is None:
@@ -365,7 +445,7 @@ class InMemoryRecord(ExperimentRecord):
             newest = curve_attempts.get(trial_id, -1)
             if attempt < newest:
                 continue  # a late report of an attempt that was replaced
-            steps, values = rec.curve_steps, rec.curve_values
+            steps, values = curve
             for step, metrics, _ in rows:
                 if metric not in metrics:
                     continue
@@ -375,22 +455,136 @@ class InMemoryRecord(ExperimentRecord):
                     newest = curve_attempts[trial_id] = attempt
                 steps.append(step)
                 values.append(metrics[metric])
+        for trial_id, (steps, values) in curves.items():
+            if trial_id in finished and steps:
+                finished.set_curve(finished.row(trial_id), steps, values)
         for trial_id, stream, text in output:
             rec = self._trials.get(trial_id)
             if rec is not None:
                 (rec.stdout if stream == "stdout" else rec.stderr).append(text)
+            elif trial_id in finished:
+                finished.add_output(finished.row(trial_id), stream, text)
 
     # --- read by Experiment ---------------------------------------------------------------------------------
     def trial(self, trial_id: int) -> TrialRecord:
         self.load_details()
-        return self._trials[trial_id]
+        with self._lock:
+            rec = self._trials.get(trial_id)
+            if rec is not None:
+                return rec
+            return self._finished.record(self._finished.row(trial_id))
 
     def trial_records(self) -> list[TrialRecord]:
-        trials = dict(self._trials)  # the loop may add one meanwhile
-        return [trials[k] for k in sorted(trials)]
+        """Every trial as a record, by trial id: an ended trial's made again from its row (0.5 s for 100,000),
+        so what polls reads ``counts``, ``ranked`` and ``running_records`` instead."""
+        with self._lock:  # the loop may move a trial from the running to the ended meanwhile
+            running = dict(self._trials)
+            rows = self._finished.rows()
+        records = [*running.values(), *self._finished.records(rows)]
+        return sorted(records, key=lambda rec: rec.trial_id) if running else records
 
     def best(self) -> TrialRecord | None:
         return self._best
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            running = list(self._trials.values())
+            counts = {state.value: n for state, n in self._finished.counts.items()}
+        counts[QUEUED] = 0
+        for rec in running:
+            counts[QUEUED if rec.queued else rec.state.value] += 1
+        return counts
+
+    def trial_count(self) -> int:
+        with self._lock:
+            return len(self._trials) + len(self._finished)
+
+    def running_records(self) -> list[TrialRecord]:
+        with self._lock:
+            running = [rec for rec in self._trials.values() if rec.state is TrialState.RUNNING]
+        return sorted(running, key=lambda rec: rec.trial_id)
+
+    def failed_records(self) -> list[TrialRecord]:
+        with self._lock:
+            finished = self._finished
+            rows = [row for row in finished.rows() if finished.state(row) is TrialState.FAILED]
+            return finished.records(rows)
+
+    def ranked(
+        self, offset: int = 0, limit: int | None = None, state: TrialState | None = None
+    ) -> list[TrialRecord]:
+        stop = None if limit is None else offset + limit
+        if state is TrialState.RUNNING or self.definition.objective.metric is None:
+            return super().ranked(offset, limit, state)
+        with self._lock:
+            running = [] if state is not None else list(self._trials.values())
+            best, rest = self._ranked_rows()
+            if state is TrialState.COMPLETED:  # one without a value ranks below those with one
+                rows = [*best.tolist(), *(row for row in rest.tolist() if self._finished.state(row) is state)]
+                rows = rows[offset:stop]
+            elif state is not None:
+                rows = [row for row in rest.tolist() if self._finished.state(row) is state][offset:stop]
+            else:
+                ordered = best_first(running, self.definition.objective)
+                page = [*best.tolist(), *(None for _ in ordered), *rest.tolist()][offset:stop]
+                return [
+                    self._finished.record(row) if row is not None else ordered[i - len(best)]
+                    for i, row in enumerate(page, start=offset)
+                ]
+            return self._finished.records(rows)
+
+    def _ranked_rows(self) -> tuple[Any, Any]:
+        """The ended trials' ``FinishedTrials.ranking``, kept until one more ends (called under the lock)."""
+        version, ranking = self._ranking
+        if version != self._finished.version:
+            sign = -1.0 if self.definition.objective.direction.value == "max" else 1.0
+            ranking = self._finished.ranking(sign)
+            self._ranking = (self._finished.version, ranking)
+        return ranking
+
+    def param_names(self) -> list[str]:
+        with self._lock:
+            running = list(self._trials.values())
+            names = list(self._finished.params)
+        return list(dict.fromkeys([*names, *(name for rec in running for name in rec.params)]))
+
+    def ended_totals(self) -> dict[str, float]:
+        with self._lock:
+            return self._finished.totals(self.definition.max_steps)
+
+    def out_of_memory(self, limit: int | None = None) -> tuple[int, list[TrialRecord]]:
+        with self._lock:
+            rows = self._finished.sparse_rows("error_kind", ErrorKind.MEMORY)
+            return len(rows), self._finished.records(rows[:limit])
+
+    def varied_params(self) -> list[str]:
+        with self._lock:
+            running = list(self._trials.values())
+            seen = self._finished.varied() if len(self._finished) else {}
+            if len(self._finished) + len(running) < 2:
+                return []
+        names = self.param_names()
+        for name in names:
+            values = seen.setdefault(name, {"None"} if len(self._finished) else set())
+            values.update(repr(rec.params.get(name)) for rec in running)
+        return [name for name in names if len(seen[name]) > 1]
+
+    def report_columns(self) -> dict[str, Any]:
+        if self._journal is not None:  # a stored run, live or just finished
+            return _report_columns.columns_from_journal(self._journal)
+        if self._unread is not None and self._source is not None:  # load()'s record: its curves not rebuilt
+            path, experiment_id = self._source
+            return _report_columns.columns_from_store(path, experiment_id)
+        with self._lock:  # no store, or the details read already
+            batches = list(self._batches)
+        return _report_columns.columns_from_batches(batches)
+
+    def trials_table(self) -> tuple[list[TrialRecord], dict[str, Any]]:
+        """The running trials' records and the ended trials' ``FinishedTrials.columns``, by trial id: what the
+        trials table is built from without a record per ended trial."""
+        with self._lock:
+            running = sorted(self._trials.values(), key=lambda rec: rec.trial_id)
+            return running, self._finished.columns(self._finished.row_index())
 
     def report_rows(self) -> Iterator[tuple[int, int, int, str, float, float]]:
         self.load_details()
