@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from ..protocol import Direction, TrialState
 from ..space import Choice, Uniform
-from ..store import ExperimentDefinition, TrialRecord, param_names
+from ..store import ExperimentDefinition, TrialRecord, best_first, param_names
 
 # A stopped trial (the user's Stop) says nothing about its configuration: it is drawn as any other, so a run
 # stopped as a whole is not faded to faint dotted lines.
@@ -18,6 +18,15 @@ DIMMED_STATES = (TrialState.PRUNED, TrialState.FAILED)
 # The trials hpo(warm_start=) told the sampler first were run by earlier experiments, not by this one: drawn apart,
 # muted (the lab extension draws them in the same grey: chart.ts WARM_START_COLOUR).
 WARM_START_COLOUR = "#9e9e9e"
+# Past this many trials with a curve, the best CURVE_TRACES are drawn a trace each (hovering names the trial) and
+# the others as one muted trace, its curves strided to OTHER_CURVE_POINTS points in all: a trace per trial of a
+# 100,000-trial run would be 100,000 traces, which no browser draws.
+CURVE_TRACES = 40
+OTHER_CURVE_POINTS = 100_000
+# Past this many trials the objective-by-trial chart is drawn with WebGL, in smaller markers; and the parallel
+# coordinates draw the best PARCOORDS_TRIALS completed trials (their title says how many of how many).
+MANY_TRIALS = 1_000
+PARCOORDS_TRIALS = 2_000
 
 
 def curve_style(rec: TrialRecord) -> dict:
@@ -37,6 +46,37 @@ def curve_trace(rec: TrialRecord):
         legendgroup=rec.state,
         **curve_style(rec),
     )
+
+
+def curve_traces(records: list[TrialRecord], definition: ExperimentDefinition) -> list:
+    """The learning curves of ``records``: a trace each, or past CURVE_TRACES trials with a curve, a trace each
+    for the best CURVE_TRACES (``best_first``) and one muted trace of all the others (None between the curves,
+    each strided so that they hold OTHER_CURVE_POINTS points in all), drawn under them."""
+    import plotly.graph_objects as go
+
+    with_curves = [r for r in records if r.curve_steps]
+    if len(with_curves) <= CURVE_TRACES:
+        return [curve_trace(r) for r in with_curves]
+    ranked = best_first(with_curves, definition.objective)
+    own, others = ranked[:CURVE_TRACES], sorted(ranked[CURVE_TRACES:], key=lambda r: r.trial_id)
+    budget = max(2, OTHER_CURVE_POINTS // len(others))  # points per curve
+    x: list[float | None] = []
+    y: list[float | None] = []
+    for rec in others:
+        n = min(len(rec.curve_steps), len(rec.curve_values))
+        stride = max(1, -(-n // budget))
+        x.extend([*rec.curve_steps[:n:stride], None])
+        y.extend([*rec.curve_values[:n:stride], None])
+    rest = go.Scattergl(
+        x=x,
+        y=y,
+        mode="lines",
+        name=f"{len(others):,} other trials",
+        opacity=0.15,
+        line={"color": WARM_START_COLOUR, "width": 1},
+        hoverinfo="skip",
+    )
+    return [rest, *(curve_trace(r) for r in own)]
 
 
 class WarmStartPoint(NamedTuple):
@@ -144,8 +184,18 @@ def experiment_figure(
     from ..search import IMPORTANCE_EVALUATOR
 
     metric = definition.objective.metric
+    done = [r for r in records if r.state is TrialState.COMPLETED and r.value is not None]
+    shown = done  # in the parallel coordinates: the best of them, 100,000 lines being one blot
+    if len(done) > PARCOORDS_TRIALS:
+        shown = best_first(done, definition.objective)[:PARCOORDS_TRIALS]
     specs = [[{"type": "xy"}, {"type": "xy"}], [{"type": "domain", "colspan": 2}, None]]
-    titles = [f"learning curves ({metric})", f"{metric} by trial", ""]
+    titles = [
+        f"learning curves ({metric})",
+        f"{metric} by trial",
+        f"parameters of the best {len(shown):,} of {len(done):,} completed trials"
+        if shown is not done
+        else "",
+    ]
     if importances:
         specs.append([{"type": "xy", "colspan": 2}, None])
         titles.append(f"parameter importances for {metric} ({IMPORTANCE_EVALUATOR}, Optuna)")
@@ -157,30 +207,31 @@ def experiment_figure(
         vertical_spacing=0.15 if not importances else 0.1,
         row_heights=None if not importances else [0.38, 0.38, 0.24],
     )
-    for rec in records:
-        if rec.curve_steps:
-            fig.add_trace(curve_trace(rec), row=1, col=1)
+    for trace in curve_traces(records, definition):
+        fig.add_trace(trace, row=1, col=1)
 
     # The earlier trials a warm start told: fixed, drawn first, under the run's own.
     warm = warm_start_trace(definition)
     if warm is not None:
         fig.add_trace(warm, row=1, col=2)
-    done = [r for r in records if r.state is TrialState.COMPLETED and r.value is not None]
     ids = [r.trial_id for r in done]
     values = [r.value for r in done if r.value is not None]  # (every one of them)
+    many = len(records) > MANY_TRIALS
+    points = go.Scattergl if many else go.Scatter  # thousands of markers: WebGL
+    size = 4 if many else 7
     fig.add_trace(
-        go.Scatter(x=ids, y=values, mode="markers", name="completed trial", marker={"size": 7}), row=1, col=2
+        points(x=ids, y=values, mode="markers", name="completed trial", marker={"size": size}), row=1, col=2
     )
     # Trials ended early show where they were when they ended (their last value), hollow.
     early = [r for r in records if r.state in (TrialState.PRUNED, TrialState.STOPPED) and r.value is not None]
     if early:
         fig.add_trace(
-            go.Scatter(
+            points(
                 x=[r.trial_id for r in early],
                 y=[r.value for r in early],
                 mode="markers",
                 name="pruned or stopped (last value)",
-                marker={"size": 7, "symbol": "circle-open", "opacity": 0.6},
+                marker={"size": size, "symbol": "circle-open", "opacity": 0.6},
             ),
             row=1,
             col=2,
@@ -197,9 +248,9 @@ def experiment_figure(
         col=2,
     )
 
-    dims = _parameter_dimensions(done, definition.space)
+    dims = _parameter_dimensions(shown, definition.space)
     if dims:
-        dims.append({"label": metric, "values": values})
+        dims.append({"label": metric, "values": [r.value for r in shown]})
         fig.add_trace(
             go.Parcoords(dimensions=dims, line={"color": values, "colorscale": "Viridis", "showscale": True}),
             row=2,
@@ -215,7 +266,9 @@ def experiment_figure(
         )
         fig.update_xaxes(title_text="importance (sums to 1)", row=3, col=1)
     fig.update_xaxes(title_text="step", row=1, col=1)
-    fig.update_xaxes(title_text="trial", row=1, col=2)
+    fig.update_xaxes(title_text="trial id", row=1, col=2)
+    fig.update_yaxes(title_text=metric, row=1, col=1)
+    fig.update_yaxes(title_text=metric, row=1, col=2)
     fig.update_layout(
         height=760 if not importances else 760 + 60 + 28 * len(importances),
         # left-aligned and wrapped, so a long status line is not cut at the right edge

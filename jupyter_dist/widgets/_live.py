@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import html
 import time
+from collections import deque
+from typing import Any
 
-from ..experiment import SHOWN_COUNTS, Experiment, best_first, warm_start_curves
+from ..experiment import SHOWN_COUNTS, Experiment, warm_start_curves
 from ..protocol import ExperimentState, TrialState
-from ..store import QUEUED, TrialRecord, param_names
+from ..store import QUEUED, TrialRecord
 from ._base import ExperimentView, early_stopping_note, format_duration, importances_table
 from ._lab import show
 from ._scroll import ScrollPane
@@ -20,6 +22,18 @@ from ._usage import UsageStrips
 FIGURE_EVERY_S = 2.0  # the run's own figure (exp.plot()) is redrawn at most this often while it runs
 MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
 MAX_TABLE_ROWS = 200
+# A redraw reads pages of the record, never every trial, so a 100,000-trial run draws as fast as a 100-trial one:
+# the curves of the MAX_CURVES best trials and of the running ones (a trial that falls out gives its trace to one
+# that comes in), the table's MAX_TABLE_ROWS best, and in the output tab's picker the running trials (the newest
+# PICKER_RUNNING), the newest PICKER_FAILED failed ones, the PICKER_BEST best and the PICKER_RECENT that ended last.
+MAX_CURVES = 20
+PICKER_RUNNING = 50
+PICKER_FAILED = 20
+PICKER_BEST = 10
+PICKER_RECENT = 20
+# exp.plot() reads every trial: its tab is redrawn at most every FIGURE_EVERY_S, and at most this share of the time.
+FIGURE_SHARE = 0.1
+MUTED = "color:var(--jp-ui-font-color2,#757575)"
 MAX_LOG_CHARS = 50_000
 # Notebook output's own link colour (JupyterLab's variable, with its light-theme value where there is none).
 LINK_STYLE = "color:var(--jp-content-link-color,#1976d2);text-decoration:underline"
@@ -38,7 +52,10 @@ class LiveView(ExperimentView):
 
         super().__init__(exp)
         self._drawn: dict[int, tuple[int, str]] = {}  # trial id -> (points drawn, state drawn)
-        self._trace_index: dict[int, int] = {}
+        self._traces: dict[int, Any] = {}  # trial id -> its trace in self.figure (a plotly Scatter)
+        self._running: set[int] = set()  # the trials running at the last draw
+        self._recent: deque[int] = deque(maxlen=PICKER_RECENT)  # the trials seen to end, the newest last
+        self._failed: tuple[int, list[TrialRecord]] = (0, [])  # (failed trials, the newest PICKER_FAILED)
         self._display = None  # the handle of the displayed view, to leave a text summary in it at the end
         self._preamble = preamble  # the cell's "starting…" output, which the view replaces
         self._table_key: tuple | None = None
@@ -87,6 +104,7 @@ class LiveView(ExperimentView):
         self.extra = go.FigureWidget(layout=go.Layout(template="plotly_white")) if self.extra_title else None
         self._extra_key: tuple | None = None
         self._extra_drawn = 0.0
+        self._extra_wait = FIGURE_EVERY_S
         children = [self.figure, self.table, w.VBox([self.log_picker, self.log_text])]
         titles = ["Learning curves", "Trials", "Output"]
         if self.extra is not None:
@@ -157,7 +175,7 @@ class LiveView(ExperimentView):
     # --- drawing ---------------------------------------------------------------------------------------
     def draw(self) -> None:
         exp = self.exp
-        records = exp.trial_records()
+        record = exp.record
         c = exp.counts()
         done = exp.done
         state_colour = {"running": "#1f77b4", "completed": "#2ca02c", "stopped": "#ff7f0e"}.get(
@@ -187,64 +205,87 @@ class LiveView(ExperimentView):
         if "saved" in used and exp.state != "running":
             compute += f" (<b>{used['saved']:.0%} of the steps saved</b> vs every trial to {exp.max_steps})"
         self.stats.value = f"{best}elapsed {format_duration(exp.elapsed)}{compute}{link}"
-        strips = self._usage.html(exp, records)
+        # What this redraw reads of the record: the running trials and one page of the best, never every trial.
+        running = record.running_records()
+        ranked = record.ranked(limit=max(MAX_TABLE_ROWS, MAX_CURVES, PICKER_BEST))
+        total = record.trial_count()
+        now_running = {r.trial_id for r in running}
+        self._recent.extend(sorted(self._running - now_running))
+        self._running = now_running
+        strips = self._usage.html(exp, running)
         if strips != self.usage.html:
             self.usage.html = strips
-        self._draw_curves(records)
-        self._draw_extra(records)
-        self._draw_table(records)
-        self._draw_log_picker(records)
+        self._draw_curves(_union(ranked[:MAX_CURVES], running))
+        self._draw_extra(total)
+        self._draw_table(ranked[:MAX_TABLE_ROWS], total)
+        self._draw_log_picker(running, ranked[:PICKER_BEST], c[TrialState.FAILED.value])
         self._draw_log()
 
-    def _draw_curves(self, records: list[TrialRecord]) -> None:
+    def _draw_curves(self, shown: list[TrialRecord]) -> None:
+        """The learning curves of ``shown``: a trace each, redrawn when its curve or state changed; the trace of
+        a trial no longer shown is given to one that now is, or removed, so the figure holds about
+        MAX_CURVES + running traces however many trials have ended."""
+        wanted = {r.trial_id: r for r in shown if r.curve_values}
         changed = [
-            r
-            for r in records
-            if self._drawn.get(r.trial_id) != (len(r.curve_values), r.state) and r.curve_values
+            r for r in wanted.values() if self._drawn.get(r.trial_id) != (len(r.curve_values), r.state)
         ]
-        if not changed:
+        gone = [trial_id for trial_id in self._traces if trial_id not in wanted]
+        if not changed and not gone:
             return
         with self.figure.batch_update():
             if self.figure.layout.yaxis.title.text != self.exp._curve_metric:  # known once reports arrive
                 self.figure.layout.yaxis.title.text = self.exp._curve_metric
                 self.figure.layout.title.text = f"{self.exp._curve_metric} per step"
+            free = []
+            for trial_id in gone:
+                free.append(self._traces.pop(trial_id))
+                del self._drawn[trial_id]
             for rec in changed:
                 x, y = _stride(rec.curve_steps, rec.curve_values)
-                index = self._trace_index.get(rec.trial_id)
-                if index is None:
+                trace = self._traces.get(rec.trial_id)
+                if trace is None and free:  # a trace that showed a trial now out of the figure
+                    trace = self._traces[rec.trial_id] = free.pop()
+                    trace.name = f"trial {rec.trial_id}"
+                if trace is None:
                     self.figure.add_scatter(
                         x=x, y=y, mode="lines", name=f"trial {rec.trial_id}", **self.exp._curve_style(rec)
                     )
-                    self._trace_index[rec.trial_id] = len(self.figure.data) - 1
+                    self._traces[rec.trial_id] = self.figure.data[-1]
                 else:
-                    trace = self.figure.data[index]
                     trace.x, trace.y = x, y
                     trace.update(self.exp._curve_style(rec))
                 self._drawn[rec.trial_id] = (len(rec.curve_values), rec.state)
+            if free:
+                unused = {id(trace) for trace in free}
+                self.figure.data = [trace for trace in self.figure.data if id(trace) not in unused]
 
-    def _draw_extra(self, records: list[TrialRecord]) -> None:
-        """The run's own figure, when a trial has ended since it was drawn (at most every FIGURE_EVERY_S while
-        the run goes on: exp.plot() reads every trial)."""
+    def _draw_extra(self, total: int) -> None:
+        """The run's own figure, when a trial has ended since it was drawn. exp.plot() reads every trial, so
+        while the run goes on it is redrawn at most every FIGURE_EVERY_S, and less often when it takes longer
+        than FIGURE_SHARE of that time (a run of 100,000 trials)."""
         if self.extra is None:
             return
-        key = (len(records), self.exp.done, str(self.exp.state))
+        key = (total, self.exp.done, str(self.exp.state))
         running = self.exp.state is ExperimentState.RUNNING
-        if key == self._extra_key or (running and time.monotonic() - self._extra_drawn < FIGURE_EVERY_S):
+        if key == self._extra_key or (running and time.monotonic() - self._extra_drawn < self._extra_wait):
             return
-        self._extra_key, self._extra_drawn = key, time.monotonic()
+        began = time.monotonic()
         figure = self.exp.plot()
         with self.extra.batch_update():
             self.extra.data = []
             self.extra.add_traces(list(figure.data))
             self.extra.layout = figure.layout
+        self._extra_key, self._extra_drawn = key, time.monotonic()
+        self._extra_wait = max(FIGURE_EVERY_S, (self._extra_drawn - began) / FIGURE_SHARE)
 
-    def _draw_table(self, records: list[TrialRecord]) -> None:
-        key = tuple((r.trial_id, r.state, r.steps, r.resumed_from) for r in records)
+    def _draw_table(self, records: list[TrialRecord], total: int) -> None:
+        """The best MAX_TABLE_ROWS trials (``best_first``), and how many of how many it shows."""
+        key = (total, tuple((r.trial_id, r.state, r.steps, r.resumed_from) for r in records))
         if key == self._table_key:
             return
         self._table_key = key
         labels = list(records[0].labels) if records else []
-        names = param_names(records)  # the search space's order, as the summary
+        names = self.exp.record.param_names()  # the search space's order, as the summary
         objective = self.exp.record.definition.objective
         others = [str(m) for m in objective.metrics[1:]] if objective.several else []  # a column each
         head = "".join(
@@ -263,7 +304,7 @@ class LiveView(ExperimentView):
         rows = []
         now = time.time()
         metric = self.exp._curve_metric
-        for r in best_first(records, objective)[:MAX_TABLE_ROWS]:
+        for r in records:
             running = r.state is TrialState.RUNNING
             value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
             duration = r.seconds(now)
@@ -288,14 +329,37 @@ class LiveView(ExperimentView):
                 else (" style='color:#d62728'" if r.state is TrialState.FAILED else "")
             )
             rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-        self.table.html = f"<table class='jupyter-dist-trials'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        shown = (
+            f"<div class='jupyter-dist-shown' style='{MUTED};font-size:12px'>showing the best {len(records):,} of "
+            f"{total:,} trials (exp.trials has them all)</div>"
+            if total > len(records)
+            else ""
+        )
+        self.table.html = (
+            f"{shown}<table class='jupyter-dist-trials'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
 
-    def _draw_log_picker(self, records: list[TrialRecord]) -> None:
-        options = [(f"trial {r.trial_id} · {r.state}", r.trial_id) for r in records]
+    def _draw_log_picker(
+        self, running: list[TrialRecord], best: list[TrialRecord], failed_count: int
+    ) -> None:
+        """The picker lists a bounded set (running, the newest failed, the best, the last to end, and the one
+        chosen), by trial id; unless the user chose one, it follows the newest failure, else the newest trial."""
+        record = self.exp.record
+        if self._failed[0] != failed_count:  # the failed trials read again only when there are more
+            self._failed = (failed_count, record.failed_records()[-PICKER_FAILED:])
+        failed = self._failed[1]
+        listed = {r.trial_id: r for r in (*running[-PICKER_RUNNING:], *failed, *best)}
+        for trial_id in [*self._recent, self.log_picker.value]:
+            if trial_id is not None and trial_id not in listed:
+                try:
+                    listed[trial_id] = record.trial(trial_id)
+                except KeyError:
+                    pass
+        options = [(f"trial {r.trial_id} · {r.state}", r.trial_id) for r in sorted(listed.values(), key=_id)]
         follow = self.log_picker.value
-        if not self._log_choice_by_user and records:
-            failed = [r for r in records if r.state is TrialState.FAILED]
-            follow = (failed or records)[-1].trial_id
+        if not self._log_choice_by_user and listed:
+            follow = failed[-1].trial_id if failed else max(listed)
         self._picking = True
         try:
             if options != list(self.log_picker.options):
@@ -319,6 +383,15 @@ class LiveView(ExperimentView):
         value = f"<pre style='font-size:12px;margin:0'>{html.escape(text or self._nothing(trial_id))}</pre>"
         if value != self.log_text.html:
             self.log_text.html = value
+
+
+def _id(rec: TrialRecord) -> int:
+    return rec.trial_id
+
+
+def _union(*groups: list[TrialRecord]) -> list[TrialRecord]:
+    """The trials of ``groups``, each once, in the order first met."""
+    return list({r.trial_id: r for group in groups for r in group}.values())
 
 
 def _fmt(value) -> str:
