@@ -6,9 +6,9 @@ Every handler requires Jupyter's authentication (``@tornado.web.authenticated``)
 search's, for importances of a run that searched nothing), all in the JupyterDistError family, become JSON
 answers: a bad argument 400, what the store lacks 404, a stop asked of an ended run 409.
 
-The store is read on a thread of the server's executor, not on its event loop: an experiment of 10,000 trials
-takes ~0.3 s to read and its importances ~2 s, which would otherwise stall every kernel's websocket, and every
-other view, of the server for as long.
+The store is read on a thread of the server's executor, not on its event loop: an experiment's importances take
+~2 s for 10,000 trials, which would otherwise stall every kernel's websocket, and every other view, of the server
+for as long. An experiment's detail lists its first page of trials (TRIALS_PAGE), GET .../trials the others.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from tornado.ioloop import IOLoop
 from .._compare import comparison_report
 from ..errors import ArgumentError, NotInStore, NotRunning
 from ..store import CURVE_POINTS, MAX_PAGE, StoreReader
+from ..store._reader import TRIALS_PAGE
 
 AUTH_RESOURCE = "jupyter_dist"
 STATUS = {ArgumentError: 400, NotInStore: 404, NotRunning: 409}
@@ -53,8 +54,8 @@ class _Handler(APIHandler):
         return self.settings["jupyter_dist_store"]
 
     async def answer(self, call: Callable[[], Any]) -> None:
-        """Answer with what ``call`` returns, run on the executor, as JSON (the JSON too: 4 MB of it for 10,000
-        trials), or with the error it raised."""
+        """Answer with what ``call`` returns, run on the executor, as JSON (the JSON too: a page of 10,000 trials
+        is 4 MB of it), or with the error it raised."""
         loop = IOLoop.current()
         try:
             body = await loop.run_in_executor(None, lambda: json.dumps(call()))
@@ -82,6 +83,19 @@ class ExperimentHandler(_Handler):
         await self.answer(lambda: self.store.detail(experiment_id))
 
 
+class TrialsHandler(_Handler):
+    @tornado.web.authenticated
+    @authorized
+    async def get(self, experiment_id: str) -> None:
+        def call():
+            offset, limit = whole_numbers(self, offset=0, limit=TRIALS_PAGE)
+            sort = self.get_argument("sort", None) or "best"
+            state = self.get_argument("state", None) or None
+            return self.store.trials(experiment_id, offset, limit, sort, state)
+
+        await self.answer(call)
+
+
 class MetricsHandler(_Handler):
     @tornado.web.authenticated
     @authorized
@@ -98,8 +112,8 @@ class CurvesHandler(_Handler):
     @authorized
     async def get(self, experiment_id: str) -> None:
         def call():
-            points, since = whole_numbers(self, points=CURVE_POINTS, since=0)
-            return self.store.curves(experiment_id, self.get_argument("trials", None), points, since)
+            points, since, limit = whole_numbers(self, points=CURVE_POINTS, since=0, limit=MAX_PAGE)
+            return self.store.curves(experiment_id, self.get_argument("trials", None), points, since, limit)
 
         await self.answer(call)
 
@@ -159,6 +173,7 @@ def handlers(base_url: str) -> list[tuple[str, type]]:
     return [
         (api, ExperimentsHandler),
         (url_path_join(api, segment), ExperimentHandler),
+        (url_path_join(api, segment, "trials"), TrialsHandler),
         (url_path_join(api, segment, "metrics"), MetricsHandler),
         (url_path_join(api, segment, "curves"), CurvesHandler),
         (url_path_join(api, segment, "utilization"), UtilizationHandler),

@@ -18,20 +18,31 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ArgumentError, NotInStore, NotRunning
-from ..protocol import ExperimentState
+from ..protocol import Direction, ExperimentState, TrialState
+from ._base import QUEUED, ExperimentDefinition, TrialRecord, experiment_seconds
 from ._catalog import list_experiments, record_of, state_of
-from ._codec import finite
-from ._detail import experiment_detail
+from ._codec import definition_from_json, finite, trial_from_json
+from ._detail import TRIALS_PAGE, detail_of, trial_summary
 from ._memory import InMemoryRecord
 from ._sqlite import Database
 from ._utilization import COLUMNS as UTILIZATION_COLUMNS
-from ._wire import CurvesPage, ExperimentDetail, ExperimentList, MetricsPage, TrialLogs, UtilizationPage
+from ._wire import (
+    CurvesPage,
+    ExperimentDetail,
+    ExperimentList,
+    MetricsPage,
+    TrialLogs,
+    TrialsPage,
+    UtilizationPage,
+)
 
 __all__ = [
     "CURVE_POINTS",
     "MAX_COMPARED",
     "MAX_CURVE_POINTS",
     "MAX_PAGE",
+    "TRIALS_PAGE",
+    "TRIAL_SORTS",
     "StoreReader",
     "TrialSet",
     "thinned",
@@ -51,6 +62,10 @@ MAX_CURVE_POINTS = 5_000
 MAX_COMPARED = 20
 TRIAL_SPEC = re.compile(r"^\d+(-\d*)?(,\d+(-\d*)?)*$")
 MAX_SPEC_CHARS = 50_000
+# GET .../trials: best first (as the detail's first page) or by trial id; of one of these states, or all.
+TRIAL_SORTS = ("best", "id")
+TRIAL_STATES = {s.value for s in TrialState}
+FAILED_STATES = {ExperimentState.FAILED.value, ExperimentState.INTERRUPTED.value}
 
 
 def _check_id(experiment_id: str) -> None:
@@ -177,11 +192,127 @@ class StoreReader:
         return {"experiments": finite(rows[offset : offset + limit]), "total": len(rows)}
 
     def detail(self, experiment_id: str) -> ExperimentDetail:
-        """The experiment and every trial, built as the kernel builds its snapshot (``experiment_detail``)."""
+        """The experiment, its trials counted by state, its best and running trials and the first TRIALS_PAGE
+        trials best first: the kernel's snapshot's shape (``detail_of``, as ``experiment_detail`` builds it), read
+        with SQL on the store's columns, so a 100,000-trial run's answer is read and sent as fast as a small one's
+        (no record of the others is parsed)."""
         with self._opened(experiment_id) as (db, row):
-            assert self.path is not None  # _opened refuses a reader with no store
-            record = record_of(db, row, self.path, results=False)
-        return experiment_detail(record, json.loads(row["about"]))
+            definition = definition_from_json(row["definition"])
+            state = state_of(row)
+            live = state == ExperimentState.RUNNING.value
+            ended = row["ended"] if row["ended"] is not None else row["heartbeat"]
+            counts = dict(db.trial_summaries(experiment_id).get(experiment_id, {}))
+            page = self._trials(db, definition, live, ended, 0, TRIALS_PAGE, best_first=True)
+            running = (
+                [
+                    self._trial(text, live, ended)
+                    for text in db.trial_records_of_state(experiment_id, "running")
+                ]
+                if counts.get("running")
+                else []
+            )
+        if live:
+            queued = sum(rec.queued for rec in running)
+            if queued:
+                counts[QUEUED] = queued
+                counts["running"] -= queued
+        elif counts.get("running"):  # its kernel is gone: the trials it left running are interrupted
+            left = counts.pop("running")
+            counts["interrupted"] = counts.get("interrupted", 0) + left
+        # The best trial is the first of the page when one has completed with a value (best_first ranks it so).
+        first = page[0] if page else None
+        best = first if first is not None and first.state is TrialState.COMPLETED else None
+        return detail_of(
+            definition,
+            state,
+            started=definition.created,
+            duration=experiment_seconds(definition.created, definition.details, ended),
+            # As ExperimentRecord.error: a planned end's note (a target reached) is no error.
+            error=row["error"] if state in FAILED_STATES else None,
+            message=row["error"],
+            counts=counts,
+            best=best if best is not None and best.value is not None and math.isfinite(best.value) else None,
+            running=running,
+            page=page,
+            about=json.loads(row["about"]),
+        )
+
+    def trials(
+        self,
+        experiment_id: str,
+        offset: int = 0,
+        limit: int = TRIALS_PAGE,
+        sort: str = "best",
+        state: str | None = None,
+    ) -> TrialsPage:
+        """A page of the trials: ``sort`` "best" (best first, as the detail's first page) or "id", of one ``state``
+        (a trial state's name) or all; ``total``: how many there are of that state."""
+        _check_page(offset, limit)
+        if sort not in TRIAL_SORTS:
+            raise ArgumentError(f"sort={sort[:20]!r}: one of {', '.join(TRIAL_SORTS)}")
+        if state is not None and state not in TRIAL_STATES:
+            raise ArgumentError(f"state={state[:20]!r}: one of {', '.join(sorted(TRIAL_STATES))}")
+        with self._opened(experiment_id) as (db, row):
+            definition = definition_from_json(row["definition"])
+            live = state_of(row) == ExperimentState.RUNNING.value
+            ended = row["ended"] if row["ended"] is not None else row["heartbeat"]
+            # A run whose kernel is gone has no running trial: the store's "running" ones are its interrupted.
+            stored = state
+            if not live and state == TrialState.INTERRUPTED.value:
+                stored = None  # both; filtered below
+            elif not live and state == TrialState.RUNNING.value:
+                return {"trials": [], "offset": offset, "total": 0}
+            if stored is None and state is not None:
+                records = [
+                    *db.trial_records_of_state(experiment_id, "interrupted"),
+                    *db.trial_records_of_state(experiment_id, "running"),
+                ]
+                page = sorted(
+                    (self._trial(text, live, ended) for text in records), key=lambda rec: rec.trial_id
+                )
+                total, page = len(page), page[offset : offset + limit]
+            else:
+                total = db.trial_count(experiment_id, state)
+                page = self._trials(
+                    db, definition, live, ended, offset, limit, best_first=sort == "best", state=state
+                )
+        objective = definition.objective
+        return finite(
+            {"trials": [trial_summary(rec, objective) for rec in page], "offset": offset, "total": total}
+        )
+
+    @staticmethod
+    def _trial(text: str, live: bool, ended: float) -> TrialRecord:
+        """A trial's stored record; one a run whose kernel is gone left running, interrupted (as ``record_of``)."""
+        rec = trial_from_json(text)
+        if not live:
+            rec.interrupt(ended)
+        return rec
+
+    def _trials(
+        self,
+        db: Database,
+        definition: ExperimentDefinition,
+        live: bool,
+        ended: float,
+        offset: int,
+        limit: int,
+        *,
+        best_first: bool,
+        state: str | None = None,
+    ) -> list[TrialRecord]:
+        objective = definition.objective
+        texts = db.ranked_trial_records(
+            definition.id,
+            offset,
+            limit,
+            # Nothing to optimise (a data-parallel run): by id, as best_first orders it.
+            best_first=best_first and bool(objective.metric),
+            maximize=objective.direction is Direction.MAX,
+            live=live,
+            state=state,
+        )
+        return [self._trial(text, live, ended) for text in texts]
 
     def record(self, experiment_id: str) -> InMemoryRecord:
         """The experiment as a record read back (its reports read when first asked for), for what the server
@@ -226,27 +357,36 @@ class StoreReader:
         }
 
     def curves(
-        self, experiment_id: str, trials: str | None = None, points: int = CURVE_POINTS, since: int = 0
+        self,
+        experiment_id: str,
+        trials: str | None = None,
+        points: int = CURVE_POINTS,
+        since: int = 0,
+        limit: int = MAX_PAGE,
     ) -> CurvesPage:
         """The learning curves of the ``trials`` named (``TrialSet``: "3,17,40-59,9000-"; None: every trial),
         from their reports after cursor ``since`` (0: all of them), each thinned to at most ``points`` points
         (``thinned``), and the cursor to read on from: what a view needs to open an experiment of any size in one
         request, and then, asked again from the cursor, the new points of a running one (a few arrays per trial,
-        where the metric pages would send an object per report)."""
+        where the metric pages would send an object per report). At most ``limit`` trials, the lowest ids; ``more``
+        says others were left out (ask for ``trials=<last + 1>-`` with the same ``since`` for the next page)."""
         wanted = TrialSet(trials)
         if not 0 < points <= MAX_CURVE_POINTS:
             raise ArgumentError(f"points={points}: 0 < points <= {MAX_CURVE_POINTS}")
         if since < 0:
             raise ArgumentError(f"since={since}: a cursor (0 or more)")
+        if not 0 < limit <= MAX_PAGE:
+            raise ArgumentError(f"limit={limit}: 0 < limit <= {MAX_PAGE} trials")
         with self._opened(experiment_id) as (db, row):
             rows, cursor = wanted_reports(db, experiment_id, wanted, since)
         metric, curves = assemble_curves(rows, json.loads(row["definition"]).get("metric"))
         out = []
-        for trial_id in sorted(curves):
+        ids = sorted(curves)
+        for trial_id in ids[:limit]:
             attempt, steps, values = curves[trial_id]
             out.append((trial_id, attempt, *thinned(steps, values, points)))
         # The wire type allows a null point (a NaN sent as JSON); every point here is finite (list is invariant).
-        return {"metric": metric, "trials": out, "cursor": cursor}  # type: ignore[typeddict-item]
+        return {"metric": metric, "trials": out, "cursor": cursor, "more": len(ids) > limit}  # type: ignore[typeddict-item]
 
     def utilization(
         self, experiment_id: str, trial_id: int | None = None, since: int = 0, limit: int = MAX_PAGE

@@ -346,6 +346,71 @@ class Database:
             out.setdefault(r["experiment_id"], {})[r["state"]] = r["n"]
         return out
 
+    # --- pages of trials, counted, ranked and cut in SQL (the REST detail of a 100,000-trial run) --------------
+    def trial_count(self, experiment_id: str, state: str | None = None) -> int:
+        """How many trials an experiment has (of ``state``, or all)."""
+        return self.conn.execute(
+            "SELECT count(*) FROM trials WHERE experiment_id = ?1 AND (?2 IS NULL OR state = ?2)",
+            (experiment_id, state),
+        ).fetchone()[0]
+
+    def trial_records_of_state(self, experiment_id: str, state: str) -> list[str]:
+        """The records (JSON) of the trials in ``state``, by trial id."""
+        rows = self.conn.execute(
+            "SELECT record FROM trials WHERE experiment_id = ? AND state = ? ORDER BY trial_id",
+            (experiment_id, state),
+        )
+        return [r[0] for r in rows]
+
+    def ranked_trial_records(
+        self,
+        experiment_id: str,
+        offset: int,
+        limit: int,
+        *,
+        best_first: bool,
+        maximize: bool = False,
+        live: bool = True,
+        state: str | None = None,
+    ) -> list[str]:
+        """A page of trial records (JSON) of one ``state`` (or all): by trial id, or ``best_first`` in
+        ``store.best_first``'s order (completed trials with a finite value, best first by ``maximize``, ties by id;
+        then, of a ``live`` run, the running trials newest first; then the rest by id). The trials are ranked on
+        their columns alone and only the page's records read."""
+        finite = "state = 'completed' AND value BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308"
+        running = "state = 'running' AND ?5"
+        order = (
+            f"CASE WHEN {finite} THEN 0 WHEN {running} THEN 1 ELSE 2 END, "
+            f"CASE WHEN {finite} THEN value * ?6 END, "
+            f"CASE WHEN {running} THEN -trial_id ELSE trial_id END"
+            if best_first
+            else "trial_id"
+        )
+        ids = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT trial_id FROM trials WHERE experiment_id = ?1 AND (?2 IS NULL OR state = ?2) "
+                f"ORDER BY {order} LIMIT ?3 OFFSET ?4",
+                (
+                    experiment_id,
+                    state,
+                    limit,
+                    offset,
+                    *((int(live), -1.0 if maximize else 1.0) if best_first else ()),
+                ),
+            )
+        ]
+        if not ids:
+            return []
+        records = dict(
+            self.conn.execute(
+                "SELECT trial_id, record FROM trials WHERE experiment_id = ? AND trial_id IN "
+                f"({','.join('?' * len(ids))})",
+                (experiment_id, *ids),
+            ).fetchall()
+        )
+        return [records[i] for i in ids]
+
 
 def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -35,6 +35,7 @@ __all__ = [
     "ParamImportances",
     "TrialLogs",
     "TrialSummary",
+    "TrialsPage",
     "UtilizationPage",
 ]
 
@@ -147,7 +148,23 @@ class ExperimentDetail(_ExperimentFields):
     message: NotRequired[str | None]
     definition: DefinitionJson
     about: NotRequired[dict[str, Any]]  # the REST API's only: the function's source, versions, cluster
+    # Trials by state (those with none left out), the running ones still queued on a worker as "queued" (not
+    # counted as "running"); and how many trials there are in all. After 0.5
+    counts: NotRequired[dict[str, int]]
+    trial_count: NotRequired[int]
+    running: NotRequired[list[TrialSummary]]  # the running trials (queued ones included), by id; after 0.5
+    # The first page of the trials, best first (store.best_first), TRIALS_PAGE of them (the saved snapshot:
+    # SNAPSHOT_TRIALS); GET .../trials pages through the rest. Snapshots before 0.5 have every trial, by id.
     trials: list[TrialSummary]
+
+
+class TrialsPage(TypedDict):
+    """GET .../trials?offset=&limit=&sort=&state=: a page of an experiment's trials, ``sort`` "best" (best first,
+    as the detail's ``trials``) or "id", of one ``state`` or all."""
+
+    trials: list[TrialSummary]
+    offset: int
+    total: int  # the trials of that state (or all): past offset + len(trials), more pages
 
 
 class MetricsPage(TypedDict):
@@ -197,12 +214,13 @@ class CurvesSnapshot(TypedDict):
 
 
 class CurvesPage(CurvesSnapshot):
-    """GET .../curves?trials=&points=&since=: the learning curves of some trials in one answer, from their reports
-    after cursor ``since`` (0: all), each thinned to at most ``points`` evenly spread points (its first and latest
-    kept), where paging through every report would take seconds; asked again with ``since=cursor``, the points
-    reported since."""
+    """GET .../curves?trials=&points=&since=&limit=: the learning curves of some trials in one answer, from their
+    reports after cursor ``since`` (0: all), each thinned to at most ``points`` evenly spread points (its first and
+    latest kept), where paging through every report would take seconds; asked again with ``since=cursor``, the
+    points reported since. At most ``limit`` trials (the lowest ids): ``more`` says some were left out."""
 
     cursor: int  # the last report read: pass it as ``since`` to read on
+    more: bool  # trials after the last one sent were left out (``limit``): ask for trials=<last + 1>-
 
 
 class ExperimentBundle(TypedDict):

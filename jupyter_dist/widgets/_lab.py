@@ -19,9 +19,9 @@ import html
 import time
 from typing import Any
 
-from ..experiment import Experiment, best_first
+from ..experiment import Experiment
 from ..protocol import ExperimentKind
-from ..store import CurvesSnapshot, ExperimentBundle, ExperimentDetail, experiment_detail, finite, param_names
+from ..store import CurvesSnapshot, ExperimentBundle, ExperimentDetail, experiment_detail, finite
 from ._base import ExperimentView
 from ._busy import KernelBusy
 
@@ -29,8 +29,8 @@ MIME_TYPE = "application/vnd.jupyter-dist.experiment+json"
 BUNDLE_VERSION = 1
 LINE_EVERY_S = 2.0
 # In the saved snapshot: at most this many trials' curves (best first), each strided to at most this many points;
-# and at most SNAPSHOT_TRIALS trials in its table (best first): 10,000 trials' summaries made a 6.4 MB notebook,
-# which took JupyterLab 2.1-2.5 s to open (0.9 s with 1,000 of them, measured in chromium).
+# and at most SNAPSHOT_TRIALS trials in its table (best first, the detail's first page): 10,000 trials' summaries
+# made a 6.4 MB notebook, which took JupyterLab 2.1-2.5 s to open (0.9 s with 1,000 of them, measured in chromium).
 SNAPSHOT_CURVES = 40
 SNAPSHOT_POINTS = 200
 SNAPSHOT_TRIALS = 1_000
@@ -77,22 +77,20 @@ def show(bundle: dict[str, Any], preamble: Preamble | None):
 
 
 def experiment_snapshot(exp: Experiment) -> ExperimentDetail:
-    """The experiment as the REST API's detail shows it (what the extension draws), from the kernel's record; of a
-    run of more than SNAPSHOT_TRIALS trials, the best SNAPSHOT_TRIALS (the view says how many of how many it
-    shows, and the Experiments panel has them all)."""
-    detail = experiment_detail(exp.record)
-    if len(detail["trials"]) > SNAPSHOT_TRIALS:
-        kept = {
-            r.trial_id
-            for r in best_first(exp.record.trial_records(), exp.record.definition.objective)[:SNAPSHOT_TRIALS]
-        }
-        detail["trials"] = [t for t in detail["trials"] if t["trial_id"] in kept]
-    return detail
+    """The experiment as the REST API's detail shows it (what the extension draws), from the kernel's record, with
+    the best SNAPSHOT_TRIALS trials listed (the view says how many of how many it shows, and the Experiments panel
+    pages through them all)."""
+    return experiment_detail(exp.record, page=SNAPSHOT_TRIALS)
 
 
 def curves_snapshot(exp: Experiment) -> CurvesSnapshot:
-    """The learning curves worth keeping in a saved notebook: the best trials' first, strided."""
-    records = [r for r in exp.record.trial_records() if r.curve_values]
+    """The learning curves worth keeping in a saved notebook: the best trials' first, strided. Of a run of more
+    than SNAPSHOT_TRIALS trials, chosen among the best trials' page (``ranked``), not every trial: a
+    100,000-trial run's end costs what a small one's does."""
+    record = exp.record
+    many = record.trial_count() > SNAPSHOT_TRIALS
+    chosen_from = record.ranked(0, SNAPSHOT_TRIALS) if many else record.trial_records()
+    records = [r for r in chosen_from if r.curve_values]
     kept = exp._curves_kept(records, SNAPSHOT_CURVES)
     trials = []
     for rec in sorted(kept, key=lambda r: r.trial_id):
@@ -118,7 +116,7 @@ class LabView(ExperimentView):
         if ended:
             data["snapshot"] = experiment_snapshot(self.exp)
             data["curves"] = curves_snapshot(self.exp)
-            data["param_order"] = param_names(self.exp.record.trial_records())
+            data["param_order"] = self.exp.record.param_names()
             if self.exp.record.definition.kind == ExperimentKind.HPO:
                 from ..search import importances_report  # optuna: imported by the run already
 

@@ -10,6 +10,7 @@ import type {
   IExperimentList,
   ILogs,
   IParamImportances,
+  ITrialsPage,
   IUtilizationPage
 } from './wire';
 
@@ -56,6 +57,26 @@ export function listExperiments(limit = 200): Promise<IExperimentList> {
 
 export function getExperiment(id: string): Promise<IExperimentDetail> {
   return requestAPI(experiment(id));
+}
+
+/** The trials each page of GET .../trials holds (the detail has the first: the server's TRIALS_PAGE). */
+export const TRIALS_PAGE = 200;
+
+/**
+ * A page of an experiment's trials (GET .../trials): best first (the detail's order) or by id, of one state or
+ * all.
+ */
+export function getTrials(
+  id: string,
+  offset: number,
+  limit = TRIALS_PAGE,
+  sort: 'best' | 'id' = 'best',
+  state: string | null = null
+): Promise<ITrialsPage> {
+  const only = state === null ? '' : `&state=${encodeURIComponent(state)}`;
+  return requestAPI(
+    `${experiment(id)}/trials?offset=${offset}&limit=${limit}&sort=${sort}${only}`
+  );
 }
 
 /**

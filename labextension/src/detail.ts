@@ -12,12 +12,14 @@ import {
   getExperiment,
   getImportances,
   getLogs,
+  getTrials,
   getUtilization
 } from './api';
 import { MAX_SEGMENT_CURVES } from './chart';
 import { CURVE_POINTS, Curves } from './curves';
 import { ExperimentDisplay, joinLogs } from './display';
 import { sortTrials } from './ordering';
+import { TrialPages } from './paging';
 import { every } from './poll';
 import { curveSelection } from './selection';
 import { Utilization, UtilizationSection } from './utilization';
@@ -46,12 +48,33 @@ export class ExperimentFeed {
   /** The utilisation samples read so far (each trial's thinned: utilization.ts). */
   readonly usage = new Utilization();
   private _curves: Curves | null = null;
+  private _pages: TrialPages;
+  private _sent: IExperimentDetail | null = null; // the latest detail as the server sent it
 
-  constructor(readonly id: string) {}
+  constructor(readonly id: string) {
+    this._pages = new TrialPages(offset => getTrials(id, offset));
+  }
+
+  /** Whether the trials listed leave some out (the detail lists its first page: "Load more" reads the next). */
+  get hasMore(): boolean {
+    return this._sent !== null && this._pages.hasMore(this._sent);
+  }
+
+  /** Read the next page of trials and draw the experiment with it. */
+  async loadMore(draw: Drawer): Promise<void> {
+    const sent = this._sent;
+    if (!sent) {
+      return;
+    }
+    await this._pages.next(sent);
+    draw(this._pages.listed(sent), this._curves, false, this.usage);
+  }
 
   /** One poll: the detail, drawn with ``draw`` (twice the first time); the detail. */
   async poll(draw: Drawer): Promise<IExperimentDetail> {
-    const detail = await getExperiment(this.id);
+    const sent = await getExperiment(this.id);
+    this._sent = sent;
+    const detail = this._pages.listed(sent);
     if (!this._curves) {
       draw(detail, null, true, this.usage);
       // A PBT run's chart draws its segments in the order they ran, the newest MAX_SEGMENT_CURVES.
@@ -62,7 +85,9 @@ export class ExperimentFeed {
               MAX_SEGMENT_CURVES
             )
           : curveSelection(
-              sortTrials(detail.trials, detail.metric ? detail.mode : null)
+              sortTrials(detail.trials, detail.metric ? detail.mode : null),
+              undefined,
+              detail.trial_count
             );
       const curves = Curves.fromSnapshot(
         await getCurves(this.id, selection, CURVE_POINTS)
@@ -120,7 +145,14 @@ export class ExperimentView extends Widget {
     this.title.closable = true;
     this._display = new ExperimentDisplay(
       async trialId => joinLogs(await getLogs(experimentId, trialId)),
-      () => getImportances(experimentId)
+      () => getImportances(experimentId),
+      {
+        hasMore: () => this._feed.hasMore,
+        next: () =>
+          this._feed.loadMore((d, curves, changed, usage) =>
+            this._draw(d, curves, changed, usage)
+          )
+      }
     );
     this._display.addSection(this._usage.node);
     this.node.append(this._display.node);
@@ -150,15 +182,24 @@ export class ExperimentView extends Widget {
   }
 
   private async _fetch(): Promise<void> {
-    const detail = await this._feed.poll((d, curves, changed, usage) => {
-      this.title.label = `${d.kind} ${d.name}`;
-      this._display.draw(d, curves, changed, usage);
-      if (curves) {
-        this._usage.draw(d, usage); // (read with the curves: before, nothing is)
-      }
-    });
+    const detail = await this._feed.poll((d, curves, changed, usage) =>
+      this._draw(d, curves, changed, usage)
+    );
     if (detail.state !== 'running') {
       this._poll.dispose(); // finished: nothing more will come
+    }
+  }
+
+  private _draw(
+    d: IExperimentDetail,
+    curves: Curves | null,
+    changed: boolean,
+    usage: Utilization
+  ): void {
+    this.title.label = `${d.kind} ${d.name}`;
+    this._display.draw(d, curves, changed, usage);
+    if (curves) {
+      this._usage.draw(d, usage); // (read with the curves: before, nothing is)
     }
   }
 }

@@ -167,6 +167,11 @@ describe('the trials title', () => {
     expect(trialsTitle(detail(three, { trials_done: 10_000 }))).toBe(
       'Trials: 3 of 10,000 saved in this notebook (the Experiments panel lists them all)'
     );
+    // A detail of 0.5 on lists its first page of a run's trials, and says how many there are.
+    expect(trialsTitle(detail(three, { trial_count: 100_000 }))).toBe(
+      'Trials: 3 of 100,000 listed, best first'
+    );
+    expect(trialsTitle(detail(three, { trial_count: 3 }))).toBe('Trials (3)');
   });
 });
 

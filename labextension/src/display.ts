@@ -30,6 +30,7 @@ import { spaceOf } from './geometry';
 import { ImportanceChart } from './importances';
 import { ParallelChart } from './parallel';
 import { lineageOrigins, schedule } from './population';
+import { trialCount } from './paging';
 import { outOfMemoryText, TrialsTable } from './table';
 import { Throttle } from './throttle';
 import type { Utilization } from './utilization';
@@ -45,6 +46,14 @@ import type {
 export type LogsReader = (trialId: number) => Promise<string>;
 /** Reads an HPO run's parameter importances (from the server) when a trial has ended. */
 export type ImportancesReader = () => Promise<IParamImportances>;
+/**
+ * Pages of trials past the detail's first (paging.ts): whether there are more, and reading the next (which draws
+ * the view again with it).
+ */
+export interface IMoreTrials {
+  hasMore: () => boolean;
+  next: () => Promise<void>;
+}
 
 // While a run goes on: its importances at most every 5 s, and 4 times as far apart as the last answer took (the
 // server computes them from every completed trial: ~2 s for 10,000); once more when it has ended.
@@ -78,6 +87,14 @@ export class ExperimentDisplay {
   private _result = h('div', { class: 'jd-result' });
   private _table: TrialsTable;
   private _trialsTitle = h('h3', {}, 'Trials');
+  private _more = h(
+    'button',
+    {
+      class: 'jp-Button jp-mod-styled jd-more',
+      title: 'List the next page of trials (best first)'
+    },
+    'Load more'
+  ) as HTMLButtonElement;
   private _endedKey = '';
   private _importancesKey = '';
   private _endedDrawn = 0; // when the charts of ended trials were last drawn (ms)
@@ -88,7 +105,8 @@ export class ExperimentDisplay {
 
   constructor(
     private _readLogs: LogsReader | null,
-    readImportances: ImportancesReader | null = null
+    readImportances: ImportancesReader | null = null,
+    private _moreTrials: IMoreTrials | null = null
   ) {
     this._table = new TrialsTable(
       _readLogs ? trialId => void this._showOutput(trialId) : null
@@ -118,8 +136,11 @@ export class ExperimentDisplay {
       this._parallel.node,
       this._importances.node,
       this._trialsTitle,
-      this._table.node
+      this._table.node,
+      this._more
     );
+    this._more.hidden = true;
+    this._more.onclick = () => void this._loadMore();
     if (_readLogs) {
       this._output.textContent = 'Click a trial to see what it printed.';
       this.node.append(h('h3', {}, 'Output'), this._output);
@@ -248,6 +269,12 @@ export class ExperimentDisplay {
         this._warm = { id: detail.id, points: warmStartPoints(detail) };
       }
       this._objective.draw(detail.trials, metric, mode, this._warm.points);
+      const listed = detail.trials.length;
+      const total = trialCount(detail);
+      this._objectiveTitle.textContent =
+        listed < total
+          ? `Objective by trial: the ${listed.toLocaleString('en-US')} listed of ${total.toLocaleString('en-US')} trials`
+          : 'Objective by trial';
       const { drawn, completed } = this._parallel.draw(
         detail.trials,
         spaceOf(detail.definition.space ?? {}, detail.trials),
@@ -255,9 +282,11 @@ export class ExperimentDisplay {
         mode
       );
       // Past MAX_LINES the best are drawn: the title says so, or 300 lines read as every trial.
+      // The trials listed may be a page of many: the count is the run's.
+      const all = Math.max(completed, detail.counts?.completed ?? 0);
       this._parallelTitle.textContent =
-        drawn < completed
-          ? `Parameters of the best ${drawn} of ${completed.toLocaleString('en-US')} completed trials`
+        drawn < all
+          ? `Parameters of the best ${drawn.toLocaleString('en-US')} of ${all.toLocaleString('en-US')} completed trials`
           : 'Parameters of the completed trials';
     }
     this._drawPareto(detail, objectives, ended, running, now);
@@ -297,6 +326,7 @@ export class ExperimentDisplay {
     }
     this._drawSchedules(detail);
     this._trialsTitle.textContent = trialsTitle(detail);
+    this._more.hidden = !this._moreTrials?.hasMore();
     // The metric column: the objective, or (a data-parallel run has none) the metric the curves draw.
     this._table.draw({
       trials,
@@ -466,6 +496,26 @@ export class ExperimentDisplay {
     );
   }
 
+  private async _loadMore(): Promise<void> {
+    const more = this._moreTrials;
+    if (!more || this._more.disabled) {
+      return;
+    }
+    this._more.disabled = true;
+    this._more.textContent = 'Loading…';
+    try {
+      await more.next();
+      this._more.title = 'List the next page of trials (best first)';
+    } catch (reason) {
+      // No server (a saved notebook opened elsewhere), or the store no longer has the run.
+      this._more.title = `Could not read more trials: ${reason}`;
+    } finally {
+      this._more.disabled = false;
+      this._more.textContent = 'Load more';
+      this._more.hidden = !more.hasMore();
+    }
+  }
+
   private async _showOutput(trialId: number): Promise<void> {
     const text = await (this._readLogs as LogsReader)(trialId);
     this._output.textContent = text || `Trial ${trialId} printed nothing.`;
@@ -474,14 +524,20 @@ export class ExperimentDisplay {
 
 /**
  * The table's title: how many trials it lists (it scrolls in a box of its own, so its length does not show), and
- * when a saved cell kept fewer trials than the run had, that the Experiments panel has them all.
+ * when it lists fewer than the run had (a detail lists its first page, best first; "Load more" the next), how
+ * many; a cell saved before 0.5 kept its best trials and the Experiments panel has them all.
  */
 export function trialsTitle(d: IExperimentDetail): string {
   const listed = d.trials.length;
-  if (listed < d.trials_done) {
-    return `Trials: ${listed.toLocaleString('en-US')} of ${d.trials_done.toLocaleString('en-US')} saved in this notebook (the Experiments panel lists them all)`;
+  const total = trialCount(d);
+  const count = (n: number) => n.toLocaleString('en-US');
+  if (listed < total && d.trial_count === undefined) {
+    return `Trials: ${count(listed)} of ${count(total)} saved in this notebook (the Experiments panel lists them all)`;
   }
-  return `Trials (${listed.toLocaleString('en-US')})`;
+  if (listed < total) {
+    return `Trials: ${count(listed)} of ${count(total)} listed, best first`;
+  }
+  return `Trials (${count(listed)})`;
 }
 
 /** The best completed trial of ``bestFirst`` (sorted by ``sortTrials``), or null. */

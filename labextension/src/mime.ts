@@ -9,13 +9,14 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { getImportances, getLogs, requestStop } from './api';
+import { getImportances, getLogs, getTrials, requestStop } from './api';
 import { Curves } from './curves';
-import { ExperimentFeed } from './detail';
-import { ExperimentDisplay, joinLogs } from './display';
+import { Drawer, ExperimentFeed } from './detail';
+import { ExperimentDisplay, IMoreTrials, joinLogs } from './display';
 import { h } from './dom';
 import { formatDuration } from './format';
 import { inParamOrder } from './ordering';
+import { TrialPages } from './paging';
 import { every } from './poll';
 import type { IExperimentBundle } from './wire';
 
@@ -35,6 +36,8 @@ export class ExperimentRenderer
   private _stop: HTMLButtonElement | null = null;
   private _stopping = false;
   private _ended = false;
+  // The trials past those listed: read from the server, for the live run and for a saved snapshot alike.
+  private _pages: IMoreTrials | null = null;
 
   constructor(options: IRenderMime.IRendererOptions) {
     super();
@@ -52,12 +55,24 @@ export class ExperimentRenderer
         false,
         !bundle.importances
       );
-      display.draw(
-        inParamOrder(bundle.snapshot, bundle.param_order),
-        Curves.fromSnapshot(
-          bundle.curves ?? { metric: bundle.snapshot.metric, trials: [] }
-        )
+      const snapshot = bundle.snapshot;
+      const curves = Curves.fromSnapshot(
+        bundle.curves ?? { metric: snapshot.metric, trials: [] }
       );
+      // The snapshot lists the run's best trials; the next ones come from the server's store, where there is one.
+      const pages = new TrialPages(offset => getTrials(snapshot.id, offset));
+      this._pages = {
+        hasMore: () => pages.hasMore(snapshot),
+        next: async () => {
+          await pages.next(snapshot);
+          display.draw(
+            inParamOrder(pages.listed(snapshot), bundle.param_order),
+            curves,
+            false
+          );
+        }
+      };
+      display.draw(inParamOrder(snapshot, bundle.param_order), curves);
       display.drawImportances(bundle.importances ?? null);
       return;
     }
@@ -111,7 +126,11 @@ export class ExperimentRenderer
       // the table is still there).
       this._display = new ExperimentDisplay(
         async trialId => joinLogs(await getLogs(id, trialId)),
-        askImportances ? () => getImportances(id) : null
+        askImportances ? () => getImportances(id) : null,
+        {
+          hasMore: () => this._pages?.hasMore() ?? false,
+          next: () => this._pages?.next() ?? Promise.resolve()
+        }
       );
       this.node.replaceChildren(this._display.node);
     }
@@ -140,20 +159,25 @@ export class ExperimentRenderer
     }
     this._ensureDisplay(id, true);
     const feed = new ExperimentFeed(id);
+    const draw: Drawer = (d, curves, changed, usage) => {
+      if (!this._poll) {
+        return; // the kernel's final snapshot came meanwhile: it is what the cell shows
+      }
+      const display = this._ensureDisplay(id, d.state === 'running');
+      if (this._stopping && this._stop) {
+        this._stop.textContent = 'Stopping…';
+      }
+      display.draw(d, curves, changed, usage);
+    };
+    this._pages = {
+      hasMore: () => feed.hasMore,
+      next: () => feed.loadMore(draw)
+    };
     this._poll = every(
       LIVE_REFRESH_S,
       `jupyter-dist:cell:${id}`,
       async () => {
-        const detail = await feed.poll((d, curves, changed, usage) => {
-          if (!this._poll) {
-            return; // the kernel's final snapshot came meanwhile: it is what the cell shows
-          }
-          const display = this._ensureDisplay(id, d.state === 'running');
-          if (this._stopping && this._stop) {
-            this._stop.textContent = 'Stopping…';
-          }
-          display.draw(d, curves, changed, usage);
-        });
+        const detail = await feed.poll(draw);
         if (detail.state !== 'running') {
           // Ended (the kernel's final snapshot follows; a kernel that died leaves "interrupted"): no more
           // polling, and no Stop.

@@ -39,15 +39,22 @@ export function trialSpec(ids: number[], from: number | null = null): string {
 /**
  * The trials whose curves to ask for, given every trial best first (as the chart orders them): the first
  * ``limit`` that reported something, every running one (a running trial may yet become one of the best), and
- * every trial that starts after the detail was read.
+ * every trial that starts after the detail was read (``trialCount``: how many the experiment had then).
  */
 export function curveSelection(
   bestFirst: ITrialSummary[],
-  limit = MAX_CURVES
+  limit = MAX_CURVES,
+  trialCount = 0
 ): string {
   const drawn = bestFirst.filter(t => t.steps > 0).slice(0, limit);
   const running = bestFirst.filter(t => t.state === 'running');
-  const next = bestFirst.reduce((top, t) => Math.max(top, t.trial_id + 1), 0);
+  // The trials listed may be a page of many (the detail's first): trials after the last listed one but before
+  // the detail was read are not new, and a range from the last listed id on would ask for all of them. Ids
+  // count from 0, so the experiment's trial count is past every id it had.
+  const next = bestFirst.reduce(
+    (top, t) => Math.max(top, t.trial_id + 1),
+    trialCount
+  );
   return trialSpec(
     [...drawn, ...running].map(t => t.trial_id),
     next

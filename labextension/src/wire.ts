@@ -109,7 +109,20 @@ export interface IExperimentDetail {
   message?: string | null;
   definition: IDefinitionJson;
   about?: Record<string, any>; // the REST API's only: the function's source, versions, cluster
+  counts?: Record<string, number>;
+  trial_count?: number;
+  running?: ITrialSummary[]; // the running trials (queued ones included), by id; after 0.5
   trials: ITrialSummary[];
+}
+
+/**
+ * GET .../trials?offset=&limit=&sort=&state=: a page of an experiment's trials, `sort` "best" (best first,
+ * as the detail's `trials`) or "id", of one `state` or all.
+ */
+export interface ITrialsPage {
+  trials: ITrialSummary[];
+  offset: number;
+  total: number; // the trials of that state (or all): past offset + len(trials), more pages
 }
 
 /** GET .../metrics?since=<cursor>&limit=: reports in arrival order after the cursor. */
@@ -157,15 +170,16 @@ export interface ICurvesSnapshot {
 }
 
 /**
- * GET .../curves?trials=&points=&since=: the learning curves of some trials in one answer, from their reports
- * after cursor `since` (0: all), each thinned to at most `points` evenly spread points (its first and latest
- * kept), where paging through every report would take seconds; asked again with `since=cursor`, the points
- * reported since.
+ * GET .../curves?trials=&points=&since=&limit=: the learning curves of some trials in one answer, from their
+ * reports after cursor `since` (0: all), each thinned to at most `points` evenly spread points (its first and
+ * latest kept), where paging through every report would take seconds; asked again with `since=cursor`, the
+ * points reported since. At most `limit` trials (the lowest ids): `more` says some were left out.
  */
 export interface ICurvesPage {
   metric: string | null;
   trials: [number, number, number[], (number | null)[]][];
   cursor: number; // the last report read: pass it as `since` to read on
+  more: boolean; // trials after the last one sent were left out (`limit`): ask for trials=<last + 1>-
 }
 
 /**

@@ -25,9 +25,13 @@ def curve(x: float, y: float, step: int) -> float:
     return (1 - math.exp(-(step + 1) / 20)) * (1 - (x - 0.3) ** 2 - 0.5 * (y - 0.6) ** 2)
 
 
-def write_experiment(store: str, trials: int, steps: int, name: str = "big") -> InMemoryRecord:
+def write_experiment(
+    store: str, trials: int, steps: int, name: str = "big", running: int = 0, failed: int = 0
+) -> InMemoryRecord:
     """Record an ended HPO run of ``trials`` trials of ``steps`` reports each into ``store``; the run's record
-    (its id: ``record.definition.id``)."""
+    (its id: ``record.definition.id``). With ``running`` or ``failed``, that many trials more, the last ones,
+    are left running or failed, and a run left with running trials is left running (its writer open: finish the
+    record to end it)."""
     space = {"x": uniform(0, 1), "y": uniform(0, 1)}
     definition = ExperimentDefinition(
         "hpo",
@@ -55,7 +59,14 @@ def write_experiment(store: str, trials: int, steps: int, name: str = "big") -> 
         outcome.last = dict(rows[-1][1])
         outcome.duration = 1.0
         record.trial_finished(outcome)
-    record.finish(ExperimentState.COMPLETED)
+    for trial_id in range(trials, trials + failed + running):
+        record.trial_started(trial_id, {"x": 0.5, "y": 0.5}, {})
+        record.reports_arrived(ReportBatch(trial_id, "a", [[0, {"acc": 0.0}, now]]))
+        if trial_id < trials + failed:
+            lost = Outcome(trial_id, "a", TrialState.FAILED, error="ValueError: no", steps=1)
+            record.trial_finished(lost)
+    if not running:  # else its writer commits within FLUSH_INTERVAL_S
+        record.finish(ExperimentState.COMPLETED)
     return record
 
 

@@ -137,7 +137,7 @@ async def test_a_running_experiment_reads_on_from_the_cursor_losing_and_doubling
             [2, 1, [20, 21, 22, 23], [2.0, 2.1, 2.2, 2.3]],
         ]
         nothing = await get(jp_fetch, record.definition.id, "curves", since=str(since["cursor"]))
-        assert nothing == {"metric": "acc", "trials": [], "cursor": since["cursor"]}
+        assert nothing == {"metric": "acc", "trials": [], "cursor": since["cursor"], "more": False}
     finally:
         record.finish(ExperimentState.STOPPED)
 
@@ -149,7 +149,7 @@ async def test_a_bad_selection_or_point_count_is_a_clear_400(jp_fetch, fresh_sto
         ({"trials": "1,a"}, "trials='1,a': trial ids, ranges"),
         ({"trials": "3-1-"}, "like 3,17,40-59,9000-"),
         ({"points": "0"}, "0 < points <= 5000"),
-        ({"points": "many"}, "points, since: whole numbers"),
+        ({"points": "many"}, "points, since, limit: whole numbers"),
         ({"since": "-1"}, "since=-1: a cursor"),
     ]:
         with pytest.raises(tornado.httpclient.HTTPClientError) as err:

@@ -206,17 +206,20 @@ async def test_a_queued_trial_is_served_queued_then_running_once_it_began(jp_fet
         record.trial_started(0, {"i": 0}, {})
         record.trial_started(1, {"i": 1}, {}, queued=True)
         served = await _when(jp_fetch, definition.id, lambda d: len(d["trials"]) == 2)
-        waiting = served["trials"][1]
+        # The running trials, by id (the first page lists them too, newest first).
+        waiting = served["running"][1]
         assert (waiting["state"], waiting["queued"], waiting["began"]) == ("running", True, None)
-        assert served["trials"][0]["queued"] is False and served["trials"][0]["began"] is not None
-        assert experiment_detail(record)["trials"] == served["trials"]
+        assert served["running"][0]["queued"] is False and served["running"][0]["began"] is not None
+        assert served["counts"] == {"running": 1, "queued": 1}
+        assert experiment_detail(record)["trials"] == served["trials"] == served["running"][::-1]
+        assert experiment_detail(record)["running"] == served["running"]
 
         began = time.time()
         record.trial_began(1)
-        served = await _when(jp_fetch, definition.id, lambda d: not d["trials"][1]["queued"])
-        running = served["trials"][1]
+        served = await _when(jp_fetch, definition.id, lambda d: not d["running"][1]["queued"])
+        running = served["running"][1]
         assert running["state"] == "running" and running["began"] == pytest.approx(began, abs=1)
-        assert experiment_detail(record)["trials"] == served["trials"]
+        assert experiment_detail(record)["running"] == served["running"]
     finally:
         record.finish(ExperimentState.STOPPED)
 
