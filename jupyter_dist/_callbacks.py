@@ -143,6 +143,7 @@ class CallbackHooks:
         for callback in callbacks:
             if isinstance(callback, OptunaCallback):
                 callback.search = source
+                source.keep_history()  # the callback may read study.trials: the search keeps every trial
         self.callbacks = callbacks
         self.exp = exp
         self.record = exp.record

@@ -15,6 +15,7 @@ from ..space import accepted_arguments, constants, is_space_function, searched
 from ..trials import TrialSpec
 from ._define_by_run import distributions_from_json, distributions_to_json, suggest
 from ._enqueue import ENQUEUED, check_enqueue
+from ._history import forgetful_storage, needs_history
 from ._pareto import ParetoPruner
 from ._pruners import make_pruner
 from ._quiet import quiet_optuna
@@ -78,13 +79,18 @@ class OptunaSearch:
         self.pareto = pareto_pruner(pruner, objective, max_steps)
         pruner = make_pruner(None if objective.several else pruner, max_steps)
         self.prunes = self.pareto is not None or not isinstance(pruner, optuna.pruners.NopPruner)
+        optuna_sampler = make_sampler(sampler, self.searched, seed, several=objective.several)
+        # Random, grid and QMC with no pruner need no finished trial to go on: the study keeps none but a few
+        # (_history.py); the record keeps them all.
+        self.keeps_history = needs_history(optuna_sampler, pruner)
         with quiet_optuna():
             self.study = optuna.create_study(
+                storage=None if self.keeps_history else forgetful_storage(),
                 # Hyperband assigns trials to brackets by hashing the study name: seed it too, so that a seeded
                 # search prunes the same trials every time.
                 study_name=None if seed is None else f"jupyter_dist-seed-{seed}",
                 directions=[d.optuna for d in objective.directions],
-                sampler=make_sampler(sampler, self.searched, seed, several=objective.several),
+                sampler=optuna_sampler,
                 pruner=pruner,
             )
         self._pending: dict[int, Any] = {}
@@ -96,7 +102,10 @@ class OptunaSearch:
         # a resumed search's unfinished trial (its record), or a known configuration (its index in _known).
         self._waiting: deque[tuple[str, Any]] = deque()
         self._known_enqueued = False
-        self._numbers: dict[int, int] = {}  # our trial id -> Optuna's trial number
+        # our trial id -> Optuna's trial number: every trial's, or (no history kept) the running trials' and the
+        # last one told (_told_last)
+        self._numbers: dict[int, int] = {}
+        self._told_last: int | None = None
         self._sampler_choice, self._seed = sampler, seed
         self._vectors: dict[int, dict[str, float]] = {}  # several objectives: each trial's newest of each
 
@@ -153,7 +162,8 @@ class OptunaSearch:
                         constraints=constraints_of(rec.constraints),
                     )
                 )
-                self._numbers[rec.trial_id] = self.study.get_trials(deepcopy=False)[-1].number
+                if self.keeps_history:
+                    self._numbers[rec.trial_id] = self.study.get_trials(deepcopy=False)[-1].number
             for rec in rerun:
                 self.study.enqueue_trial(self._optuna_params(rec), skip_if_exists=False)
                 # Optuna asks the enqueued trials first, in order: each goes on from its stored trial's
@@ -178,7 +188,10 @@ class OptunaSearch:
         point = tuple(params[name] for name in sampler._param_names)
         if point not in sampler._all_grids:
             return {}
-        return {"grid_id": sampler._all_grids.index(point), "search_space": sampler._search_space}
+        grid_id = sampler._all_grids.index(point)
+        if hasattr(sampler, "finished"):  # ours (_samplers.ask_tell_grid_sampler): it counts the points run
+            sampler.finished(grid_id)
+        return {"grid_id": grid_id, "search_space": sampler._search_space}
 
     def _optuna_params(self, rec) -> dict[str, Any]:
         """A stored trial's searched parameters as Optuna holds them."""
@@ -220,6 +233,8 @@ class OptunaSearch:
                 import optuna
 
                 del self._pending[trial_id]
+                if not self.keeps_history:
+                    del self._numbers[trial_id]
                 with quiet_optuna():
                     self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 raise
@@ -249,8 +264,23 @@ class OptunaSearch:
         value, params, distributions, intermediate values); a copy."""
         number = self._numbers.get(trial_id)
         if number is None:
-            raise ArgumentError(f"trial_id={trial_id!r}: this search has no such trial")
-        return copy.deepcopy(self.study.get_trials(deepcopy=False)[number])
+            raise ArgumentError(
+                f"trial_id={trial_id!r}: this search has no such trial"
+                if self.keeps_history
+                else f"trial_id={trial_id!r}: this search's study keeps only its running trials and the last "
+                "one told (its sampler needs no history)"
+            )
+        storage = self.study._storage
+        return copy.deepcopy(
+            storage.get_trial(storage.get_trial_id_from_study_id_trial_number(self.study._study_id, number))
+        )
+
+    def keep_history(self) -> None:
+        """Keep every trial in the search's study from now on, as Optuna's own storage does (an Optuna callback
+        that reads ``study.trials``): call it before the first trial."""
+        if not self.keeps_history:
+            self.study._storage.forget = False  # type: ignore[attr-defined]  # ours: _history.forgetful_storage
+            self.keeps_history = True
 
     def remaining(self) -> int | None:
         return None if self.total is None else max(0, self.total - self._asked)
@@ -308,6 +338,10 @@ class OptunaSearch:
         self._steps_seen.pop(outcome.trial_id, None)
         self._last_sampled.pop(outcome.trial_id, None)
         self._vectors.pop(outcome.trial_id, None)
+        if not self.keeps_history:  # the study keeps the last trial told only
+            if self._told_last is not None:
+                self._numbers.pop(self._told_last, None)
+            self._told_last = outcome.trial_id
         with quiet_optuna():
             state = TrialState(outcome.state)
             if state is TrialState.COMPLETED:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..errors import ArgumentError, SearchSpaceError
@@ -29,7 +30,7 @@ def make_sampler(sampler: Any, searched: dict[str, Space], seed: int | None, *, 
             "or 'grid'"
         )
     if sampler == "grid":
-        return _ask_tell_grid_sampler()(grid_of(searched), seed=seed)
+        return ask_tell_grid_sampler()(grid_of(searched), seed=seed)
     if sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if sampler == "tpe":
@@ -44,15 +45,49 @@ def make_sampler(sampler: Any, searched: dict[str, Space], seed: int | None, *, 
     return optuna.samplers.CmaEsSampler(seed=seed)
 
 
-def _ask_tell_grid_sampler():
+@functools.cache
+def ask_tell_grid_sampler():
+    """Optuna's GridSampler for ask/tell, the class made once (Optuna is imported when first needed)."""
     import optuna
 
     class AskTellGridSampler(optuna.samplers.GridSampler):
         """GridSampler ends ``study.optimize`` when the grid is used up by calling ``study.stop()``, which
-        raises under ask/tell; we stop at the grid's size ourselves, so that hook has nothing to do."""
+        raises under ask/tell; we stop at the grid's size ourselves, so that hook has nothing to do.
+
+        It also keeps which grid points were started and which finished, a byte a point, where Optuna's reads
+        them from every trial the study holds: the study need keep no finished trial (_history.py). Optuna
+        gives trial number n the grid's n-th point; only past the grid's size (a resumed search) does it look
+        for the points not yet run, the same way from these."""
+
+        def __init__(self, search_space: dict[str, Any], seed: int | None = None) -> None:
+            super().__init__(search_space, seed=seed)
+            self._done = bytearray(self._n_min_trials)  # 1: the point's trial finished
+            self._running: set[int] = set()
+
+        def before_trial(self, study, trial) -> None:
+            super().before_trial(study, trial)
+            grid_id = study._storage.get_trial_system_attrs(trial._trial_id).get("grid_id")
+            if grid_id is not None:
+                self._running.add(grid_id)
 
         def after_trial(self, study, trial, state, values) -> None:
-            pass
+            grid_id = trial.system_attrs.get("grid_id")
+            if grid_id is not None:
+                self.finished(grid_id)
+
+        def finished(self, grid_id: int) -> None:
+            """The point ``grid_id`` was run (a trial told, or a resumed search's stored trial)."""
+            self._running.discard(grid_id)
+            self._done[grid_id] = 1
+
+        def _get_unvisited_grid_ids(self, study) -> list[int]:
+            # As Optuna's: the points neither finished nor running; when every point has started, those not
+            # finished.
+            visited = {grid_id for grid_id, done in enumerate(self._done) if done}
+            unvisited = set(range(self._n_min_trials)) - visited - set(self._running)
+            if len(unvisited) == 0:
+                unvisited = set(range(self._n_min_trials)) - visited
+            return list(unvisited)
 
     return AskTellGridSampler
 
