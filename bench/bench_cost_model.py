@@ -2,6 +2,15 @@
 event, fitted on 64 ``dask worker`` processes x 16 threads, each point a fresh kernel running ``hpo()`` of
 sleeping trials, checked at two held-out points. Method: docs/performance/scalability.md, "The cost model".
 Run: ``.venv/bin/python bench/bench_cost_model.py`` (~10 min; ``--quick``: 8 workers, points of 10 s).
+
+``--ceiling N``: instead of the fit, the ceiling of one kernel and one scheduler: the real ``dask scheduler`` and
+``--workers`` (64) ``dask worker --no-nanny`` processes of 1 thread (256 MiB memory limit each), and a fresh kernel
+process that runs one ``hpo()`` of N no-op trials of 3 reports (random sampler, no pruner, the store on, one trial
+per worker at a time) after a warm-up; trials/s over the run, over its steady middle (the 2nd to 9th tenth of the
+trials, by end) and per tenth; CPU seconds per trial of the kernel (by thread), the scheduler and the workers, in
+the middle and per tenth; the trials/s at which the kernel and the scheduler would each fill one core. It writes
+the ``ceiling`` entry of ``cost_model.json`` and keeps the rest of that file (a run of the fit keeps ``ceiling``).
+Run: ``.venv/bin/python bench/bench_cost_model.py --ceiling 100000`` (``--quick --ceiling 2000``: 8 workers).
 """
 
 from __future__ import annotations
@@ -14,10 +23,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import _common
 import _runner
 from _common import CpuSampler, DaskProcessCluster, header, least_squares
-from _runner import ReportView, brief, child_main, in_child, sleepers
+from _runner import ReportView, brief, child_main, in_child, measuring, sleepers
 from distributed.diagnostics.plugin import SchedulerPlugin
+from run_all import wait_for_quiet
 
 WORKERS = 64
 THREADS = 16
@@ -383,9 +394,20 @@ def _run(point: Point, cluster_file: str, points: list[dict]) -> dict:
     return res
 
 
-def main(workers: int, threads: int, point_seconds: float, point: str | None, cluster_file: str | None):
+def main(
+    workers: int,
+    threads: int,
+    point_seconds: float,
+    ceiling: int,
+    point: str | None,
+    cluster_file: str | None,
+):
+    if point and ceiling:  # the ceiling's kernel, in a child process
+        return child_main(run_ceiling(ceiling, json.loads(Path(cluster_file).read_text())))
     if point:  # one point, in a child process
         return child_main(run_point(Point(**json.loads(point)), json.loads(Path(cluster_file).read_text())))
+    if ceiling:
+        return dict(_previous(), ceiling=measure_ceiling(workers, ceiling))
     wall0, seconds = time.perf_counter(), point_seconds
     cluster = DaskProcessCluster(workers, threads, CLUSTER_ENV)
     points: list[dict] = []
@@ -440,6 +462,193 @@ def main(workers: int, threads: int, point_seconds: float, point: str | None, cl
         held_out_within_tolerance={form: _judge(checked, form) for form in ("best_form", "user_form")},
         wall_s=time.perf_counter() - wall0,
     )
+    if "ceiling" in (previous := _previous()):  # measured apart (--ceiling): kept
+        result["ceiling"] = previous["ceiling"]
+    return result
+
+
+# --- the ceiling: no-op trials as fast as one kernel and one scheduler take them --------------------------------
+CEILING_THREADS = 1
+CEILING_MEMORY = "256MiB"
+CEILING_REPORTS = 3
+CEILING_WARMUP = 4  # trials a worker in the unmeasured warm-up hpo() (store off)
+CEILING_SAMPLE_S = 0.5
+CEILING_TIMEOUT_S = 2700  # the kernel's child process
+
+
+def three_reports(x, reports):
+    import jupyter_dist
+
+    for i in range(reports):
+        jupyter_dist.report(step=i, v=x * i)
+    return {"v": x * reports}
+
+
+def _previous() -> dict:
+    """cost_model.json as it stands (the fit's figures, or the ceiling's), or nothing."""
+    path = _common.RESULTS / "cost_model.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _cpu_per_trial(sampler: CpuSampler, t0: float, t1: float, trials: int) -> dict | None:
+    """Between ``t0`` and ``t1`` (time.time()): CPU ms per trial of the kernel (and by thread), the scheduler and
+    the workers, the cores each used, and the machine's other processes' cores; None for a span too short."""
+    try:
+        cpu = sampler.window(t0, t1, clock="time")
+    except ValueError:
+        return None
+    span = cpu["wall_s"]
+    ours = cpu["kernel_s"] + sum(cpu["groups_s"].values()) + cpu["threads_s"].get("benchmark", 0.0)
+    used = {"kernel": cpu["kernel_s"], **cpu["groups_s"]}
+    return {
+        "cpu_window_s": span,
+        "trials": trials,
+        "cpu_ms_per_trial": {k: 1e3 * v / trials for k, v in used.items()} if trials else None,
+        "kernel_thread_cpu_ms_per_trial": {
+            role: 1e3 * v / trials for role, v in cpu["threads_s"].items() if role != "benchmark"
+        }
+        if trials
+        else None,
+        "cores": {k: v / span for k, v in used.items()} | {"machine": cpu["machine_s"] / span},
+        "other_processes_cores": max(0.0, cpu["machine_s"] - ours) / span,
+    }
+
+
+def run_ceiling(trials: int, cluster: dict) -> dict:
+    """The kernel's side, in a fresh process: hpo() pointed at the scheduler's address, as a user's would be."""
+    from bench_scale_100k import _by_tenth
+    from distributed import Client
+
+    from jupyter_dist import space
+
+    address, workers = cluster["address"], cluster["workers"]
+    parallel = workers * CEILING_THREADS
+    client = Client(address, set_as_default=False)  # the benchmark's own: the event counter, nothing else
+    try:
+        client.wait_for_workers(workers, timeout=120)
+        run = {"parallel": parallel, "metric": "v", "pruner": None}
+        warm = {"x": 0.5, "reports": CEILING_REPORTS}
+        _runner.hpo(three_reports, warm, address, trials=CEILING_WARMUP * parallel, store=False, **run)
+        client.register_plugin(EventCounter(), name=EVENT_COUNTER)
+        sampler = CpuSampler(
+            {"scheduler": [cluster["scheduler_pid"]], "workers": cluster["worker_pids"]}, CEILING_SAMPLE_S
+        ).start()
+        with tempfile.TemporaryDirectory(prefix="jupyter_dist-bench-ceiling-") as folder:
+            store = os.path.join(folder, "experiments.sqlite")
+            search = {"x": space.uniform(0, 1), "reports": CEILING_REPORTS}
+            start = time.time()
+            exp, wall = _runner.hpo(
+                three_reports, search, address, trials=trials, seed=0, name="cost-model-ceiling",
+                store=store, progress=False, **run,
+            )  # fmt: skip
+            sampler.stop()
+            counts, reports = exp.counts(), exp.reports
+            records = exp.trial_records()
+        events = client.run_on_scheduler(_event_times)
+        client.unregister_scheduler_plugin(EVENT_COUNTER)
+    finally:
+        client.close()
+    ends = sorted(r.started + r.duration for r in records if r.duration is not None)
+    if len(ends) < 20:
+        raise RuntimeError(
+            f"{len(records)} trial records, {len(ends)} ended, counts {counts}: too few to read"
+        )
+    tenths = _by_tenth(records, start)
+    bounds = [start] + [ends[len(ends) * k // 10 - 1] for k in range(1, 11)]
+    for tenth, t0, t1 in zip(tenths, bounds, bounds[1:], strict=False):
+        tenth |= _cpu_per_trial(sampler, t0, t1, tenth["trials"]) or {}
+    # the steady middle: from the 1st tenth's last end to the 9th's (the ramp and the tail left out)
+    t0, t1 = bounds[1], bounds[9]
+    middle_trials = sum(t0 < e <= t1 for e in ends)
+    middle = _cpu_per_trial(sampler, t0, t1, middle_trials) or {}
+    middle["trials_per_s"] = middle_trials / (t1 - t0) if t1 > t0 else None
+    middle["events_per_trial"] = sum(t0 < e <= t1 for e in events) / middle_trials if middle_trials else None
+    whole = _cpu_per_trial(sampler, start, time.time(), len(ends)) or {}
+    per_s = [t["per_s"] for t in tenths if t.get("per_s")]
+    return {
+        "trials": trials,
+        "parallel": parallel,
+        "wall_s": wall,
+        "trials_per_s": counts["completed"] / wall,
+        "counts": counts,
+        "reports": reports,
+        "nothing_lost_or_doubled": counts["completed"] == trials and reports == trials * CEILING_REPORTS,
+        "events": len(events),
+        "events_per_trial": len(events) / trials,
+        "middle": middle,
+        "whole_run": whole,
+        "by_tenth": tenths,
+        "tenths_per_s_min_over_max": min(per_s) / max(per_s) if per_s else None,
+    }
+
+
+def _limits(middle: dict) -> dict:
+    """The trials/s at which each process would fill one core, from its CPU per trial in the steady middle (the
+    kernel by its busiest thread too: its Python threads share one interpreter lock), and which comes first."""
+    ms = middle.get("cpu_ms_per_trial") or {}
+    threads = middle.get("kernel_thread_cpu_ms_per_trial") or {}
+    busiest = max(threads, key=threads.get) if threads else None
+    out = {
+        "kernel_trials_per_s_at_one_core": 1e3 / ms["kernel"] if ms.get("kernel") else None,
+        "kernel_busiest_thread": busiest,
+        "kernel_busiest_thread_trials_per_s_at_one_core": 1e3 / threads[busiest] if busiest else None,
+        "scheduler_trials_per_s_at_one_core": 1e3 / ms["scheduler"] if ms.get("scheduler") else None,
+        "workers_cpu_ms_per_trial": ms.get("workers"),
+    }
+    sides = {
+        side: out[f"{side}_trials_per_s_at_one_core"]
+        for side in ("kernel", "scheduler")
+        if out[f"{side}_trials_per_s_at_one_core"]
+    }
+    first = min(sides, key=sides.get) if sides else None
+    out["first_to_fill_a_core"] = first
+    out["ceiling_trials_per_s"] = sides[first] if first else None
+    return out
+
+
+def measure_ceiling(workers: int, trials: int) -> dict:
+    parameters = {
+        "cluster": f"dask scheduler + {workers} x dask worker --no-nanny --nthreads {CEILING_THREADS} "
+        f"--memory-limit {CEILING_MEMORY} on 127.0.0.1",
+        "cluster_env": CLUSTER_ENV,
+        "trials": trials,
+        "reports_per_trial": CEILING_REPORTS,
+        "run": f"hpo(three_reports, {{'x': space.uniform(0, 1), 'reports': {CEILING_REPORTS}}}, "
+        f"cluster='tcp://127.0.0.1:<port>', trials={trials}, parallel={workers * CEILING_THREADS}, metric='v', "
+        "sampler='random', pruner=None, seed=0, store=<fresh file>, progress=False) in a fresh kernel process, "
+        f"after a warm-up hpo() of {CEILING_WARMUP} trials a worker, store off",
+        "middle": "the 2nd to the 9th tenth of the trials by end time: CPU from /proc samples every "
+        f"{CEILING_SAMPLE_S:g} s inside it",
+        "one_core": "trials/s at one core = 1000 / CPU ms per trial of that process in the middle",
+    }
+    cluster = DaskProcessCluster(
+        workers,
+        CEILING_THREADS,
+        CLUSTER_ENV,
+        worker_args=("--memory-limit", CEILING_MEMORY, "--name", "bench-{i}", "--death-timeout", "60"),
+    )
+    with measuring("cost_model_ceiling", parameters) as result:
+        result["before_start"] = wait_for_quiet()  # the machine's other processes, before ours start
+        try:
+            print(
+                f"  starting dask scheduler + {workers} dask workers x {CEILING_THREADS} thread...",
+                flush=True,
+            )
+            info = cluster.start(on_workers=_preimport)
+            print(f"    up in {info['start_s']:.0f} s; RSS scheduler {info['rss_mb']['scheduler']:.0f} MB, "
+                  f"workers {info['rss_mb']['workers_total']:.0f} MB in all", flush=True)  # fmt: skip
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+                json.dump(info, f)
+            try:
+                print(f"  {trials:,} no-op trials x {CEILING_REPORTS} reports, one kernel...", flush=True)
+                args = ["--ceiling", str(trials), "--point", "ceiling", "--cluster-file", f.name]
+                ran = in_child(args, CEILING_TIMEOUT_S)
+            finally:
+                os.unlink(f.name)
+            info["rss_mb_at_end"] = cluster.rss_mb()
+        finally:
+            cluster.close()
+        result.update(cluster=info, run=ran, limits=_limits(ran["middle"]))
     return result
 
 
@@ -475,7 +684,12 @@ def _headline(fitted: dict) -> dict:
 
 
 if __name__ == "__main__":
-    options = {"workers": WORKERS, "threads": THREADS, "point_seconds": (POINT_S, "each trial's length")}
+    options = {
+        "workers": WORKERS,
+        "threads": THREADS,
+        "point_seconds": (POINT_S, "each trial's length"),
+        "ceiling": (0, "N: the ceiling run, N no-op trials on --workers x 1 thread, instead of the fit"),
+    }
     quick = {"workers": 8, "threads": 16, "point_seconds": 10.0}
     # --point, --cluster-file: one point, in a child
     _runner.main("cost_model", main, options, quick=quick, child=("point", "cluster_file"))

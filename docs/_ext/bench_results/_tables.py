@@ -653,8 +653,25 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             {"Experiments panel": "scale.open.panel", "a reopened notebook's cell": "scale.open.cell"},
             {
                 "table drawn": "table_s",
+                "objective chart drawn": "objective_s",
                 "curves drawn": "curves_s",
                 "table rows in the page": "rows_in_page",
+                "long tasks": "long_tasks",
+                "longest": "long_task_max_s",
+            },
+        ),
+        "open_many": lambda r: grid(
+            r,
+            {
+                "Experiments panel": "scale.open_many.panel",
+                "a reopened notebook's cell": "scale.open_many.cell",
+            },
+            {
+                "table's first page": "table_s",
+                "objective chart": "objective_s",
+                "curves": "curves_s",
+                "table rows in the page": "rows_in_page",
+                "objective legend entries": "objective_legend_entries",
                 "long tasks": "long_tasks",
                 "longest": "long_task_max_s",
             },
