@@ -18,12 +18,12 @@ from typing import Any
 
 from ..protocol import ErrorKind, TrialState
 from ._base import TrialRecord
+from ._columns import MISSING, Column, fits, numpy_copy
 
 __all__ = ["FinishedTrials"]
 
 _STATES = tuple(TrialState)
 _CODE = {state: code for code, state in enumerate(_STATES)}
-_MISSING = object()  # a parameter or metric this trial does not have
 _NONE = -(2**63)  # a whole-number column's None
 # The fields kept only where they are not their default (None, False or empty): what a trial of a plain search
 # does not have.
@@ -47,100 +47,6 @@ _SPARSE = (
     "result_repr",
 )
 _VALUES = frozenset({"result", "rank_results", "constraints"})  # a value, kept whatever it is but None
-
-
-class Column:
-    """One value per row: an ``array`` while every value is a float (or every one a whole number), a list once
-    one is not (then one reference a row, the objects shared where they are: a categorical choice's string). A
-    row without a value (None, or ``_MISSING``) in an ``array`` is kept aside, in ``odd``."""
-
-    __slots__ = ("odd", "values")
-
-    def __init__(self, rows_before: int = 0) -> None:
-        self.values: array | list = array("d")
-        self.odd: dict[int, Any] = dict.fromkeys(range(rows_before), _MISSING)
-        if rows_before:
-            self.values.extend([math.nan] * rows_before)
-
-    def append(self, value: Any) -> None:
-        values = self.values
-        if isinstance(values, array):
-            if value is None or value is _MISSING:
-                self.odd[len(values)] = value
-                values.append(0 if values.typecode == "q" else math.nan)
-                return
-            kind = type(value)
-            if (
-                kind is float
-                and values.typecode == "d"
-                or kind is int
-                and values.typecode == "q"
-                and _fits(value)
-            ):
-                values.append(value)
-                return
-            if kind is int and values.typecode == "d" and len(self.odd) == len(values) and _fits(value):
-                self.values = values = array("q", [0] * len(values))  # the first value is a whole number
-                values.append(value)
-                return
-            listed = values.tolist()
-            for row, odd in self.odd.items():
-                listed[row] = odd
-            self.values = values = listed
-            self.odd = {}
-        values.append(value)
-
-    def __getitem__(self, row: int) -> Any:
-        odd = self.odd
-        if odd and row in odd:
-            return odd[row]
-        return self.values[row]
-
-    def items(self, rows: Iterable[int]) -> list:
-        """The values of ``rows``, ``None`` where a row has none."""
-        values, odd = self.values, self.odd
-        if isinstance(values, array):
-            return [None if odd and row in odd else values[row] for row in rows]
-        return [None if (v := values[row]) is _MISSING else v for row in rows]
-
-    def column(self, rows: Any) -> Any:
-        """The values of ``rows`` (a NumPy index) for a table: a NumPy array of numbers (NaN where a row has
-        none), or a list."""
-        import numpy as np
-
-        values = self.values
-        if not isinstance(values, array):
-            return self.items(rows.tolist())
-        if values.typecode == "d" or not self.odd:
-            out = _numpy(values, np.float64 if values.typecode == "d" else np.int64)[rows]
-            if self.odd:
-                out[np.isin(rows, np.fromiter(self.odd, dtype=np.int64))] = math.nan
-            return out
-        return self.floats(rows)
-
-    def floats(self, rows: Any) -> Any:
-        """The values of ``rows`` (a NumPy index) as floats, NaN where a row has none or one that is not a number."""
-        import numpy as np
-
-        if isinstance(self.values, array):
-            out = _numpy(self.values, np.float64 if self.values.typecode == "d" else np.int64)[rows]
-            out = out.astype(np.float64)
-            if self.odd:
-                out[np.isin(rows, np.fromiter(self.odd, dtype=np.int64))] = math.nan
-            return out
-        return np.array([_number(v) for v in self.items(rows.tolist())], dtype=np.float64)
-
-
-def _fits(value: int) -> bool:
-    return -(2**63) < value < 2**63
-
-
-def _numpy(values: array | bytearray, dtype: Any) -> Any:
-    """A copy of ``values`` as a NumPy array. A copy, not a view: a view would stop the loop's thread appending to
-    the array while it lives (an array that exports its buffer cannot grow)."""
-    import numpy as np
-
-    return np.frombuffer(bytes(values) if isinstance(values, bytearray) else values.tobytes(), dtype=dtype)
 
 
 class FinishedTrials:
@@ -202,7 +108,7 @@ class FinishedTrials:
         self._duration.append(math.nan if duration is None else duration)
         self._steps.append(fields.get("steps", 0))
         self._attempts.append(fields.get("attempts", 0))
-        self._seed.append(_NONE if seed is None or not _fits(seed) else seed)
+        self._seed.append(_NONE if seed is None or not fits(seed) else seed)
         _append_named(self.params, fields["params"], row)
         _append_named(self.last, fields.get("last") or {}, row)
         self.set_curve(row, fields.get("curve_steps", ()), fields.get("curve_values", ()))
@@ -217,7 +123,7 @@ class FinishedTrials:
             ):
                 continue
             sparse[name] = self._share(value) if name in ("labels", "distributions") else value
-        if seed is not None and not _fits(seed):
+        if seed is not None and not fits(seed):
             sparse["seed"] = seed
         if "error_kind" in sparse:
             sparse["error_kind"] = ErrorKind(sparse["error_kind"])
@@ -270,7 +176,7 @@ class FinishedTrials:
         """``rows()`` as a NumPy array."""
         import numpy as np
 
-        rows = _numpy(self._row_of, np.int64)
+        rows = numpy_copy(self._row_of, np.int64)
         return rows[rows >= 0]
 
     def trial_ids(self) -> Iterator[int]:
@@ -310,8 +216,8 @@ class FinishedTrials:
         A number column's missing values are NaN, as pandas makes a None among numbers."""
         import numpy as np
 
-        codes = _numpy(self._state, np.uint8)[rows]
-        seed = _numpy(self._seed, np.int64)[rows]
+        codes = numpy_copy(self._state, np.uint8)[rows]
+        seed = numpy_copy(self._seed, np.int64)[rows]
         unseeded = seed == _NONE
         if unseeded.all():
             seeds: Any = np.full(len(rows), None, dtype=object)
@@ -326,12 +232,12 @@ class FinishedTrials:
             for i, value in big.items():
                 seeds[i] = value
         return {
-            "trial_id": _numpy(self._ids, np.int64)[rows],
+            "trial_id": numpy_copy(self._ids, np.int64)[rows],
             "state": np.array([state.value for state in _STATES], dtype=object)[codes],
             "value": self._value.column(rows),
-            "duration": _numpy(self._duration, np.float64)[rows],
-            "steps": _numpy(self._steps, np.int64)[rows],
-            "attempts": _numpy(self._attempts, np.int64)[rows],
+            "duration": numpy_copy(self._duration, np.float64)[rows],
+            "steps": numpy_copy(self._steps, np.int64)[rows],
+            "attempts": numpy_copy(self._attempts, np.int64)[rows],
             "seed": seeds,
             "params": {name: column.column(rows) for name, column in self.params.items()},
             "last": {name: column.column(rows) for name, column in self.last.items()},
@@ -347,11 +253,11 @@ class FinishedTrials:
         others (pruned, failed, stopped, interrupted), by trial id: ``best_first``'s order for the ended."""
         import numpy as np
 
-        rows = np.flatnonzero(_numpy(self._alive, np.uint8))
-        ids = _numpy(self._ids, np.int64)[rows]
+        rows = np.flatnonzero(numpy_copy(self._alive, np.uint8))
+        ids = numpy_copy(self._ids, np.int64)[rows]
         by_id = np.argsort(ids, kind="stable")
         rows, ids = rows[by_id], ids[by_id]
-        states = _numpy(self._state, np.uint8)[rows]
+        states = numpy_copy(self._state, np.uint8)[rows]
         values = self._value.floats(rows)
         ranked = (states == _CODE[TrialState.COMPLETED]) & np.isfinite(values)
         best = rows[ranked][np.lexsort((ids[ranked], sign * values[ranked]))]
@@ -362,22 +268,22 @@ class FinishedTrials:
         the lowest ``sign * value`` among those with a value (an infinite one too), the first by id of equals."""
         import numpy as np
 
-        rows = np.flatnonzero(_numpy(self._alive, np.uint8))
-        rows = rows[_numpy(self._state, np.uint8)[rows] == _CODE[TrialState.COMPLETED]]
+        rows = np.flatnonzero(numpy_copy(self._alive, np.uint8))
+        rows = rows[numpy_copy(self._state, np.uint8)[rows] == _CODE[TrialState.COMPLETED]]
         values = self._value.floats(rows)
         rows, values = rows[~np.isnan(values)], values[~np.isnan(values)]
         if not len(rows):
             return None
-        return int(rows[np.lexsort((_numpy(self._ids, np.int64)[rows], sign * values))[0]])
+        return int(rows[np.lexsort((numpy_copy(self._ids, np.int64)[rows], sign * values))[0]])
 
     def totals(self, cap: int | None) -> dict[str, float]:
         """``ExperimentRecord.ended_totals`` of these rows: how many, their steps, seconds and steps capped at
         ``cap``."""
         import numpy as np
 
-        alive = _numpy(self._alive, np.uint8).astype(bool)
-        steps = _numpy(self._steps, np.int64)[alive]
-        seconds = _numpy(self._duration, np.float64)[alive]
+        alive = numpy_copy(self._alive, np.uint8).astype(bool)
+        steps = numpy_copy(self._steps, np.int64)[alive]
+        seconds = numpy_copy(self._duration, np.float64)[alive]
         return {
             "trials": int(alive.sum()),
             "steps": int(steps.sum()),
@@ -395,14 +301,14 @@ class FinishedTrials:
         a row without it."""
         import numpy as np
 
-        alive = np.flatnonzero(_numpy(self._alive, np.uint8))
+        alive = np.flatnonzero(numpy_copy(self._alive, np.uint8))
         seen: dict[str, set] = {}
         for name, column in self.params.items():
             values = column.values
             if isinstance(values, array):
                 odd = any(self._alive[row] for row in column.odd)
                 kept = np.setdiff1d(alive, np.fromiter(column.odd, dtype=np.int64)) if column.odd else alive
-                numbers = _numpy(values, np.float64 if values.typecode == "d" else np.int64)[kept]
+                numbers = numpy_copy(values, np.float64 if values.typecode == "d" else np.int64)[kept]
                 seen[name] = {repr(v) for v in np.unique(numbers)[:2].tolist()} | ({"None"} if odd else set())
             else:
                 live = [values[row] for row in alive.tolist()]
@@ -410,7 +316,7 @@ class FinishedTrials:
                     distinct = set(live)
                 except TypeError:  # unhashable values (an ablation trial's features): by their text
                     distinct = {repr(v) for v in live}
-                seen[name] = {"None" if v is _MISSING or v is None else repr(v) for v in list(distinct)[:2]}
+                seen[name] = {"None" if v is MISSING or v is None else repr(v) for v in list(distinct)[:2]}
         return seen
 
 
@@ -425,15 +331,11 @@ def _append_named(columns: dict[str, Column], values: dict[str, Any], row: int) 
     ):  # a define-by-run trial without a parameter others had, a metric not reported
         for name, column in columns.items():
             if name not in values:
-                column.append(_MISSING)
+                column.append(MISSING)
 
 
 def _named(columns: dict[str, Column], row: int) -> dict[str, Any]:
-    return {name: value for name, column in columns.items() if (value := column[row]) is not _MISSING}
-
-
-def _number(value: Any) -> float:
-    return float(value) if type(value) in (float, int) else math.nan
+    return {name: value for name, column in columns.items() if (value := column[row]) is not MISSING}
 
 
 def _copy(value: Any) -> Any:

@@ -435,6 +435,74 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             },
         ),
     },
+    "scale_100k": {
+        "targets": lambda r: rows(
+            r,
+            ["measured", "target", "met"],
+            {
+                "trial rate, 100,000 ÷ 10,000 trials": (
+                    "rate_ratio_large_over_small:x",
+                    "target.rate_ratio_at_least:x",
+                    "met.rate_ratio",
+                ),
+                "kernel memory a finished trial": (
+                    lambda d: f"{d['kernel_bytes_per_finished_trial']:,.0f} B",
+                    lambda d: f"≤ {d['target']['kernel_bytes_per_finished_trial_at_most']:,} B",
+                    "met.kernel_bytes_per_finished_trial",
+                ),
+                "load() + .trials": (
+                    "read_back.load_then_trials_s:s",
+                    "target.load_then_trials_s_below:s",
+                    "met.load_then_trials",
+                ),
+                ".history, a million rows": (
+                    "read_back.history_s_per_million_rows:s",
+                    "target.history_s_per_million_rows_at_most:s",
+                    "met.history_per_million_rows",
+                ),
+                "REST detail": (
+                    lambda d: f"{d['http']['detail_bytes'] / 1000:,.0f} KB",
+                    lambda d: f"≤ {d['target']['rest_detail_bytes_at_most'] / 1000:,.0f} KB",
+                    "met.rest_detail_bytes",
+                ),
+                "nothing lost or doubled": ("met.nothing_lost_or_doubled", None, None),
+            },
+        ),
+        "runs": lambda r: grid(
+            r,
+            {f"{int(k):,} trials": ("runs", k) for k in r["runs"]},
+            {
+                "wall": "wall_s:s",
+                "trials/s": "trials_per_s",
+                "kernel CPU a trial": "kernel_cpu_ms_per_trial:ms",
+                "kernel RSS growth a trial": lambda d: (
+                    f"{d['kernel_rss_growth_bytes_per_finished_trial']:,.0f} B"
+                ),
+                "trials/s, last tenth": lambda d: fmt(d["rate_by_tenth_of_trials"][-1]["per_s"]),
+            },
+        ),
+        "reads": lambda r: rows(
+            r,
+            ["time", "size"],
+            {
+                "load()": ("read_back.load_s:s", None),
+                "load(), then .trials": ("read_back.load_then_trials_s:s", "read_back.trials_rows"),
+                ".history": ("read_back.history_s:s", "read_back.history_rows"),
+                "REST: the experiments listing": (
+                    "http.listing_s:s",
+                    lambda d: f"{d['http']['listing_bytes']:,} B",
+                ),
+                "REST: the experiment's detail": (
+                    "http.detail_s:s",
+                    lambda d: f"{d['http']['detail_bytes']:,} B",
+                ),
+                "REST: its last page of 200 trials": (
+                    "http.last_page_s?:s",
+                    lambda d: f"{d['http'].get('last_page_bytes', 0):,} B",
+                ),
+            },
+        ),
+    },
     "scalability": {
         "efficiency": lambda r: grid(
             r,
