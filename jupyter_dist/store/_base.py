@@ -402,12 +402,10 @@ class ExperimentRecord(TrialSink, ABC):
             name for name in param_names(records) if len({repr(rec.params.get(name)) for rec in records}) > 1
         ]
 
+    @abstractmethod
     def report_columns(self) -> dict[str, Any]:
         """Every reported metric as columns (``_report_columns.COLUMNS``): trial_id, attempt, step (int64), metric
         (object), value, time (float64, seconds): what ``exp.history`` is made of."""
-        from ._report_columns import columns_from_rows
-
-        return columns_from_rows(self.report_rows())
 
     def add_report_listener(self, listener: Callable[[int, list], None]) -> None:
         """Call ``listener(trial_id, rows)`` as reports arrive, ``rows`` a list of ``[step, metrics, sent_at]``;

@@ -28,6 +28,7 @@ from ._sqlite import Database
 from ._wire import ExperimentSummary
 
 STALE_AFTER_S = 30.0
+RUNNING = TrialState.RUNNING.value
 
 
 OFF = {"off", "false", "no", "0", ""}
@@ -129,20 +130,19 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
     output are read from ``path`` when first asked for."""
     state = ExperimentState(state_of(row))
     ended = row["ended"] if row["ended"] is not None else row["heartbeat"]
-    trials = []
-    # Each trial's fields as stored, not a TrialRecord: the record keeps an ended trial as a row of columns
-    # (100,000 trials: 1.1 s, against 3.2 s through records).
-    for r in db.trial_rows(row["id"], results):
-        fields = json.loads(r["record"])
-        if fields["state"] == TrialState.RUNNING.value:
+    rows = db.trial_rows(row["id"], results)
+    # Each trial's fields as stored, not a TrialRecord: the record keeps an ended trial as a row of columns, and
+    # takes them a column at a time. One JSON array of them all: a parse each costs a third more.
+    trials = json.loads(f"[{','.join([r['record'] for r in rows])}]")
+    for i, r in enumerate(rows):
+        if trials[i]["state"] == RUNNING:
             rec = trial_from_json(r["record"])
             if state is not ExperimentState.RUNNING:
                 rec.interrupt(ended)  # a trial it left running is interrupted
-            fields = vars(rec)
+            trials[i] = vars(rec)
         if r["result"] is not None:
             stored = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
-            fields["result"], fields["rank_results"] = stored["result"], stored["rank_results"]
-        trials.append(fields)
+            trials[i]["result"], trials[i]["rank_results"] = stored["result"], stored["rank_results"]
     experiment_id = row["id"]
     return InMemoryRecord.restored(
         definition_from_json(row["definition"]),

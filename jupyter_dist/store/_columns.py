@@ -54,6 +54,22 @@ class Column:
             self.odd = {}
         values.append(value)
 
+    def extend(self, values: list) -> None:
+        """``append`` each of ``values``; into a column with no rows yet, at once where they are all of one kind
+        (floats, whole numbers, or no numbers at all: a choice's strings)."""
+        if isinstance(self.values, array) and not self.values and not self.odd:
+            if all(type(v) is float for v in values):
+                self.values.extend(values)
+                return
+            if all(type(v) is int for v in values) and all(fits(v) for v in values):
+                self.values = array("q", values)
+                return
+            if not any(type(v) in (float, int) or v is None for v in values):
+                self.values = list(values)
+                return
+        for value in values:
+            self.append(value)
+
     def __getitem__(self, row: int) -> Any:
         odd = self.odd
         if odd and row in odd:

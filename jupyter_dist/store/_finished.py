@@ -46,6 +46,9 @@ _SPARSE = (
     "rank_results",
     "result_repr",
 )
+_SPARSE_NAMES = frozenset(_SPARSE)
+# A state's code, by the state or by its value (a stored trial's JSON): a StrEnum member is its value as a key.
+_CODE_OF: dict[str, int] = {state.value: code for code, state in enumerate(_STATES)}
 _VALUES = frozenset({"result", "rank_results", "constraints"})  # a value, kept whatever it is but None
 
 
@@ -112,10 +115,62 @@ class FinishedTrials:
         _append_named(self.params, fields["params"], row)
         _append_named(self.last, fields.get("last") or {}, row)
         self.set_curve(row, fields.get("curve_steps", ()), fields.get("curve_values", ()))
+        sparse = self._sparse_of(fields)
+        if sparse:
+            self._sparse[row] = sparse
+        self.counts[state] += 1
+        self.version += 1
+
+    def add_all(self, trials: list[dict[str, Any]]) -> None:
+        """``add_fields`` of every one of ``trials`` (a stored run read back), a column at a time: 100,000 trials
+        in a third of the time that one at a time takes."""
+        if len(self._ids):  # rows already: one at a time, as it replaces rows
+            for fields in trials:
+                self.add_fields(fields)
+            return
+        n = len(trials)
+        ids = [fields["trial_id"] for fields in trials]
+        if len(set(ids)) != n:  # the same trial twice: the later row replaces the earlier
+            for fields in trials:
+                self.add_fields(fields)
+            return
+        self._ids.extend(ids)
+        self._row_of.extend([-1] * (max(ids, default=-1) + 1))
+        for row, trial_id in enumerate(ids):
+            self._row_of[trial_id] = row
+        self._alive.extend(b"\x01" * n)
+        codes = [_CODE_OF[fields["state"]] for fields in trials]
+        self._state.extend(codes)
+        self._value.extend([fields.get("value") for fields in trials])
+        self._started.extend([fields["started"] for fields in trials])
+        durations = [fields.get("duration") for fields in trials]
+        self._duration.extend([math.nan if d is None else d for d in durations])
+        self._steps.extend([fields.get("steps", 0) for fields in trials])
+        self._attempts.extend([fields.get("attempts", 0) for fields in trials])
+        seeds = [fields.get("seed") for fields in trials]
+        self._seed.extend([_NONE if seed is None or not fits(seed) else seed for seed in seeds])
+        _extend_named(self.params, [fields["params"] for fields in trials])
+        _extend_named(self.last, [fields.get("last") or {} for fields in trials])
+        for row, fields in enumerate(trials):
+            if "curve_steps" in fields:
+                self.set_curve(row, fields["curve_steps"], fields["curve_values"])
+            else:
+                self._curve_at.append(len(self._curve_steps))
+                self._curve_len.append(0)
+            seed = seeds[row]
+            if fields.keys() & _SPARSE_NAMES or isinstance(seed, int) and not fits(seed):
+                sparse = self._sparse_of(fields)
+                if sparse:
+                    self._sparse[row] = sparse
+        for code in codes:
+            self.counts[_STATES[code]] += 1
+        self.version += 1
+
+    def _sparse_of(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields of a trial most trials lack, where it has them (its default: None, False or empty)."""
         sparse = {}
-        get = fields.get
-        for name in _SPARSE:  # each field's default is None, False or empty
-            value = get(name)
+        for name in fields.keys() & _SPARSE_NAMES:
+            value = fields[name]
             if (
                 value is None
                 or (value is False or type(value) in (list, dict) and not value)
@@ -123,14 +178,12 @@ class FinishedTrials:
             ):
                 continue
             sparse[name] = self._share(value) if name in ("labels", "distributions") else value
+        seed = fields.get("seed")
         if seed is not None and not fits(seed):
             sparse["seed"] = seed
         if "error_kind" in sparse:
             sparse["error_kind"] = ErrorKind(sparse["error_kind"])
-        if sparse:
-            self._sparse[row] = sparse
-        self.counts[state] += 1
-        self.version += 1
+        return sparse
 
     def set_curve(self, row: int, steps: Iterable[int], values: Iterable[float]) -> None:
         """Row ``row``'s learning curve is now ``steps``, ``values`` (a record read back gets its curves later)."""
@@ -332,6 +385,14 @@ def _append_named(columns: dict[str, Column], values: dict[str, Any], row: int) 
         for name, column in columns.items():
             if name not in values:
                 column.append(MISSING)
+
+
+def _extend_named(columns: dict[str, Column], values: list[dict[str, Any]]) -> None:
+    """``_append_named`` of every row of ``values`` into columns with no rows yet, a column at a time."""
+    names = dict.fromkeys(name for row in values for name in row)
+    for name in names:
+        column = columns[name] = Column()
+        column.extend([row.get(name, MISSING) for row in values])
 
 
 def _named(columns: dict[str, Column], row: int) -> dict[str, Any]:

@@ -70,8 +70,13 @@ class KeptRecord(ExperimentRecord):
         utilisation samples (_utilization.Sample); it is called only when one of them is first needed
         (``load_details``)."""
         self = cls(definition)
+        stored = []  # the ended trials' stored fields: into the columns at once
         for trial in trials:
-            self.restore(trial)
+            if isinstance(trial, dict) and trial["state"] != TrialState.RUNNING.value:
+                stored.append(trial)
+            else:
+                self.restore(trial)
+        self._finished.add_all(stored)
         sign = -1.0 if definition.objective.direction.value == "max" else 1.0
         row = self._finished.best_row(sign)
         self._best = None if row is None else self._finished.record(row)
