@@ -17,10 +17,9 @@ from jupyter_dist.store._reader import TRIALS_PAGE
 from jupyter_dist.widgets._lab import MIME_TYPE, SNAPSHOT_TRIALS
 
 TRIALS, STEPS = 10_000, 100
-# Measured on a 2-core machine busy with other work (bench_lab): the panel's table 0.9-1.1 s, its curves 7-9 s
-# (every report read: jupyter_dist/store/_reader.py wanted_reports), the reopened cell 2-4.6 s (JupyterLab loading
-# a 6 MB notebook); before issue 26's views 16-23 s and 6-7 s, with all 10,000 rows in the page. The bounds leave
-# a loaded CI machine room.
+# Measured on a 2-core machine busy with other work (bench_lab, the detail paged): the panel's table 0.2 s, its
+# curves about 1 s, the reopened cell about 0.9 s; with every trial in the detail, 0.9-1.1 s, 7-9 s and 2-4.6 s.
+# The bounds leave a loaded CI machine room.
 OPEN_S, CURVES_S, CELL_S = 15, 40, 30
 # The rows in view (~18 in a 400 px box) and a margin of 30 each side.
 MAX_ROWS = 100
