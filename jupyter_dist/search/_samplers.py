@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 from ..errors import ArgumentError, SearchSpaceError
@@ -41,7 +42,11 @@ def make_sampler(sampler: Any, searched: dict[str, Space], seed: int | None, *, 
     if sampler == "nsga2":
         return optuna.samplers.NSGAIISampler(seed=seed)
     if sampler == "nsga3":
-        return optuna.samplers.NSGAIIISampler(seed=seed)
+        # Optuna marks NSGA-III experimental and warns as it is made: printed into the cell of every run that
+        # names it. The user chose it by name; the docs say what experimental means for it.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.NSGAIIISampler(seed=seed)
     return optuna.samplers.CmaEsSampler(seed=seed)
 
 

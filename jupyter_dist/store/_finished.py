@@ -1,4 +1,4 @@
-"""Finished trials as columns: what the kernel keeps of a trial once it has ended, about 100 bytes for the trial of
+"""Finished trials as columns: what the kernel keeps of a trial once it has ended, about 150 bytes for the trial of
 a plain search instead of the 1.4 KB its ``TrialRecord`` and that record's dicts and lists take.
 
 A ``TrialRecord`` is a Python object of 30 fields, with a dict for its parameters, one for its last metrics and
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from ..protocol import ErrorKind, TrialState
@@ -23,7 +23,6 @@ from ._columns import MISSING, Column, fits, numpy_copy
 __all__ = ["FinishedTrials"]
 
 _STATES = tuple(TrialState)
-_CODE = {state: code for code, state in enumerate(_STATES)}
 _NONE = -(2**63)  # a whole-number column's None
 # The fields kept only where they are not their default (None, False or empty): what a trial of a plain search
 # does not have.
@@ -105,7 +104,7 @@ class FinishedTrials:
         duration, seed = fields.get("duration"), fields.get("seed")
         self._ids.append(trial_id)
         self._alive.append(1)
-        self._state.append(_CODE[state])
+        self._state.append(_CODE_OF[state])
         self._value.append(fields.get("value"))
         self._started.append(fields["started"])
         self._duration.append(math.nan if duration is None else duration)
@@ -232,9 +231,6 @@ class FinishedTrials:
         rows = numpy_copy(self._row_of, np.int64)
         return rows[rows >= 0]
 
-    def trial_ids(self) -> Iterator[int]:
-        return (trial_id for trial_id, row in enumerate(self._row_of) if row >= 0)
-
     def state(self, row: int) -> TrialState:
         return _STATES[self._state[row]]
 
@@ -297,10 +293,6 @@ class FinishedTrials:
             "sparse": {position[row]: fields for row, fields in self._sparse.items() if row in position},
         }
 
-    def curve(self, row: int) -> tuple[list[int], list[float]]:
-        at, n = self._curve_at[row], self._curve_len[row]
-        return self._curve_steps[at : at + n].tolist(), self._curve_values[at : at + n].tolist()
-
     def ranking(self, sign: float) -> tuple[Any, Any]:
         """The rows of completed trials with a finite value, best first (ties by trial id), and the rows of the
         others (pruned, failed, stopped, interrupted), by trial id: ``best_first``'s order for the ended."""
@@ -312,17 +304,17 @@ class FinishedTrials:
         rows, ids = rows[by_id], ids[by_id]
         states = numpy_copy(self._state, np.uint8)[rows]
         values = self._value.floats(rows)
-        ranked = (states == _CODE[TrialState.COMPLETED]) & np.isfinite(values)
+        ranked = (states == _CODE_OF[TrialState.COMPLETED]) & np.isfinite(values)
         best = rows[ranked][np.lexsort((ids[ranked], sign * values[ranked]))]
         return best, rows[~ranked]
 
     def best_row(self, sign: float) -> int | None:
-        """The row of the best completed trial as the record keeps its best (``InMemoryRecord._consider_best``):
+        """The row of the best completed trial as the record keeps its best (``KeptRecord._consider_best``):
         the lowest ``sign * value`` among those with a value (an infinite one too), the first by id of equals."""
         import numpy as np
 
         rows = np.flatnonzero(numpy_copy(self._alive, np.uint8))
-        rows = rows[numpy_copy(self._state, np.uint8)[rows] == _CODE[TrialState.COMPLETED]]
+        rows = rows[numpy_copy(self._state, np.uint8)[rows] == _CODE_OF[TrialState.COMPLETED]]
         values = self._value.floats(rows)
         rows, values = rows[~np.isnan(values)], values[~np.isnan(values)]
         if not len(rows):

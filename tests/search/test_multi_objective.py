@@ -254,3 +254,17 @@ class _Both:
     def finish(self):
         for view in self.views:
             view.finish()
+
+
+def test_nsga3_by_name_prints_no_experimental_notice_into_the_cell():
+    """Optuna warns that NSGA-III is experimental each time one is made: a run naming it would print that into
+    its cell every time."""
+    import warnings
+
+    from jupyter_dist.search._samplers import make_sampler
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sampler = make_sampler("nsga3", {"x": space.uniform(0, 1)}, seed=0, several=True)
+    assert type(sampler).__name__ == "NSGAIIISampler"
+    assert [str(w.message) for w in caught] == []
