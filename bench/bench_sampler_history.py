@@ -8,7 +8,8 @@ Random, grid (a 4 x 5 x 10 x 10 x 50 lattice: 100,000 points) and QMC run all 10
 trial on this machine), so running 100,000 of them would take days: its study is given each size's finished trials
 at once (``tell_earlier``, as a warm start tells them), then ``TPE_ASKS`` asks + tells are timed at that size; its
 memory is the RSS growth of those told trials. ``tpe_few_candidates`` is TPE with ``n_ei_candidates=8`` (Optuna's
-default 24). ``tpe`` at 100,000 is measured, not extrapolated. No target. Run:
+default 24), ``tpe_window`` TPE with ``sampler_window=TPE_WINDOW`` (the newest 1,000 finished trials).
+``tpe`` at 100,000 is measured, not extrapolated. No target. Run:
 ``.venv/bin/python bench/bench_sampler_history.py`` (``--quick``: 2,000 trials).
 """
 
@@ -26,7 +27,8 @@ from _runner import measuring
 SIZES = (1_000, 10_000, 100_000)
 WINDOW = 500  # the trials each cost at a size is the mean of (random, grid, QMC): those ending at that size
 TPE_ASKS = 3  # asks + tells timed at each size for TPE
-SAMPLERS = ("random", "grid", "qmc", "tpe", "tpe_few_candidates")
+SAMPLERS = ("random", "grid", "qmc", "tpe", "tpe_few_candidates", "tpe_window")
+TPE_WINDOW = 1_000  # tpe_window: hpo(sampler_window=TPE_WINDOW)
 GRID = (4, 5, 10, 10, 50)  # choices of each argument: 100,000 points
 
 
@@ -53,11 +55,13 @@ def make_search(name: str, trials: int):
         sampler = {
             "random": "random",
             "tpe": "tpe",
+            "tpe_window": "tpe",
             "qmc": optuna.samplers.QMCSampler(seed=0),
             "tpe_few_candidates": optuna.samplers.TPESampler(seed=0, constant_liar=True, n_ei_candidates=8),
         }[name]
+    window = TPE_WINDOW if name == "tpe_window" else None
     return OptunaSearch(
-        searched, trials=trials, objective=Objective("v"), sampler=sampler, pruner=None, seed=0
+        searched, trials=trials, objective=Objective("v"), sampler=sampler, pruner=None, seed=0, window=window
     )
 
 
@@ -133,7 +137,7 @@ def _figures(name, search, sizes, cost, rss) -> dict:
 
 def measure() -> dict:
     warnings.simplefilter("ignore")  # QMCSampler is experimental
-    parameters = _runner.constants("SIZES", "WINDOW", "TPE_ASKS", "SAMPLERS", "GRID")
+    parameters = _runner.constants("SIZES", "WINDOW", "TPE_ASKS", "SAMPLERS", "GRID", "TPE_WINDOW")
     with measuring("sampler_history", parameters) as result:
         samplers = {}
         for name in SAMPLERS:

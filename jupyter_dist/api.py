@@ -74,6 +74,7 @@ def hpo(
     gpu_type: str | list[str] | None = None,
     constraints: Callable[[dict[str, float]], Any] | None = None,
     warm_start: Any = None,
+    sampler_window: int | None = None,
 ) -> Experiment:
     """Run ``fn`` as asynchronous hyperparameter-optimisation trials on Dask and return the Experiment."""
     return _run(ExperimentKind.HPO, fn, locals())

@@ -76,6 +76,15 @@ class HpoArguments:
         'instance (several objectives: any but "cmaes").',
         short="hpo: tpe, random, grid, gp, cmaes, nsga2 or nsga3 (default tpe)",
     )
+    sampler_window: int | None = option(
+        None,
+        help="The newest finished trials a learning sampler (TPE, GP, CMA-ES, NSGA) and the pruner learn from, "
+        "besides the best one: older trials are dropped from the search's study (the experiment keeps them all), "
+        "so its time per trial stops growing with the trials before it. None: every trial. Random search, grid "
+        "and QMC with no pruner learn from none anyway.",
+        short="hpo: the newest finished trials the sampler learns from (default: all)",
+        magic={"type": int},
+    )
     pruner: Any = option(
         DEFAULT_PRUNER,
         help='Early stopping of running trials: "asha" (the default), "median", "hyperband", an '
@@ -183,6 +192,7 @@ class HyperparameterSearch(Kind):
             unlimited=options.timeout is not None,
             fn=fn,
             enqueue=args.enqueue,
+            window=args.sampler_window,
         )
         warm = self._warm_start(args, search, options, objective)
         definition = ExperimentDefinition(

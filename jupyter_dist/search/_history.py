@@ -13,6 +13,7 @@ experiment's record, and ``Experiment.study`` is rebuilt from it (``_study.study
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,9 +76,10 @@ class _Trials:
         return len(self._by_number)
 
 
-def forgetful_storage():
+def forgetful_storage(window: int = 0):
     """An Optuna in-memory storage that drops each finished trial once nothing needs it (see the module's
-    docstring); waiting and running trials are kept as Optuna keeps them."""
+    docstring); waiting and running trials are kept as Optuna keeps them. ``window``: the newest finished trials
+    it keeps besides (``hpo(sampler_window=)``: what a learning sampler and a pruner then see)."""
     import optuna
 
     class ForgetfulStorage(optuna.storages.InMemoryStorage):
@@ -85,6 +87,8 @@ def forgetful_storage():
             super().__init__()
             # study id -> role ("first", "best", "last") -> the finished trial's id kept for it
             self._roles: dict[int, dict[str, int]] = {}
+            # study id -> the newest ``window`` finished trials' ids, oldest first (and as a set)
+            self._recent: dict[int, tuple[deque[int], set[int]]] = {}
             self.forget = True  # False: keep every trial from now on, as InMemoryStorage does
 
         def create_new_study(self, directions, study_name=None) -> int:
@@ -92,12 +96,14 @@ def forgetful_storage():
                 study_id = super().create_new_study(directions, study_name)
                 self._studies[study_id].trials = _Trials()  # type: ignore[assignment]
                 self._roles[study_id] = {}
+                self._recent[study_id] = (deque(), set())
                 return study_id
 
         def delete_study(self, study_id: int) -> None:
             with self._lock:
                 super().delete_study(study_id)
                 self._roles.pop(study_id, None)
+                self._recent.pop(study_id, None)
 
         def create_new_trial(self, study_id: int, template_trial=None) -> int:
             with self._lock:
@@ -120,6 +126,14 @@ def forgetful_storage():
             info = self._studies[study_id]
             roles = self._roles[study_id]
             before = set(roles.values())
+            if window:
+                recent, recent_ids = self._recent[study_id]
+                recent.append(trial_id)
+                recent_ids.add(trial_id)
+                if len(recent) > window:
+                    oldest = recent.popleft()
+                    recent_ids.discard(oldest)
+                    before.add(oldest)
             # QMC's search space: its first completed or pruned trial's distributions (optuna.samplers._qmc)
             suggested = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
             if "first" not in roles and info.trials[number].state in suggested:
@@ -127,7 +141,8 @@ def forgetful_storage():
             roles["last"] = trial_id
             if info.best_trial_id is not None:
                 roles["best"] = info.best_trial_id
-            for gone in before - set(roles.values()):
+            kept = set(roles.values()) | (self._recent[study_id][1] if window else set())
+            for gone in before - kept:
                 _, gone_number = self._trial_id_to_study_id_and_number.pop(gone)
                 info.trials.drop(gone_number)  # type: ignore[attr-defined]
 

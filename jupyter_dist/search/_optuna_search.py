@@ -46,10 +46,12 @@ class OptunaSearch:
         unlimited: bool = False,
         fn: Callable | None = None,
         enqueue: list[dict[str, Any]] | None = None,
+        window: int | None = None,
     ) -> None:
         """``space``: a dict of space objects and constants, or a function ``space(trial)`` (define-by-run; then
         ``fn``, the training function, is what each trial's suggested names are checked against). ``enqueue``:
-        configurations asked first, in order (checked here, before any work starts)."""
+        configurations asked first, in order (checked here, before any work starts). ``window``: the newest
+        finished trials the study keeps for a sampler or pruner that reads them (``hpo(sampler_window=)``)."""
         import optuna
 
         # A define-by-run space: Optuna's trial calls it; its distributions are known trial by trial.
@@ -81,11 +83,14 @@ class OptunaSearch:
         self.prunes = self.pareto is not None or not isinstance(pruner, optuna.pruners.NopPruner)
         optuna_sampler = make_sampler(sampler, self.searched, seed, several=objective.several)
         # Random, grid and QMC with no pruner need no finished trial to go on: the study keeps none but a few
-        # (_history.py); the record keeps them all.
-        self.keeps_history = needs_history(optuna_sampler, pruner)
+        # (_history.py); the record keeps them all. Another sampler or a pruner reads them: all of them, or the
+        # newest ``window``, which bounds their time per trial.
+        check_positive("sampler_window", window)
+        reads = needs_history(optuna_sampler, pruner)
+        self.keeps_history = reads and window is None
         with quiet_optuna():
             self.study = optuna.create_study(
-                storage=None if self.keeps_history else forgetful_storage(),
+                storage=None if self.keeps_history else forgetful_storage(window if reads and window else 0),
                 # Hyperband assigns trials to brackets by hashing the study name: seed it too, so that a seeded
                 # search prunes the same trials every time.
                 study_name=None if seed is None else f"jupyter_dist-seed-{seed}",

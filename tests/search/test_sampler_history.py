@@ -139,3 +139,27 @@ def test_a_random_search_with_a_pruner_still_prunes():
     spec = s.next_trial()
     assert s.report(spec.trial_id, [(step, {"v": -1.0}, 0.0) for step in range(3)])
     assert held(s) == 7
+
+
+def test_a_sampler_window_keeps_the_newest_finished_trials_for_tpe_and_the_pruner():
+    """hpo(sampler_window=): TPE and the pruner see the newest trials and the best; the study holds no more, so
+    the time each ask takes stops growing with the trials before it."""
+    s = search(trials=400, sampler="tpe", pruner="median", seed=0, window=50)
+    assert not s.keeps_history
+    told = run(s, value=lambda p: p["x"])
+    assert len(told) == 400
+    finished = s.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    numbers = [t.number for t in finished]
+    assert len(finished) <= 52  # the newest 50, the best, the first
+    assert numbers[-50:] == list(range(350, 400))
+    assert s.study.best_trial.value == max(p["x"] for p in told)
+    # Without one, every trial stays.
+    everything = search(trials=120, sampler="tpe", pruner="median", seed=0)
+    run(everything, value=lambda p: p["x"])
+    assert everything.keeps_history and held(everything) == 120
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, "100"])
+def test_a_sampler_window_that_is_not_a_positive_whole_number_is_refused_naming_it(bad):
+    with pytest.raises(jd.ArgumentError, match="sampler_window="):
+        search(sampler="tpe", window=bad)
