@@ -9,9 +9,7 @@ from ._base import (
     EXTENDED,
     QUEUED,
     ExperimentDefinition,
-    ExperimentRecord,
     TrialRecord,
-    TrialSink,
     best_first,
     new_experiment_id,
     param_names,
@@ -23,6 +21,7 @@ from ._detail import experiment_detail, trial_summary
 from ._journal import FLUSH_INTERVAL_S, Journal
 from ._memory import InMemoryRecord
 from ._reader import CURVE_POINTS, MAX_COMPARED, MAX_CURVE_POINTS, MAX_PAGE, StoreReader
+from ._record import ExperimentRecord, TrialSink
 from ._wire import (
     BestTrial,
     ComparedExperiment,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import Direction, TrialState
-from ._base import ExperimentRecord
 from ._codec import finite, plain
+from ._record import ExperimentRecord
 from ._wire import ComparedExperiment, ParamImportances
 
 __all__ = ["SUMMARY_COLUMNS", "best_so_far", "compared_experiment", "summary_row"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 from ..protocol import Objective, TrialState
-from ._base import ExperimentDefinition, ExperimentRecord, TrialRecord
+from ._base import ExperimentDefinition, TrialRecord
 from ._codec import definition_to_json, finite, plain
+from ._record import ExperimentRecord
 from ._wire import BestTrial, ExperimentDetail, TrialSummary
 
 __all__ = ["TRIALS_PAGE", "best_trial", "detail_of", "experiment_detail", "trial_summary"]

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol import ErrorKind, ExperimentState, TrialState
 from . import _report_columns
-from ._base import QUEUED, ExperimentDefinition, ExperimentRecord, TrialRecord, best_first
+from ._base import QUEUED, ExperimentDefinition, TrialRecord, best_first
 from ._finished import FinishedTrials
+from ._record import ExperimentRecord
 from ._utilization import UtilizationColumns
 
 if TYPE_CHECKING:
