@@ -15,11 +15,13 @@ Run: ``.venv/bin/python bench/bench_cost_model.py --ceiling 100000`` (``--quick 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -411,26 +413,14 @@ def main(
     wall0, seconds = time.perf_counter(), point_seconds
     cluster = DaskProcessCluster(workers, threads, CLUSTER_ENV)
     points: list[dict] = []
-    try:
-        print(f"  starting dask scheduler + {workers} dask workers x {threads} threads...", flush=True)
-        info = cluster.start(on_workers=_preimport)
-        print(f"    up in {info['start_s']:.0f} s; RSS scheduler {info['rss_mb']['scheduler']:.0f} MB, "
-              f"workers {info['rss_mb']['workers_total']:.0f} MB in all", flush=True)  # fmt: skip
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(info, f)
-        try:
-            for sweep in sweeps(workers, threads, seconds).values():
-                for point in sweep:
-                    res = _run(point, f.name, points)
-                    if res.get("saturated") or "error" in res:
-                        break  # heavier points of this sweep would be saturated too
-            for point in held_out_points(points, workers, threads, seconds):
-                _run(point, f.name, points)
-        finally:
-            os.unlink(f.name)
-        info["rss_mb_at_end"] = cluster.rss_mb()
-    finally:
-        cluster.close()
+    with _started(cluster, workers, threads) as (info, cluster_file):
+        for sweep in sweeps(workers, threads, seconds).values():
+            for point in sweep:
+                res = _run(point, cluster_file, points)
+                if res.get("saturated") or "error" in res:
+                    break  # heavier points of this sweep would be saturated too
+        for point in held_out_points(points, workers, threads, seconds):
+            _run(point, cluster_file, points)
     fitted = model(points)
     checked = check(points, fitted)
     result = header(
@@ -629,27 +619,33 @@ def measure_ceiling(workers: int, trials: int) -> dict:
     )
     with measuring("cost_model_ceiling", parameters) as result:
         result["before_start"] = wait_for_quiet()  # the machine's other processes, before ours start
-        try:
-            print(
-                f"  starting dask scheduler + {workers} dask workers x {CEILING_THREADS} thread...",
-                flush=True,
-            )
-            info = cluster.start(on_workers=_preimport)
-            print(f"    up in {info['start_s']:.0f} s; RSS scheduler {info['rss_mb']['scheduler']:.0f} MB, "
-                  f"workers {info['rss_mb']['workers_total']:.0f} MB in all", flush=True)  # fmt: skip
-            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-                json.dump(info, f)
-            try:
-                print(f"  {trials:,} no-op trials x {CEILING_REPORTS} reports, one kernel...", flush=True)
-                args = ["--ceiling", str(trials), "--point", "ceiling", "--cluster-file", f.name]
-                ran = in_child(args, CEILING_TIMEOUT_S)
-            finally:
-                os.unlink(f.name)
-            info["rss_mb_at_end"] = cluster.rss_mb()
-        finally:
-            cluster.close()
+        with _started(cluster, workers, CEILING_THREADS) as (info, cluster_file):
+            print(f"  {trials:,} no-op trials x {CEILING_REPORTS} reports, one kernel...", flush=True)
+            args = ["--ceiling", str(trials), "--point", "ceiling", "--cluster-file", cluster_file]
+            ran = in_child(args, CEILING_TIMEOUT_S)
         result.update(cluster=info, run=ran, limits=_limits(ran["middle"]))
     return result
+
+
+@contextlib.contextmanager
+def _started(cluster: DaskProcessCluster, workers: int, threads: int) -> Iterator[tuple[dict, str]]:
+    """Start ``cluster``, saying so; yield what ``start`` says of it and a file holding that, for the kernels in
+    child processes (removed after). Once the block is done, the cluster's RSS then joins that; the cluster is
+    closed however the block ends."""
+    try:
+        print(f"  starting dask scheduler + {workers} dask workers x {threads} threads...", flush=True)
+        info = cluster.start(on_workers=_preimport)
+        print(f"    up in {info['start_s']:.0f} s; RSS scheduler {info['rss_mb']['scheduler']:.0f} MB, "
+              f"workers {info['rss_mb']['workers_total']:.0f} MB in all", flush=True)  # fmt: skip
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(info, f)
+        try:
+            yield info, f.name
+        finally:
+            os.unlink(f.name)
+        info["rss_mb_at_end"] = cluster.rss_mb()
+    finally:
+        cluster.close()
 
 
 def _judge(checked: list[dict], form: str) -> bool | None:

@@ -4,7 +4,7 @@ reports), and the order views list trials in (``best_first``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..protocol import Objective
@@ -115,16 +115,13 @@ def _with_running(data: dict[str, Any], running: list[dict[str, Any]]) -> dict[s
     return merged
 
 
-def history_frame(columns: Mapping[str, Any] | Iterable[tuple]):
+def history_frame(columns: Mapping[str, Any]):
     """One row per reported metric: trial_id, attempt, step, metric, value, time (when it was reported).
     ``columns``: the record's ``report_columns()`` (arrays by column name, ``time`` in seconds since the epoch;
-    store/_report_columns.py), or ``report_rows()``' tuples (the slow path)."""
+    store/_report_columns.py)."""
     import pandas as pd
 
-    if isinstance(columns, Mapping):
-        frame = pd.DataFrame({name: columns[name] for name in HISTORY_COLUMNS})
-    else:
-        frame = pd.DataFrame(list(columns), columns=HISTORY_COLUMNS)
+    frame = pd.DataFrame({name: columns[name] for name in HISTORY_COLUMNS})
     # datetime64[ns] when empty too (pandas makes no rows' seconds datetime64[s] or [us])
     frame["time"] = pd.to_datetime(frame["time"], unit="s").astype("datetime64[ns]")
     return frame

@@ -20,8 +20,8 @@ from typing import Any
 
 from ..errors import ArgumentError, NotInStore
 from ..protocol import ExperimentState, TrialState
-from ._base import experiment_seconds
-from ._codec import definition_from_json, trial_from_json
+from ._base import TrialRecord, experiment_seconds
+from ._codec import definition_from_json, trial_from_fields
 from ._memory import InMemoryRecord
 from ._schema import owner_alive
 from ._sqlite import Database
@@ -133,16 +133,20 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
     rows = db.trial_rows(row["id"], results)
     # Each trial's fields as stored, not a TrialRecord: the record keeps an ended trial as a row of columns, and
     # takes them a column at a time. One JSON array of them all: a parse each costs a third more.
-    trials = json.loads(f"[{','.join([r['record'] for r in rows])}]")
-    for i, r in enumerate(rows):
-        if trials[i]["state"] == RUNNING:
-            rec = trial_from_json(r["record"])
-            if state is not ExperimentState.RUNNING:
-                rec.interrupt(ended)  # a trial it left running is interrupted
-            trials[i] = vars(rec)
+    parsed: list[dict[str, Any]] = json.loads(f"[{','.join([r['record'] for r in rows])}]")
+    trials: list[dict[str, Any] | TrialRecord] = []
+    for fields, r in zip(parsed, rows, strict=True):
         if r["result"] is not None:
             stored = pickle.loads(r["result"])  # noqa: S301 - written by this user's own runs
-            trials[i]["result"], trials[i]["rank_results"] = stored["result"], stored["rank_results"]
+            fields["result"], fields["rank_results"] = stored["result"], stored["rank_results"]
+        if fields["state"] != RUNNING:
+            trials.append(fields)
+            continue
+        rec = trial_from_fields(fields)  # a running trial stays a record
+        rec.result, rec.rank_results = fields.get("result"), fields.get("rank_results")
+        if state is not ExperimentState.RUNNING:
+            rec.interrupt(ended)  # a trial it left running is interrupted
+        trials.append(rec)
     experiment_id = row["id"]
     return InMemoryRecord.restored(
         definition_from_json(row["definition"]),
@@ -150,7 +154,7 @@ def record_of(db: Database, row, path: str, results: bool = True) -> InMemoryRec
         lambda: _details(path, experiment_id),
         state=state,
         message=row["error"],
-        ended=row["ended"] if row["ended"] is not None else row["heartbeat"],
+        ended=ended,
         source=(path, experiment_id),
     )
 

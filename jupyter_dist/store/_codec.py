@@ -201,7 +201,11 @@ def finite(value: Any) -> Any:
 
 
 def trial_from_json(text: str) -> TrialRecord:
-    d = json.loads(text)
+    return trial_from_fields(json.loads(text))
+
+
+def trial_from_fields(d: dict[str, Any]) -> TrialRecord:
+    """A trial's stored JSON, parsed, as a ``TrialRecord`` (a field it lacks: its default)."""
     rec = TrialRecord(**{k: v for k, v in d.items() if k in _KNOWN_FIELDS})
     rec.state = TrialState(rec.state)
     rec.error_kind = ErrorKind(rec.error_kind) if rec.error_kind else None

@@ -69,14 +69,15 @@ class KeptRecord(ExperimentRecord):
         """A finished record rebuilt from the store. ``details()`` gives its report batches in arrival order,
         (trial_id, attempt number, [[step, metrics, sent_at], ...]), its output (trial_id, stream, text) and its
         utilisation samples (_utilization.Sample); it is called only when one of them is first needed
-        (``load_details``)."""
+        (``load_details``). ``trials``: records, or the stored fields of trials that ended (_codec.trial_fields'
+        JSON), which go into the columns at once."""
         self = cls(definition)
-        stored = []  # the ended trials' stored fields: into the columns at once
+        stored = []
         for trial in trials:
-            if isinstance(trial, dict) and trial["state"] != TrialState.RUNNING.value:
-                stored.append(trial)
-            else:
+            if isinstance(trial, TrialRecord):
                 self.restore(trial)
+            else:
+                stored.append(trial)
         self._finished.add_all(stored)
         sign = -1.0 if definition.objective.direction.value == "max" else 1.0
         row = self._finished.best_row(sign)
@@ -85,14 +86,12 @@ class KeptRecord(ExperimentRecord):
         self.state, self.message, self.ended = state, message, ended
         return self
 
-    def restore(self, trial: TrialRecord | dict[str, Any]) -> None:
-        """A trial read back from the store: a record, or its stored fields (_codec.trial_fields' JSON)."""
-        fields = vars(trial) if isinstance(trial, TrialRecord) else trial
-        if fields["state"] == TrialState.RUNNING.value:  # a run still going, read by another process
-            rec = trial if isinstance(trial, TrialRecord) else TrialRecord(**fields)
+    def restore(self, rec: TrialRecord) -> None:
+        """A trial read back from the store: running (a run still going, read by another process), or ended."""
+        if rec.state is TrialState.RUNNING:
             self._trials[rec.trial_id] = rec
         else:
-            self._finished.add_fields(fields)
+            self._finished.add(rec)
 
     def load_details(self) -> None:
         if self._unread is None:
@@ -201,7 +200,9 @@ class KeptRecord(ExperimentRecord):
         self, offset: int = 0, limit: int | None = None, state: TrialState | None = None
     ) -> list[TrialRecord]:
         stop = None if limit is None else offset + limit
-        if state is TrialState.RUNNING or self.definition.objective.metric is None:
+        if state is TrialState.RUNNING:  # the running trials are records already: no column to read
+            return best_first(self.running_records(), self.definition.objective)[offset:stop]
+        if self.definition.objective.metric is None:  # a data-parallel run: one trial, by id
             return super().ranked(offset, limit, state)
         with self._lock:
             running = [] if state is not None else list(self._trials.values())

@@ -106,24 +106,6 @@ def columns_from_packed(
     return builder.columns()
 
 
-def columns_from_rows(rows: Iterable[tuple]) -> dict[str, np.ndarray]:
-    """``ExperimentRecord.report_rows()``' tuples, (trial_id, attempt, step, metric, value, time), as columns: the
-    slow path, for a record that has only those."""
-    rows = list(rows)
-    if not rows:
-        return _empty()
-    trial_id, attempt, step, metric, value, sent_at = zip(*rows, strict=True)
-    n = len(rows)
-    return {
-        "trial_id": _array(lambda: trial_id, np.int64, n),
-        "attempt": _array(lambda: attempt, np.int64, n),
-        "step": _array(lambda: step, np.int64, n),
-        "metric": _objects(metric, n),
-        "value": _array(lambda: value, np.float64, n),
-        "time": _array(lambda: sent_at, np.float64, n),
-    }
-
-
 def _unpacked(blob: bytes | str) -> list:
     """``_codec.unpack_reports``, with tuples for msgpack's arrays (a third cheaper to make than lists)."""
     return msgpack.unpackb(blob, use_list=False) if isinstance(blob, bytes) else json.loads(blob)
@@ -205,7 +187,7 @@ def _array(values: Callable[[], Iterable[Any]], dtype: type, count: int) -> np.n
         return _objects(values(), count)
 
 
-def _objects(values: Iterable[Any], count: int = -1) -> np.ndarray:
+def _objects(values: Iterable[Any], count: int) -> np.ndarray:
     listed = list(values)
     out = np.empty(len(listed), dtype=object)
     out[:] = listed
