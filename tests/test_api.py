@@ -99,6 +99,27 @@ def test_return_kinds_set_the_objective(run_hpo):
     assert np.allclose(exp.trials.value, exp.trials.params_x + 1)
 
 
+def returns_metrics(x=0.0):
+    jd.report(obj=x + 5, acc=0.0)
+    return {"obj": x, "acc": 1 - x, "epochs": 3, "model": object()}
+
+
+def test_a_returned_dicts_other_metrics_are_kept_with_the_trial(run_hpo, tmp_path):
+    exp = run_hpo(
+        returns_metrics,
+        {"x": space.uniform(0, 1)},
+        trials=2,
+        metric="obj",
+        store=str(tmp_path / "store.db"),
+    )
+    for kept in (exp, jd.load(exp.id, store=str(tmp_path / "store.db"))):
+        for rec in kept.trial_records():
+            x = rec.params["x"]
+            # what it returned outranks what it reported last; the entry that is not a number is left out
+            assert rec.last == {"obj": x, "acc": 1 - x, "epochs": 3.0}
+            assert rec.value == x
+
+
 def sometimes_fails(x=0.0):
     print("starting", x)
     print("careful", file=sys.stderr)

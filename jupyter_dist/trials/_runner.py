@@ -114,12 +114,17 @@ def run_trial(task: TrialTask) -> Outcome:
             returned, error = None, None
         if error:
             state, kind = TrialState.FAILED, ErrorKind.RESULT
+    last = ctx.last
+    if state is TrialState.COMPLETED and isinstance(returned, dict):
+        # A returned dict's metrics are the attempt's final values of them, as a last report would be: kept with
+        # the trial (stored, and in its REST record), not only the objective's.
+        last = {**last, **returned}
     outcome = Outcome(
         task.trial_id,
         ctx.attempt,
         state,
         returned=returned,
-        last=ctx.last,
+        last=last,
         steps=ctx.steps,
         started=started,
         duration=duration,
