@@ -29,6 +29,16 @@ def busy(n, x):
     return {"s": s}
 
 
+def busy_where(n, x):
+    """``busy``, with the worker process that ran it and its thread's CPU seconds doing so (bench_utilization)."""
+    import os
+    import time
+
+    cpu = time.thread_time()
+    metrics = busy(n, x)
+    return {**metrics, "pid": os.getpid(), "cpu_s": time.thread_time() - cpu}
+
+
 # --- dispatch and streaming ---------------------------------------------------------------------------------
 def noop(x):
     return x

@@ -25,6 +25,11 @@ from ._values import (
 )
 
 
+def _times(*keys: str) -> Callable[[dict], str]:
+    """A ratio near 1 at ``keys`` of the result, to the thousandth ("1.003×"): the figures judged differ there."""
+    return lambda r: f"{get(r, keys):.3f}×"
+
+
 def _random_start(r: dict, sampler: str) -> str:
     """How many trials ``sampler`` draws at random before it models the space (bench_samplers' ``startup``)."""
     return "all" if sampler == "random" else fmt(r["startup"][sampler]["default"])
@@ -265,10 +270,21 @@ TABLES: dict[str, dict[str, Callable[[dict], Table]]] = {
             {
                 "median trial, sampling on": "median_trial_s.on",
                 "median trial, sampling off": "median_trial_s.off",
-                "on ÷ off, median of the rounds' ratios": "ratio_on_over_off",
+                "stretch (duration ÷ the trial thread's CPU), sampling on": _times("median_stretch", "on"),
+                "stretch, sampling off": _times("median_stretch", "off"),
+                "on ÷ off, median of the rounds' stretch ratios": _times("stretch_ratio"),
                 "overhead": "overhead_pct",
-                "the sampler thread's CPU, of the trials' time": lambda r: (
+                "overhead, 95% interval (a bootstrap of the rounds)": lambda r: "{:+.2f}% to {:+.2f}%".format(
+                    *get(r, ("overhead_pct_interval_95",))
+                ),
+                "neither sampled (the method's noise), median stretch ratio": _times("a_a_stretch_ratio"),
+                "on ÷ off, median of the rounds' duration ratios": _times("duration_ratio"),
+                "neither sampled, median duration ratio": _times("a_a_duration_ratio"),
+                "the sampler thread's CPU, of the sampled trials' time": lambda r: (
                     f"{get(r, ('sampler_cpu_pct_of_trial_time',)):.3f}%"
+                ),
+                "the kernel's CPU taking the samples in, of the sampled trials' time": lambda r: (
+                    f"{get(r, ('kernel_cpu_pct_of_sampled_trial_time',)):.2f}%"
                 ),
                 "samples per second of trial": "samples_per_trial_second",
             },
