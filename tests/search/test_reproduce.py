@@ -72,11 +72,13 @@ def test_a_failed_trial_raises_its_error_again_where_debug_can_reach_it(run_hpo)
 
 
 def test_a_loaded_experiment_runs_the_function_the_notebook_defines_again(run_hpo):
-    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.testing import globalipapp
 
     exp = run_hpo(draws, SPACE, trials=2, metric="v", name="stored")
     loaded = jd.load("stored")
-    shell = InteractiveShell.instance()  # the notebook's kernel shell
+    # The notebook's kernel shell. IPython's test shell, as every other test takes it: a plain
+    # InteractiveShell.instance() made first would make those tests' get_ipython() fail on the same xdist worker.
+    shell = globalipapp.get_ipython()
     shell.user_ns.pop("draws", None)
     with pytest.raises(jd.JupyterDistError, match=r"ran draws\(\), which is not defined in this notebook"):
         loaded.reproduce(0)
