@@ -2,7 +2,7 @@
 trials counted by state, its best and running trials and the first page of its trials best first (not every
 trial: a 100,000-trial run's detail stays ~100 KB). From an ``ExperimentRecord`` (``experiment_detail``: the
 kernel's live one, or one read back from the store), or from the parts the REST reader reads with SQL
-(``detail_of``, store/_reader.py); ``trial_summary`` is a trial's entry either way."""
+(``detail_of``, store/_experiment_reader.py); ``trial_summary`` is a trial's entry either way."""
 
 from __future__ import annotations
 
@@ -78,8 +78,9 @@ def detail_of(
     page: list[TrialRecord],
     about: dict | None = None,
 ) -> ExperimentDetail:
-    """The detail from its parts, however they were read (the kernel's record, or SQL on the store: _reader.py):
-    ``counts`` by state (``queued`` apart from ``running``), the ``running`` trials, the first ``page`` best first."""
+    """The detail from its parts, however they were read (the kernel's record, or SQL on the store:
+    _experiment_reader.py): ``counts`` by state (``queued`` apart from ``running``), the ``running`` trials, the
+    first ``page`` best first."""
     objective = definition.objective
     done = sum(n for s, n in counts.items() if s in DONE_STATES)
     detail: ExperimentDetail = {

@@ -125,7 +125,7 @@ class KeptRecord(ExperimentRecord):
             self._batches.append((trial_id, attempt, rows))
             if metric is None:
                 metric = self.curve_metric = next(iter(rows[0][1]), None)
-            # As the views assemble curves (store/_reader.assemble_curves): a later attempt's points replace the
+            # As the views assemble curves (store/_curves.assemble_curves): a later attempt's points replace the
             # earlier ones' from its first step on, so one resumed from a checkpoint (after a lost worker, or
             # trained on by exp.extend, however many times) continues the curve and one started over replaces it.
             newest = curve_attempts.get(trial_id, -1)

@@ -10,7 +10,7 @@ export const CURVE_POINTS = 200;
 
 /**
  * ``steps`` and ``values`` cut to at most ``points`` points spread evenly over them, the first and the latest
- * always kept (the server thins the same way: jupyter_dist/store/_reader.py ``thinned``).
+ * always kept (the server thins the same way: jupyter_dist/store/_curves.py ``thinned``).
  */
 export function thinned(
   steps: number[],
