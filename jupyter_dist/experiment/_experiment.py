@@ -1,28 +1,22 @@
 """Experiment: what the user holds — an experiment's results as DataFrames, its best trial, its plots.
 
 It reads an ``ExperimentRecord`` (the trial loop writes to that) and never writes to it, so the same class
-serves a live run and one read back from the store (``load()``) alike.
+serves a live run and one read back from the store (``load()``) alike. The class lists what an experiment
+offers; the longer bodies are _results' functions, and the private methods a kind overrides are its base,
+``ExperimentHooks`` (_hooks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ArgumentError, NoResultError
-from ..protocol import ExperimentKind, ExperimentState, TrialState
-from ..store import ExperimentRecord, InMemoryRecord, TrialRecord
-from ._frames import (
-    best_first,
-    history_frame,
-    pareto_frame,
-    restarts_frame,
-    table_frame,
-    trials_frame,
-    utilization_frame,
-)
-from ._status import compute_used, format_params, repr_html, status_line
+from ..protocol import ExperimentState
+from ..store import ExperimentRecord, TrialRecord
+from ._frames import best_first, history_frame, restarts_frame, utilization_frame
+from ._hooks import ExperimentHooks
+from ._results import Best, best_of, checkpoint_of, figure_of, logs_of, pareto_of, summary_of, trials_of
+from ._status import compute_used, repr_html, status_line
 
 if TYPE_CHECKING:
     import optuna
@@ -30,16 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Best", "Experiment", "best_first"]
 
 
-@dataclass(frozen=True)
-class Best:
-    """The best completed trial: its ``trial_id``, its ``value`` of the objective and its ``params``."""
-
-    trial_id: int
-    value: float
-    params: dict[str, Any]
-
-
-class Experiment:
+class Experiment(ExperimentHooks):
     """An experiment's results: what ``hpo()``, ``pbt()``, ``ablation()``, ``data_parallel()`` and ``load()``
     return.
 
@@ -160,30 +145,14 @@ class Experiment:
     @property
     def best(self) -> Best:
         """The best completed trial so far (several objectives: refused, see ``pareto``)."""
-        objective = self.record.definition.objective
-        if objective.several:
-            raise ArgumentError(
-                f"experiment {self.name!r} optimises {len(objective.metrics)} objectives "
-                f"({', '.join(map(str, objective.metrics))}): no one trial is best. exp.pareto has the trials no other beats "
-                "in every objective (the Pareto front)"
-            )
-        rec = self.record.best()
-        if rec is None or rec.value is None:  # (the best trial is one with a value)
-            raise NoResultError(f"experiment {self.name!r} has no completed trial yet (state: {self.state})")
-        return Best(trial_id=rec.trial_id, value=rec.value, params=dict(rec.params))
+        return best_of(self)
 
     @property
     def pareto(self):
         """The Pareto front of a search with several objectives: the completed trials (meeting ``constraints=``,
         if given) that no other beats in every objective, a DataFrame of trial_id, values_<metric> per objective,
         params_<name>..., the first objective's best first."""
-        objective = self.record.definition.objective
-        if not objective.several:
-            raise ArgumentError(
-                f"experiment {self.name!r} optimises one objective ({objective.metric!r}): exp.best is its best "
-                "trial (exp.pareto is for metric=[...] with several)"
-            )
-        return pareto_frame(self.trial_records(), objective)
+        return pareto_of(self)
 
     def reproduce(self, trial_id: int, on: str = "kernel", *, fn: Callable | None = None) -> Any:
         """Run trial ``trial_id`` again as its run ran it, and return what the function returned: its
@@ -198,20 +167,6 @@ class Experiment:
         from ._reproduce import reproduce
 
         return reproduce(self, trial_id, on, fn)
-
-    def _reproduction(self, rec: TrialRecord) -> dict[str, Any]:
-        """How ``rec`` runs again alone (run_again's ``until_step``), or an ArgumentError saying why it cannot."""
-        ranks = self.record.definition.details.get("workers_per_trial") or 1
-        if ranks > 1:
-            raise ArgumentError(
-                f"trial {rec.trial_id} of {self.name!r} is a data-parallel job of {ranks} ranks; reproduce runs a "
-                "single-process trial: run it with data_parallel(fn, workers=...) and its parameters"
-            )
-        return {}
-
-    def _trial_function(self, fn: Callable) -> Callable:
-        """What runs the user's ``fn`` as this kind's trials ran (an ablation study's removes modules)."""
-        return fn
 
     def extend(
         self,
@@ -238,28 +193,11 @@ class Experiment:
 
         return extend(self, trial_id, max_steps, fn, cluster, progress, params)
 
-    def _extendable(self, rec: TrialRecord) -> None:
-        """An ArgumentError saying why ``rec`` cannot be trained on alone, if it cannot."""
-        ranks = self.record.definition.details.get("workers_per_trial") or 1
-        if ranks > 1:
-            raise ArgumentError(
-                f"trial {rec.trial_id} of {self.name!r} is a data-parallel job of {ranks} ranks; extend trains a "
-                "single-process trial on"
-            )
-
     def checkpoint(self, trial_id: int | None = None) -> str | None:
         """The folder of a trial's newest checkpoint (``jupyter_dist.checkpoint()``), by default the best
         trial's (a data-parallel run's one trial's); None if it saved none. Load it anywhere with
         ``jupyter_dist.restore({"model": model}, path=exp.checkpoint())``."""
-        if trial_id is None:
-            best, records = self.record.best(), self.trial_records()
-            if best is None and len(records) != 1:
-                raise NoResultError(f"experiment {self.name!r} has no completed trial yet: give a trial_id")
-            trial_id = best.trial_id if best is not None else records[0].trial_id
-        try:
-            return self.record.trial(trial_id).checkpoint
-        except KeyError:
-            raise ArgumentError(f"experiment {self.name!r} has no trial {trial_id!r}") from None
+        return checkpoint_of(self, trial_id)
 
     @property
     def trials(self):
@@ -267,11 +205,7 @@ class Experiment:
         column per objective, by its metric's name], params_<name>..., duration, steps, attempts, seed,
         error_kind (why a failed trial failed, e.g. ``"memory"``: ``exp.trials.query("error_kind == 'memory'")``
         lists those that ran out of memory), error."""
-        objective = self.record.definition.objective
-        if not isinstance(self.record, InMemoryRecord):  # another record has only its records
-            return trials_frame(self.trial_records(), objective)
-        running, ended = self.record.trials_table()  # the ended trials as columns: no record each
-        return table_frame(running, ended, objective)
+        return trials_of(self)
 
     @property
     def history(self):
@@ -301,10 +235,7 @@ class Experiment:
 
     def logs(self, trial_id: int) -> str:
         """What a trial printed (stdout, stderr) and its traceback if it failed."""
-        try:
-            return self.record.trial(trial_id).logs
-        except KeyError:
-            raise ArgumentError(f"experiment {self.name!r} has no trial {trial_id!r}") from None
+        return logs_of(self, trial_id)
 
     def to_mlflow(self, tracking_uri: str | None = None, experiment: str | None = None) -> str:
         """Send the experiment to MLflow now, as ``jupyter_dist.integrations.MLflow`` does while a run goes: a
@@ -346,21 +277,7 @@ class Experiment:
     def plot(self):
         """A plotly figure: learning curves, objective over trials, parallel coordinates of the parameters, and
         (HPO, with enough completed trials) the parameters' importances."""
-        from ._plots import experiment_figure
-
-        self.record.load_details()  # the learning curves of a stored experiment
-        if self.record.definition.objective.several:
-            from ._pareto import pareto_figure
-
-            return pareto_figure(self.record.definition, self.trial_records(), self.status_line())
-        importances = None
-        if self.kind == ExperimentKind.HPO:
-            from ..search import param_importances
-
-            importances = param_importances(self.record)
-        return experiment_figure(
-            self.record.definition, self.trial_records(), self.status_line(), importances=importances
-        )
+        return figure_of(self)
 
     @property
     def study(self) -> optuna.Study:
@@ -379,11 +296,6 @@ class Experiment:
         if self._request_stop is not None and self.state is ExperimentState.RUNNING:
             self._request_stop()
 
-    def _add_report_listener(self, listener: Callable[[int, list], None]) -> None:
-        """Call ``listener(trial_id, rows)`` as reports arrive, ``rows`` a list of ``[step, metrics, sent_at]``;
-        on the Dask IO thread, so it must be quick and must not draw."""
-        self.record.add_report_listener(listener)
-
     # --- how it reads -----------------------------------------------------------------------------------------
     def summary(self):
         """The experiment's results as one table (a pandas DataFrame), whatever its kind: here its trials best
@@ -391,54 +303,7 @@ class Experiment:
         tracebacks (``error_kind`` says why each failed one failed); an ablation study's is one row per component.
         The one-line status is ``status_line()``: it says how many trials ran out of memory, and at which
         parameters."""
-        table = self.trials.drop(columns=["error"])
-        order = [r.trial_id for r in best_first(self.trial_records(), self.record.definition.objective)]
-        if not len(table):
-            return table
-        return table.set_index("trial_id").loc[order].reset_index()
-
-    def _curve_style(self, rec: TrialRecord) -> dict:
-        """How a view draws the trial's learning curve (plotly line settings): pruned and failed ones dimmed."""
-        from ._plots import curve_style
-
-        return curve_style(rec)
-
-    def _live_figure_title(self) -> str | None:
-        """The title of the tab in which the widget view draws ``plot()`` live, for the runs whose figure says
-        what their curves do not (several objectives: the front and the hypervolume); None: no such tab."""
-        return "Pareto front" if self.record.definition.objective.several else None
-
-    def _curves_kept(self, records: list[TrialRecord], limit: int) -> list[TrialRecord]:
-        """The trials whose learning curves a saved view keeps, about ``limit`` of them: the best first."""
-        return best_first(records, self.record.definition.objective)[:limit]
-
-    def _resume_is_news(self, rec: TrialRecord) -> bool:
-        """Whether a view should say that ``rec``'s attempt resumed from a checkpoint: it went on after a lost
-        worker, a failure or a resumed run (a PBT segment's planned start from its member's checkpoint is not)."""
-        return True
-
-    def _final_outputs(self) -> list:
-        """What a view shows below itself when the experiment ends (an ablation study: its table and chart)."""
-        return []
-
-    def _highlight(self) -> str | None:
-        """The headline result so far: the best trial (an ablation study: its baseline; several objectives: the
-        Pareto front)."""
-        if self.record.definition.objective.several:
-            # The front changes only when a trial completes: worked out again then, not at every status line.
-            completed = self.record.counts()[TrialState.COMPLETED.value]
-            if self._front_size is None or self._front_size[0] != completed:
-                from ._pareto import front
-
-                found = front(self.trial_records(), self.record.definition.objective)
-                self._front_size = (completed, len(found))
-            size = self._front_size[1]
-            return f"Pareto front: {size} trials" if size else None
-        best = self.record.best()
-        if best is None:
-            return None
-        # 4 significant digits, as every table and the JupyterLab extension write numbers
-        return f"best {self.metric}={best.value:.4g} (trial {best.trial_id}, {format_params(best.params)})"
+        return summary_of(self)
 
     def status_line(self) -> str:
         """The one-line status every view shows: kind, name, state, trials done, the headline result, time."""

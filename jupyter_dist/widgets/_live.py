@@ -1,6 +1,8 @@
 """The live widget: progress, best so far, learning curves, a trials table, each trial's output, a Stop button.
 
-ipywidgets and plotly are imported here, not at package import, so ``%load_ext jupyter_dist`` stays cheap.
+It owns the widgets and when each part is redrawn; the curves' figure and traces are _live_curves', the trials
+table's HTML is _trials_table's. ipywidgets and plotly are imported here (and there), not at package import, so
+``%load_ext jupyter_dist`` stays cheap.
 """
 
 from __future__ import annotations
@@ -8,19 +10,19 @@ from __future__ import annotations
 import html
 import time
 from collections import deque
-from typing import Any
 
-from ..experiment import SHOWN_COUNTS, Experiment, warm_start_curves
+from ..experiment import SHOWN_COUNTS, Experiment
 from ..protocol import ExperimentState, TrialState
-from ..store import QUEUED, TrialRecord
+from ..store import TrialRecord
 from ._base import ExperimentView, early_stopping_note, format_duration, importances_table
 from ._lab import show
+from ._live_curves import LiveCurves
 from ._scroll import ScrollPane
 from ._side_thread import route_to, side_thread
+from ._trials_table import trials_table
 from ._usage import UsageStrips
 
 FIGURE_EVERY_S = 2.0  # the run's own figure (exp.plot()) is redrawn at most this often while it runs
-MAX_CURVE_POINTS = 2000  # per trial and redraw; longer curves are strided, the data itself is kept whole
 MAX_TABLE_ROWS = 200
 # A redraw reads pages of the record, never every trial, so a 100,000-trial run draws as fast as a 100-trial one:
 # the curves of the MAX_CURVES best trials and of the running ones (a trial that falls out gives its trace to one
@@ -33,16 +35,9 @@ PICKER_BEST = 10
 PICKER_RECENT = 20
 # exp.plot() reads every trial: its tab is redrawn at most every FIGURE_EVERY_S, and at most this share of the time.
 FIGURE_SHARE = 0.1
-MUTED = "color:var(--jp-ui-font-color2,#757575)"
 MAX_LOG_CHARS = 50_000
 # Notebook output's own link colour (JupyterLab's variable, with its light-theme value where there is none).
 LINK_STYLE = "color:var(--jp-content-link-color,#1976d2);text-decoration:underline"
-
-
-def _stride(steps: list, values: list) -> tuple[list, list]:
-    n = min(len(steps), len(values))
-    step = max(1, n // MAX_CURVE_POINTS)
-    return steps[:n:step], values[:n:step]
 
 
 class LiveView(ExperimentView):
@@ -51,8 +46,6 @@ class LiveView(ExperimentView):
         import plotly.graph_objects as go
 
         super().__init__(exp)
-        self._drawn: dict[int, tuple[int, str]] = {}  # trial id -> (points drawn, state drawn)
-        self._traces: dict[int, Any] = {}  # trial id -> its trace in self.figure (a plotly Scatter)
         self._running: set[int] = set()  # the trials running at the last draw
         self._recent: deque[int] = deque(maxlen=PICKER_RECENT)  # the trials seen to end, the newest last
         self._failed: tuple[int, list[TrialRecord]] = (0, [])  # (failed trials, the newest PICKER_FAILED)
@@ -78,22 +71,8 @@ class LiveView(ExperimentView):
             tooltip="Stop gracefully: finished trials are kept",
         )
         self.stop_button.on_click(self._on_stop)
-        self.figure = go.FigureWidget(
-            layout=go.Layout(
-                height=320,
-                margin={"l": 50, "r": 10, "t": 30, "b": 40},
-                template="plotly_white",
-                title={"text": f"{exp._curve_metric or 'metric'} per step", "font": {"size": 13}},
-                xaxis={"title": "step"},
-                yaxis={"title": exp._curve_metric or ""},
-                showlegend=False,
-            )
-        )
-        # The earlier trials a warm start told the sampler: their curves never change, drawn once, first (under the
-        # run's own), in grey.
-        warm = warm_start_curves(exp.record.definition, MAX_CURVE_POINTS)
-        if warm is not None:
-            self.figure.add_trace(warm)
+        self._curves = LiveCurves(exp)  # the learning curves: their figure, a trace per trial shown
+        self.figure = self._curves.figure
         self.table = ScrollPane(max_height="320px")
         self.log_picker = w.Dropdown(description="trial", options=[], layout=w.Layout(width="260px"))
         self.log_picker.observe(self._on_pick, names="value")
@@ -215,49 +194,11 @@ class LiveView(ExperimentView):
         strips = self._usage.html(exp, running)
         if strips != self.usage.html:
             self.usage.html = strips
-        self._draw_curves(_union(ranked[:MAX_CURVES], running))
+        self._curves.draw(_union(ranked[:MAX_CURVES], running))
         self._draw_extra(total)
         self._draw_table(ranked[:MAX_TABLE_ROWS], total)
         self._draw_log_picker(running, ranked[:PICKER_BEST], c[TrialState.FAILED.value])
         self._draw_log()
-
-    def _draw_curves(self, shown: list[TrialRecord]) -> None:
-        """The learning curves of ``shown``: a trace each, redrawn when its curve or state changed; the trace of
-        a trial no longer shown is given to one that now is, or removed, so the figure holds about
-        MAX_CURVES + running traces however many trials have ended."""
-        wanted = {r.trial_id: r for r in shown if r.curve_values}
-        changed = [
-            r for r in wanted.values() if self._drawn.get(r.trial_id) != (len(r.curve_values), r.state)
-        ]
-        gone = [trial_id for trial_id in self._traces if trial_id not in wanted]
-        if not changed and not gone:
-            return
-        with self.figure.batch_update():
-            if self.figure.layout.yaxis.title.text != self.exp._curve_metric:  # known once reports arrive
-                self.figure.layout.yaxis.title.text = self.exp._curve_metric
-                self.figure.layout.title.text = f"{self.exp._curve_metric} per step"
-            free = []
-            for trial_id in gone:
-                free.append(self._traces.pop(trial_id))
-                del self._drawn[trial_id]
-            for rec in changed:
-                x, y = _stride(rec.curve_steps, rec.curve_values)
-                trace = self._traces.get(rec.trial_id)
-                if trace is None and free:  # a trace that showed a trial now out of the figure
-                    trace = self._traces[rec.trial_id] = free.pop()
-                    trace.name = f"trial {rec.trial_id}"
-                if trace is None:
-                    self.figure.add_scatter(
-                        x=x, y=y, mode="lines", name=f"trial {rec.trial_id}", **self.exp._curve_style(rec)
-                    )
-                    self._traces[rec.trial_id] = self.figure.data[-1]
-                else:
-                    trace.x, trace.y = x, y
-                    trace.update(self.exp._curve_style(rec))
-                self._drawn[rec.trial_id] = (len(rec.curve_values), rec.state)
-            if free:
-                unused = {id(trace) for trace in free}
-                self.figure.data = [trace for trace in self.figure.data if id(trace) not in unused]
 
     def _draw_extra(self, total: int) -> None:
         """The run's own figure, when a trial has ended since it was drawn. exp.plot() reads every trial, so
@@ -284,61 +225,7 @@ class LiveView(ExperimentView):
         if key == self._table_key:
             return
         self._table_key = key
-        labels = list(records[0].labels) if records else []
-        names = self.exp.record.param_names()  # the search space's order, as the summary
-        objective = self.exp.record.definition.objective
-        others = [str(m) for m in objective.metrics[1:]] if objective.several else []  # a column each
-        head = "".join(
-            f"<th>{html.escape(h)}</th>"
-            for h in [
-                "trial",
-                *labels,
-                "state",
-                self.exp._curve_metric or "value",
-                *others,
-                *names,
-                "steps",
-                "duration",
-            ]
-        )
-        rows = []
-        now = time.time()
-        metric = self.exp._curve_metric
-        for r in records:
-            running = r.state is TrialState.RUNNING
-            value = r.last.get(metric) if running and metric else r.value  # a running trial: its latest
-            duration = r.seconds(now)
-            state = QUEUED if r.queued else r.state
-            cells = [
-                r.trial_id,
-                *(_fmt(r.labels.get(n)) for n in labels),
-                (
-                    f"{state} · resumed from step {r.resumed_from}"
-                    if r.resumed_from is not None and self.exp._resume_is_news(r)
-                    else state
-                ),
-                _fmt(value),
-                *(_fmt(r.last.get(m)) for m in others),
-                *(_fmt(r.params.get(n)) for n in names),
-                r.steps,
-                format_duration(duration) if duration is not None else "",
-            ]
-            style = (
-                " style='opacity:0.5'"
-                if r.state in (TrialState.PRUNED, TrialState.STOPPED)
-                else (" style='color:#d62728'" if r.state is TrialState.FAILED else "")
-            )
-            rows.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-        shown = (
-            f"<div class='jupyter-dist-shown' style='{MUTED};font-size:12px'>showing the best {len(records):,} of "
-            f"{total:,} trials (exp.trials has them all)</div>"
-            if total > len(records)
-            else ""
-        )
-        self.table.html = (
-            f"{shown}<table class='jupyter-dist-trials'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>"
-        )
+        self.table.html = trials_table(self.exp, records, total)
 
     def _draw_log_picker(
         self, running: list[TrialRecord], best: list[TrialRecord], failed_count: int
@@ -392,13 +279,3 @@ def _id(rec: TrialRecord) -> int:
 def _union(*groups: list[TrialRecord]) -> list[TrialRecord]:
     """The trials of ``groups``, each once, in the order first met."""
     return list({r.trial_id: r for group in groups for r in group}.values())
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple)):  # an ablation trial's features
-        return ", ".join(map(str, value))
-    return str(value)
