@@ -4,6 +4,7 @@ import msgpack
 import numpy as np
 import pytest
 import torch
+from published import published
 
 import jupyter_dist
 from jupyter_dist import TrialPruned
@@ -179,12 +180,12 @@ def _report_every_10ms(x):
     return x
 
 
-def _report_batches(client, exp) -> list[int]:
-    """How many reports each event of the experiment's topic that carried any carried (the scheduler keeps a
-    topic's events)."""
+def _report_batches(sent: dict[str, list], exp) -> list[int]:
+    """How many reports each event of the experiment's topic that carried any carried (``sent``: the events
+    published, tests/published.py)."""
     counts = [
         sum(len(m.rows) for m in decode_all(msg) if isinstance(m, ReportBatch))
-        for _, msg in client.get_events(f"jupyter_dist-{exp.id}")
+        for msg in sent.get(f"jupyter_dist-{exp.id}", [])
     ]
     return [n for n in counts if n]
 
@@ -192,13 +193,14 @@ def _report_batches(client, exp) -> list[int]:
 def test_reports_nobody_decides_on_travel_together(run_hpo, client):
     # With a pruner the kernel decides on every report: each leaves within 5 ms, alone at this pace. With none
     # they only feed the views and the store, and wait up to 0.2 s (RELAXED) for company.
-    fresh = run_hpo(
-        _report_every_10ms, {"x": jupyter_dist.space.uniform(0, 1)}, trials=1, metric="v", pruner="median"
-    )
-    relaxed = run_hpo(
-        _report_every_10ms, {"x": jupyter_dist.space.uniform(0, 1)}, trials=1, metric="v", pruner=None
-    )
-    fresh_batches, relaxed_batches = _report_batches(client, fresh), _report_batches(client, relaxed)
+    with published(client.cluster.scheduler) as sent:
+        fresh = run_hpo(
+            _report_every_10ms, {"x": jupyter_dist.space.uniform(0, 1)}, trials=1, metric="v", pruner="median"
+        )
+        relaxed = run_hpo(
+            _report_every_10ms, {"x": jupyter_dist.space.uniform(0, 1)}, trials=1, metric="v", pruner=None
+        )
+    fresh_batches, relaxed_batches = _report_batches(sent, fresh), _report_batches(sent, relaxed)
     assert sum(fresh_batches) == sum(relaxed_batches) == 20
     assert len(relaxed.history) == 20 and relaxed.trial_records()[0].steps == 20
     assert len(fresh_batches) >= 10

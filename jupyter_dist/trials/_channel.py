@@ -54,6 +54,17 @@ class EventChannel:
         self._handlers = {}
         if self.client.status == "closed":
             return  # a client whose reconnect gave up has no subscription left (and refuses to send)
+        # The scheduler keeps every topic, and each one's last 1,000 events, for its life (dask/distributed#2371):
+        # up to 1,000 of this run's batches of reports (megabytes) on a cluster that outlives the run, another
+        # topic for each run. Nobody reads them back. Unsubscribed on the scheduler itself, in the same call that
+        # drops them: unsubscribe_topic's message, on another connection, could arrive after it and make the
+        # topic again.
+        if self.client.status == "running":  # (reconnecting, a call would wait out the connect timeout)
+            try:
+                self.client.run_on_scheduler(_forget_topic, self.topic, self.client.id)
+                return
+            except Exception:  # noqa: BLE001 - a scheduler that runs no functions (pickle off) keeps them
+                logger.debug("jupyter_dist: could not drop topic %s on the scheduler", self.topic, exc_info=True)
         self.client.unsubscribe_topic(self.topic)
 
     def _on_event(self, event) -> None:
@@ -65,6 +76,21 @@ class EventChannel:
                 self._handlers[type(message)](message)
         except Exception:  # a bad message must not silence the stream for every later one
             logger.exception("jupyter_dist: could not handle event %r", msg)
+
+
+def _forget_topic(topic: str, client: str, dask_scheduler: Any = None) -> None:
+    """On the scheduler: unsubscribe ``client`` from ``topic`` and drop the topic's kept events, and the topic
+    once nobody is subscribed (another kernel following the same experiment keeps its subscription). Dask has no
+    public call for it: its broker's topics are read where they are (distributed 2026.8)."""
+    topics = dask_scheduler._broker._topics
+    kept = topics.get(topic)
+    if kept is None:
+        return
+    kept.unsubscribe(client)
+    if kept.subscribers:
+        kept.truncate()
+    else:
+        del topics[topic]
 
 
 # Client.run(wait=False) takes only coroutine functions; this runs on each worker's event loop.

@@ -9,6 +9,7 @@ import time
 
 import pytest
 from distributed.diagnostics.plugin import SchedulerPlugin
+from published import published
 
 import jupyter_dist as jd
 from jupyter_dist import space
@@ -72,8 +73,8 @@ def _run(client, pruner, progress=False):
     )
 
 
-def _events(client, exp) -> list[list]:
-    return [decode_all(msg) for _, msg in client.get_events(f"jupyter_dist-{exp.id}")]
+def _events(published: dict[str, list], exp) -> list[list]:
+    return [decode_all(msg) for msg in published.get(f"jupyter_dist-{exp.id}", [])]
 
 
 def _check_every_report_once(exp) -> None:
@@ -88,26 +89,28 @@ def test_the_trials_of_a_worker_share_its_events_and_start_in_one_graph_update(m
     updates = GraphUpdates()
     cluster.scheduler.add_plugin(updates)
     try:
-        exp = _run(client, pruner=None)
+        with published(cluster.scheduler) as sent:
+            exp = _run(client, pruner=None)
     finally:
         cluster.scheduler.remove_plugin(name=updates.name)
     _check_every_report_once(exp)
-    events = _events(client, exp)
+    events = _events(sent, exp)
     # Each trial alone sent at least two (its reports, its outcome): 64 or more. Per worker there is one event
     # per 0.2 s while they report (~0.25 s), and the outcomes of trials ending together share one.
     assert len(events) <= 16, [len(e) for e in events]
     assert max(len({m.trial_id for m in e}) for e in events) > 4  # several trials' messages in one event
-    # The scheduler keeps the topic's last 1,000 events; with the embedded cluster they live in the kernel. Each is
-    # one bytes object there, nothing its garbage collector scans: not a few hundred containers per event.
-    kept = cluster.scheduler.get_events(f"jupyter_dist-{exp.id}")
-    assert kept and not any(gc.is_tracked(msg) for _, msg in kept)
+    # The scheduler keeps the topic's last 1,000 events while the run goes on; with the embedded cluster they live
+    # in the kernel. Each is one bytes object there, nothing its garbage collector scans: not a few hundred
+    # containers per event.
+    kept = sent[f"jupyter_dist-{exp.id}"]
+    assert kept and not any(gc.is_tracked(msg) for msg in kept)
     # All 32 placed at once go to the scheduler as one graph update (each trial its own update before).
     ours = [keys for keys in updates.keys if any(exp.id in k for k in keys)]
     assert len(ours) == 1 and len(ours[0]) == TRIALS
 
 
 def test_reports_a_pruner_decides_on_arrive_within_its_latency_target(many_threads):
-    _, client = many_threads
+    cluster, client = many_threads
     waited: list[float] = []
 
     def listener_view(exp):
@@ -128,12 +131,13 @@ def test_reports_a_pruner_decides_on_arrive_within_its_latency_target(many_threa
     # A pruner asked at every report that never prunes (v >= 0): the reports travel as fresh ones.
     import optuna
 
-    exp = _run(client, pruner=optuna.pruners.ThresholdPruner(lower=-1.0), progress=listener_view)
+    with published(cluster.scheduler) as sent:
+        exp = _run(client, pruner=optuna.pruners.ThresholdPruner(lower=-1.0), progress=listener_view)
     _check_every_report_once(exp)
     assert len(waited) == TRIALS * STEPS
     assert statistics.median(waited) < 0.05  # the issue's target for a pruner's reports
     # 32 trials x 10 reports 20 ms apart each left alone (5 ms wait): ~320 events; together, a few dozen.
-    events = [e for e in _events(client, exp) if any(isinstance(m, ReportBatch) for m in e)]
+    events = [e for e in _events(sent, exp) if any(isinstance(m, ReportBatch) for m in e)]
     assert len(events) < TRIALS * STEPS / 4, len(events)
 
 
@@ -197,3 +201,27 @@ def test_a_finished_run_leaves_nothing_of_its_loop_search_or_launcher_in_the_ker
     for _ in range(2):
         run_hpo(three_reports, {"x": space.uniform(0, 1)}, trials=20, metric="v")
     assert held() <= before, "a finished run's trial loop, launcher or search is still held"
+
+
+def _topics_of_ours(dask_scheduler=None) -> dict[str, tuple[int, int]]:
+    """The scheduler's jupyter_dist topics: each one's (events kept, subscribers)."""
+    return {
+        name: (len(topic.events), len(topic.subscribers))
+        for name, topic in dask_scheduler._broker._topics.items()
+        if name.startswith("jupyter_dist-")
+    }
+
+
+def test_a_finished_run_leaves_none_of_its_events_on_the_scheduler(run_hpo, client):
+    """The scheduler keeps each topic's last 1,000 events for its life: a cluster that outlives many runs kept
+    each one's batches of reports. The run's topic holds them while it runs, and nothing once it has ended."""
+    seen: list[dict] = []
+
+    class Watch(jd.Callback):
+        def on_trial_end(self, exp, trial):
+            seen.append(client.run_on_scheduler(_topics_of_ours))
+
+    exp = run_hpo(three_reports, {"x": space.uniform(0, 1)}, trials=6, metric="v", callbacks=[Watch()])
+    topic = f"jupyter_dist-{exp.id}"
+    assert any(topics.get(topic, (0, 0))[0] > 0 for topics in seen)  # it did keep them while the run went on
+    assert client.run_on_scheduler(_topics_of_ours).get(topic, (0, 0)) == (0, 0)
