@@ -32,6 +32,42 @@ const WHOLE_INCREMENTS = [
   1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 1e6
 ];
 
+// uPlot's own width of an axis, in CSS pixels: the least a fitted y axis takes, so short labels look as before.
+const AXIS_SIZE = 50;
+
+/** A y axis' width fitted to its widest tick label (uPlot's ``Axis.size`` callback): its ticks, its gap and the
+ * label's text. uPlot's fixed 50 px ran labels such as "0.9234" (values that differ in the fourth digit) into
+ * the axis title. Never narrower than uPlot's own width. */
+export function fittedAxisSize(
+  self: uPlot,
+  values: string[] | null,
+  axisIdx: number,
+  cycleNum: number
+): number {
+  // uPlot's axes at run time: their font as [CSS font, size] and the width it last chose
+  const axis = self.axes[axisIdx] as uPlot.Axis & {
+    _size?: number;
+    font: unknown;
+  };
+  if (cycleNum > 1 && axis._size) {
+    return axis._size; // uPlot asks again while the ticks settle: keep the last answer, so that it converges
+  }
+  const widest = (values ?? []).reduce(
+    (a, v) => (v.length > a.length ? v : a),
+    ''
+  );
+  let text = 0;
+  if (widest) {
+    self.ctx.font = Array.isArray(axis.font) ? axis.font[0] : String(axis.font);
+    // the canvas is drawn at the device's pixel ratio, the axis sized in CSS pixels
+    text =
+      self.ctx.measureText(widest).width / (globalThis.devicePixelRatio || 1);
+  }
+  const ticks = axis.ticks?.size ?? 10;
+  const gap = axis.gap ?? 5;
+  return Math.max(AXIS_SIZE, Math.ceil(ticks + gap + text + 2));
+}
+
 function cssVar(name: string, fallback: string): string {
   const value = getComputedStyle(document.body).getPropertyValue(name).trim();
   return value || fallback;
@@ -129,7 +165,8 @@ export abstract class Chart {
           {
             ...axis,
             label: yLabel,
-            values: (_u, vs) => vs.map(v => formatValue(v))
+            values: (_u, vs) => vs.map(v => formatValue(v)),
+            size: fittedAxisSize
           }
         ],
         series: [{ label: xLabel }, ...series]
