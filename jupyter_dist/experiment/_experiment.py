@@ -44,8 +44,6 @@ class Experiment(ExperimentHooks):
         self._about: dict[str, Any] | None = None
         # The store file it is recorded in (None: memory only), where exp.extend records the trial trained on.
         self._store: str | None = None
-        # (completed trials, Pareto front size) when _highlight last worked the front out (several objectives).
-        self._front_size: tuple[int, int] | None = None
 
     # --- what it is -------------------------------------------------------------------------------------------
     @property

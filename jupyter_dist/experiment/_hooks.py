@@ -9,12 +9,13 @@ trackers and reproduce/extend call these, the user never does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ArgumentError
+from ..protocol import TrialState
 from ..store import ExperimentRecord, TrialRecord
 from ._frames import best_first
-from ._results import headline
+from ._status import format_params
 
 __all__ = ["ExperimentHooks"]
 
@@ -22,14 +23,15 @@ __all__ = ["ExperimentHooks"]
 class ExperimentHooks:
     """What a kind of experiment may change of how it is run again, trained on and drawn (``Experiment``'s base)."""
 
-    if TYPE_CHECKING:  # Experiment sets it (declared for the type checker only)
-        record: ExperimentRecord
+    record: ExperimentRecord  # (Experiment sets it)
+    # (completed trials, Pareto front size) when _highlight last worked the front out (several objectives).
+    _front_size: tuple[int, int] | None = None
 
     # --- a trial run again or trained on alone (exp.reproduce, exp.extend) -------------------------------------
     def _reproduction(self, rec: TrialRecord) -> dict[str, Any]:
         """How ``rec`` runs again alone (run_again's ``until_step``), or an ArgumentError saying why it cannot."""
         _single_process(
-            self,
+            self.record,
             rec,
             "reproduce runs a single-process trial: run it with data_parallel(fn, workers=...) and its parameters",
         )
@@ -41,7 +43,7 @@ class ExperimentHooks:
 
     def _extendable(self, rec: TrialRecord) -> None:
         """An ArgumentError saying why ``rec`` cannot be trained on alone, if it cannot."""
-        _single_process(self, rec, "extend trains a single-process trial on")
+        _single_process(self.record, rec, "extend trains a single-process trial on")
 
     # --- what the views and the trackers read -------------------------------------------------------------------
     def _add_report_listener(self, listener: Callable[[int, list], None]) -> None:
@@ -76,13 +78,29 @@ class ExperimentHooks:
     def _highlight(self) -> str | None:
         """The headline result so far: the best trial (an ablation study: its baseline; several objectives: the
         Pareto front)."""
-        return headline(self)
+        definition = self.record.definition
+        if definition.objective.several:
+            # The front changes only when a trial completes: worked out again then, not at every status line.
+            completed = self.record.counts()[TrialState.COMPLETED.value]
+            if self._front_size is None or self._front_size[0] != completed:
+                from ._pareto import front
+
+                found = front(self.record.trial_records(), definition.objective)
+                self._front_size = (completed, len(found))
+            size = self._front_size[1]
+            return f"Pareto front: {size} trials" if size else None
+        best = self.record.best()
+        if best is None:
+            return None
+        # 4 significant digits, as every table and the JupyterLab extension write numbers
+        metric = definition.objective.metric
+        return f"best {metric}={best.value:.4g} (trial {best.trial_id}, {format_params(best.params)})"
 
 
-def _single_process(exp: Any, rec: TrialRecord, why: str) -> None:
+def _single_process(record: ExperimentRecord, rec: TrialRecord, why: str) -> None:
     """An ArgumentError when ``rec`` is a data-parallel job of several ranks: ``why`` says what runs instead."""
-    ranks = exp.record.definition.details.get("workers_per_trial") or 1
+    ranks = record.definition.details.get("workers_per_trial") or 1
     if ranks > 1:
         raise ArgumentError(
-            f"trial {rec.trial_id} of {exp.name!r} is a data-parallel job of {ranks} ranks; {why}"
+            f"trial {rec.trial_id} of {record.definition.name!r} is a data-parallel job of {ranks} ranks; {why}"
         )

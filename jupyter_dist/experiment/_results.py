@@ -1,5 +1,5 @@
 """What ``Experiment``'s result methods work out from its record: the best trial (``Best``), the Pareto front, a
-trial's checkpoint and output, the trials table and the summary's order, the figure, the headline result.
+trial's checkpoint and output, the trials table and the summary's order, the figure.
 
 The bodies live here so that ``Experiment`` stays short enough to read as the one list of what an experiment
 offers. Each function takes the Experiment (typed Any: the class imports this module) and calls its methods, so a
@@ -13,17 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ArgumentError, NoResultError
-from ..protocol import ExperimentKind, TrialState
+from ..protocol import ExperimentKind
 from ..store import InMemoryRecord
 from ._frames import best_first, pareto_frame, table_frame, trials_frame
-from ._status import format_params
 
 __all__ = [
     "Best",
     "best_of",
     "checkpoint_of",
     "figure_of",
-    "headline",
     "logs_of",
     "pareto_of",
     "summary_of",
@@ -124,23 +122,3 @@ def figure_of(exp: Any):
     return experiment_figure(
         exp.record.definition, exp.trial_records(), exp.status_line(), importances=importances
     )
-
-
-def headline(exp: Any) -> str | None:
-    """``exp._highlight()``: the best trial so far, or with several objectives the Pareto front's size (kept in
-    ``exp._front_size``, worked out again only when a trial has completed since)."""
-    if exp.record.definition.objective.several:
-        # The front changes only when a trial completes: worked out again then, not at every status line.
-        completed = exp.record.counts()[TrialState.COMPLETED.value]
-        if exp._front_size is None or exp._front_size[0] != completed:
-            from ._pareto import front
-
-            found = front(exp.trial_records(), exp.record.definition.objective)
-            exp._front_size = (completed, len(found))
-        size = exp._front_size[1]
-        return f"Pareto front: {size} trials" if size else None
-    best = exp.record.best()
-    if best is None:
-        return None
-    # 4 significant digits, as every table and the JupyterLab extension write numbers
-    return f"best {exp.metric}={best.value:.4g} (trial {best.trial_id}, {format_params(best.params)})"

@@ -64,7 +64,9 @@ class EventChannel:
                 self.client.run_on_scheduler(_forget_topic, self.topic, self.client.id)
                 return
             except Exception:  # noqa: BLE001 - a scheduler that runs no functions (pickle off) keeps them
-                logger.debug("jupyter_dist: could not drop topic %s on the scheduler", self.topic, exc_info=True)
+                logger.debug(
+                    "jupyter_dist: could not drop topic %s on the scheduler", self.topic, exc_info=True
+                )
         self.client.unsubscribe_topic(self.topic)
 
     def _on_event(self, event) -> None:

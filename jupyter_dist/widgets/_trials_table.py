@@ -1,8 +1,9 @@
 """The live widget's "Trials" tab as HTML: the trials the view hands it (the best, ``best_first``), a row each,
 and a line saying how many of how many it shows.
 
-A function of the records alone, apart from the view's widgets and redraw bookkeeping: the view decides which
-trials to show and when to draw them again; this decides how they read.
+A function of the experiment (its parameters' names, its curve's metric, which resumes are news) and the records
+it is given, apart from the view's widgets and redraw bookkeeping: the view decides which trials to show and when
+to draw them again; this decides how they read.
 """
 
 from __future__ import annotations
