@@ -81,7 +81,7 @@ def checkpoint_of(exp: Any, trial_id: int | None) -> str | None:
 def logs_of(exp: Any, trial_id: int) -> str:
     """``exp.logs(trial_id)``: what the trial printed, and its traceback if it failed."""
     try:
-        return exp.record.trial(trial_id).logs
+        return exp.record.trial_logs(trial_id)
     except KeyError:
         raise ArgumentError(f"experiment {exp.name!r} has no trial {trial_id!r}") from None
 

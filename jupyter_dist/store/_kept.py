@@ -5,6 +5,7 @@ answers a view that polls reads without walking every trial; and a record read b
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -14,6 +15,7 @@ from . import _report_columns
 from ._base import QUEUED, ExperimentDefinition, TrialRecord, best_first
 from ._finished import FinishedTrials
 from ._record import ExperimentRecord
+from ._sqlite import Database
 from ._utilization import UtilizationColumns
 
 if TYPE_CHECKING:
@@ -159,6 +161,27 @@ class KeptRecord(ExperimentRecord):
             if rec is not None:
                 return rec
             return self._finished.record(self._finished.row(trial_id))
+
+    def trial_logs(self, trial_id: int) -> str:
+        if self._unread is None or self._source is None:  # the output is in the record already
+            return super().trial_logs(trial_id)
+        # load()'s record, its details not read yet: this trial's output alone from the store, rather than every
+        # trial's reports and output (a 100,000-trial run's first exp.logs(n) took 1.4 s). On a copy: the details,
+        # once read, fill the record's own.
+        with self._lock:
+            running = self._trials.get(trial_id)
+            if running is not None:
+                rec = dataclasses.replace(running, stdout=[], stderr=[])
+            else:
+                rec = self._finished.record(self._finished.row(trial_id))
+        path, experiment_id = self._source
+        db = Database(path)
+        try:
+            for stream, text in db.trial_output(experiment_id, trial_id):
+                (rec.stdout if stream == "stdout" else rec.stderr).append(text)
+        finally:
+            db.close()
+        return rec.logs
 
     def trial_records(self) -> list[TrialRecord]:
         """Every trial as a record, by trial id: an ended trial's made again from its row (0.5 s for 100,000),

@@ -125,6 +125,10 @@ class ExperimentRecord(TrialSink, ABC):
     def trial(self, trial_id: int) -> TrialRecord:
         """One trial's record (KeyError if there is none)."""
 
+    def trial_logs(self, trial_id: int) -> str:
+        """What one trial printed and its traceback, ``TrialRecord.logs`` (KeyError if there is no such trial)."""
+        return self.trial(trial_id).logs
+
     @abstractmethod
     def trial_records(self) -> list[TrialRecord]:
         """Every trial's record, by trial id."""
