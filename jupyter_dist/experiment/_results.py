@@ -68,12 +68,12 @@ def checkpoint_of(exp: Any, trial_id: int | None) -> str | None:
     """``exp.checkpoint(trial_id)``: the trial's newest checkpoint folder, by default the best trial's (or the one
     trial's)."""
     if trial_id is None:
-        best, records = exp.record.best(), exp.trial_records()
-        if best is None and len(records) != 1:
+        best = exp.record.best()
+        if best is None and exp.record.trial_count() != 1:
             raise NoResultError(f"experiment {exp.name!r} has no completed trial yet: give a trial_id")
-        trial_id = best.trial_id if best is not None else records[0].trial_id
+        trial_id = best.trial_id if best is not None else exp.trial_records()[0].trial_id
     try:
-        return exp.record.trial(trial_id).checkpoint
+        return exp.record.trial_without_details(trial_id).checkpoint
     except KeyError:
         raise ArgumentError(f"experiment {exp.name!r} has no trial {trial_id!r}") from None
 

@@ -188,7 +188,7 @@ class PopulationExperiment(Experiment):
             best = self.best
         except NoResultError:
             return None
-        member = self.record.trial(best.trial_id).labels.get("member")
+        member = self.record.trial_without_details(best.trial_id).labels.get("member")
         return f"best {self.metric}={best.value:.4g} (member {member}, trial {best.trial_id})"
 
     def status_line(self) -> str:

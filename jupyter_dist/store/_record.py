@@ -125,6 +125,12 @@ class ExperimentRecord(TrialSink, ABC):
     def trial(self, trial_id: int) -> TrialRecord:
         """One trial's record (KeyError if there is none)."""
 
+    def trial_without_details(self, trial_id: int) -> TrialRecord:
+        """One trial's record, its learning curve and output left out where they are not read yet (a record
+        read back from the store: ``load_details``), for what reads neither: its checkpoint, labels, state.
+        KeyError if there is no such trial."""
+        return self.trial(trial_id)
+
     def trial_logs(self, trial_id: int) -> str:
         """What one trial printed and its traceback, ``TrialRecord.logs`` (KeyError if there is no such trial)."""
         return self.trial(trial_id).logs

@@ -13,6 +13,8 @@ from ..experiment import Experiment
 # The default pruner surprises users of Ray Tune (no pruning by default) on short runs: every view's first line says
 # it is on and how to turn it off (the lab extension writes the same words: format.ts earlyStoppingNote).
 EARLY_STOPPING_NOTE = "ASHA early stopping · pruner=None to turn it off"
+# Secondary text in the views' HTML, in JupyterLab's theme colour (light or dark), grey outside it.
+MUTED = "color:var(--jp-ui-font-color2,#757575)"
 
 
 def early_stopping_note(exp: Experiment) -> str | None:

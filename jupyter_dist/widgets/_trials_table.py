@@ -14,9 +14,7 @@ import time
 from ..experiment import Experiment
 from ..protocol import TrialState
 from ..store import QUEUED, TrialRecord
-from ._base import format_duration
-
-MUTED = "color:var(--jp-ui-font-color2,#757575)"
+from ._base import MUTED, format_duration
 
 
 def trials_table(exp: Experiment, records: list[TrialRecord], total: int) -> str:

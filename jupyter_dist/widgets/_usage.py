@@ -15,6 +15,7 @@ from collections import deque
 from ..experiment import Experiment
 from ..protocol import TrialState
 from ..store import TrialRecord
+from ._base import MUTED
 
 SPARK_POINTS = 24  # samples a sparkline shows: about its trial's last 24 seconds
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -22,7 +23,6 @@ SPARKS = "▁▂▃▄▅▆▇█"
 # (exp.utilization has them all).
 MAX_STRIPS = 24
 STYLE = "font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.5;white-space:nowrap"
-MUTED = "color:var(--jp-ui-font-color2,#757575)"
 
 
 def sparkline(values: list[float]) -> str:

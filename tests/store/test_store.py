@@ -347,3 +347,30 @@ def test_a_loaded_runs_logs_of_one_trial_read_that_trial_alone(run_hpo, store):
     assert one_at_a_time == {x: exp.logs(trial_id) for x, trial_id in by_x.items()}
     with pytest.raises(jd.JupyterDistError, match="has no trial 7"):
         jd.load(exp.id, store=store).logs(7)
+
+
+def checkpoints_each_step(x=0.0):
+    for step in range(3):
+        jd.report(step=step, x=x + step)
+        jd.checkpoint(step, {"x": x, "step": step})
+    return x
+
+
+def test_a_loaded_runs_checkpoints_are_found_without_reading_every_trials_reports(run_hpo, store):
+    """exp.checkpoint() of a run read back from the store gives the live run's folders without reading every
+    trial's reports and output first (a 100,000-trial run's took 1.4 s)."""
+    exp = run_hpo(
+        checkpoints_each_step,
+        {"x": space.choice([0.2, 0.9])},
+        trials=2,
+        metric="x",
+        sampler="grid",
+        store=store,
+    )
+    loaded = jd.load(exp.id, store=store)
+    assert loaded.checkpoint() == exp.checkpoint() and exp.checkpoint().endswith("step-000000002")
+    ids = [rec.trial_id for rec in exp.trial_records()]
+    assert [loaded.checkpoint(i) for i in ids] == [exp.checkpoint(i) for i in ids]
+    assert loaded.record._unread is not None  # no trial's reports or output were read
+    with pytest.raises(jd.JupyterDistError, match="has no trial 7"):
+        loaded.checkpoint(7)
