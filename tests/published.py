@@ -9,6 +9,8 @@ from contextlib import contextmanager
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
+from jupyter_dist.protocol import decode_all
+
 
 class _Published(SchedulerPlugin):
     name = "jupyter_dist-test-published"
@@ -31,3 +33,13 @@ def published(scheduler) -> Iterator[dict[str, list]]:
         yield plugin.events
     finally:
         scheduler.remove_plugin(name=plugin.name)
+
+
+def sent_by(sent: dict[str, list], exp) -> list[bytes]:
+    """The events ``exp``'s run published (``sent``: what ``published`` recorded), each as the scheduler took it."""
+    return sent.get(f"jupyter_dist-{exp.id}", [])
+
+
+def messages_by(sent: dict[str, list], exp) -> list[list]:
+    """``sent_by``, each event decoded into its messages."""
+    return [decode_all(msg) for msg in sent_by(sent, exp)]

@@ -4,7 +4,7 @@ import msgpack
 import numpy as np
 import pytest
 import torch
-from published import published
+from published import messages_by, published
 
 import jupyter_dist
 from jupyter_dist import TrialPruned
@@ -184,8 +184,7 @@ def _report_batches(sent: dict[str, list], exp) -> list[int]:
     """How many reports each event of the experiment's topic that carried any carried (``sent``: the events
     published, tests/published.py)."""
     counts = [
-        sum(len(m.rows) for m in decode_all(msg) if isinstance(m, ReportBatch))
-        for msg in sent.get(f"jupyter_dist-{exp.id}", [])
+        sum(len(m.rows) for m in event if isinstance(m, ReportBatch)) for event in messages_by(sent, exp)
     ]
     return [n for n in counts if n]
 

@@ -9,11 +9,11 @@ import time
 
 import pytest
 from distributed.diagnostics.plugin import SchedulerPlugin
-from published import published
+from published import messages_by, published, sent_by
 
 import jupyter_dist as jd
 from jupyter_dist import space
-from jupyter_dist.protocol import ReportBatch, decode_all
+from jupyter_dist.protocol import ReportBatch
 
 TRIALS = 32  # all at once: 16 per worker
 STEPS = 10
@@ -73,10 +73,6 @@ def _run(client, pruner, progress=False):
     )
 
 
-def _events(published: dict[str, list], exp) -> list[list]:
-    return [decode_all(msg) for msg in published.get(f"jupyter_dist-{exp.id}", [])]
-
-
 def _check_every_report_once(exp) -> None:
     h = exp.history
     assert len(h) == TRIALS * STEPS
@@ -94,7 +90,7 @@ def test_the_trials_of_a_worker_share_its_events_and_start_in_one_graph_update(m
     finally:
         cluster.scheduler.remove_plugin(name=updates.name)
     _check_every_report_once(exp)
-    events = _events(sent, exp)
+    events = messages_by(sent, exp)
     # Each trial alone sent at least two (its reports, its outcome): 64 or more. Per worker there is one event
     # per 0.2 s while they report (~0.25 s), and the outcomes of trials ending together share one.
     assert len(events) <= 16, [len(e) for e in events]
@@ -102,7 +98,7 @@ def test_the_trials_of_a_worker_share_its_events_and_start_in_one_graph_update(m
     # The scheduler keeps the topic's last 1,000 events while the run goes on; with the embedded cluster they live
     # in the kernel. Each is one bytes object there, nothing its garbage collector scans: not a few hundred
     # containers per event.
-    kept = sent[f"jupyter_dist-{exp.id}"]
+    kept = sent_by(sent, exp)
     assert kept and not any(gc.is_tracked(msg) for msg in kept)
     # All 32 placed at once go to the scheduler as one graph update (each trial its own update before).
     ours = [keys for keys in updates.keys if any(exp.id in k for k in keys)]
@@ -137,7 +133,7 @@ def test_reports_a_pruner_decides_on_arrive_within_its_latency_target(many_threa
     assert len(waited) == TRIALS * STEPS
     assert statistics.median(waited) < 0.05  # the target for a pruner's reports
     # 32 trials x 10 reports 20 ms apart each left alone (5 ms wait): ~320 events; together, a few dozen.
-    events = [e for e in _events(sent, exp) if any(isinstance(m, ReportBatch) for m in e)]
+    events = [e for e in messages_by(sent, exp) if any(isinstance(m, ReportBatch) for m in e)]
     assert len(events) < TRIALS * STEPS / 4, len(events)
 
 

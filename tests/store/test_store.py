@@ -324,18 +324,17 @@ def prints_and_may_fail(x=0.0):
     return x
 
 
+def run_and_load(run_hpo, store, fn):
+    """``fn`` run at x = 0.2 and 0.9, stored, and the run as ``load()`` reads it back: its trials' reports and
+    output not read yet."""
+    exp = run_hpo(fn, {"x": space.choice([0.2, 0.9])}, trials=2, metric="x", sampler="grid", store=store)
+    return exp, jd.load(exp.id, store=store)
+
+
 def test_a_loaded_runs_logs_of_one_trial_read_that_trial_alone(run_hpo, store):
     """exp.logs(n) of a run read back from the store reads n's output, not every trial's reports and output
     first (a 100,000-trial run's first took 1.4 s): the same text as once everything is read, failures too."""
-    exp = run_hpo(
-        prints_and_may_fail,
-        {"x": space.choice([0.2, 0.9])},
-        trials=2,
-        metric="x",
-        sampler="grid",
-        store=store,
-    )
-    loaded = jd.load(exp.id, store=store)
+    exp, loaded = run_and_load(run_hpo, store, prints_and_may_fail)
     by_x = {rec.params["x"]: rec.trial_id for rec in exp.trial_records()}
     one_at_a_time = {x: loaded.logs(trial_id) for x, trial_id in by_x.items()}
     assert loaded.record._unread is not None  # nothing but those trials' output was read
@@ -359,15 +358,7 @@ def checkpoints_each_step(x=0.0):
 def test_a_loaded_runs_checkpoints_are_found_without_reading_every_trials_reports(run_hpo, store):
     """exp.checkpoint() of a run read back from the store gives the live run's folders without reading every
     trial's reports and output first (a 100,000-trial run's took 1.4 s)."""
-    exp = run_hpo(
-        checkpoints_each_step,
-        {"x": space.choice([0.2, 0.9])},
-        trials=2,
-        metric="x",
-        sampler="grid",
-        store=store,
-    )
-    loaded = jd.load(exp.id, store=store)
+    exp, loaded = run_and_load(run_hpo, store, checkpoints_each_step)
     assert loaded.checkpoint() == exp.checkpoint() and exp.checkpoint().endswith("step-000000002")
     ids = [rec.trial_id for rec in exp.trial_records()]
     assert [loaded.checkpoint(i) for i in ids] == [exp.checkpoint(i) for i in ids]
