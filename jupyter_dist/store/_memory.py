@@ -18,6 +18,7 @@ from ..protocol import (
 )
 from ._base import EXTENDED, ExperimentDefinition, TrialRecord, result_repr
 from ._kept import KeptRecord
+from ._restarts import restart_row, went_on_from
 
 if TYPE_CHECKING:
     from ..protocol import Regrouped
@@ -39,6 +40,8 @@ class InMemoryRecord(KeptRecord):
         self._earlier_curves: dict[int, tuple[list[int], list[float]]] = {}
         # Why a trial's next attempt runs, when not because its worker was lost (its function raised: retried).
         self._rerun_because: dict[int, str] = {}
+        # Elastic trials that regrouped and whose new group has not restored its checkpoint yet (_restarts.py).
+        self._restore_awaited: set[int] = set()
 
     # --- written by the trial loop --------------------------------------------------------------------------
     def trial_started(
@@ -162,6 +165,11 @@ class InMemoryRecord(KeptRecord):
         if rec is None:
             return
         with self._lock:
+            if event.resumed and event.trial_id in self._restore_awaited:
+                self._restore_awaited.discard(event.trial_id)
+                row = rec.restarts[-1]
+                if went_on_from(row, event.step) and rec.trial_id in self._rerun_because:
+                    self._rerun_because[rec.trial_id] = row["message"]  # the attempt's note says it as it is
             self._attempt_number(rec, event.attempt)
             if not event.resumed:
                 rec.checkpoint, rec.checkpoint_step = event.path, event.step
@@ -217,27 +225,10 @@ class InMemoryRecord(KeptRecord):
         if rec is None:
             return
         with self._lock:
-            lost_at = rec.steps - 1 if rec.steps else None
-            redone = max(0, lost_at - event.from_step) if lost_at is not None else 0
-            where = f" at step {lost_at}" if lost_at is not None and event.lost else ""
-            message = (
-                f"{event.why}{where}: continuing on {event.world_after} rank{'s' * (event.world_after != 1)} "
-                f"from step {event.from_step}"
-            )
-            rec.restarts.append(
-                {
-                    "at": event.at,
-                    "why": event.why,
-                    "lost": list(event.lost),
-                    "world_before": event.world_before,
-                    "world_after": event.world_after,
-                    "lost_at": lost_at,
-                    "from_step": event.from_step,
-                    "steps_redone": redone,
-                    "message": message,
-                }
-            )
-            self._rerun_because[rec.trial_id] = message
+            row = restart_row(event, rec.steps - 1 if rec.steps else None)
+            rec.restarts.append(row)
+            self._rerun_because[rec.trial_id] = row["message"]
+            self._restore_awaited.add(rec.trial_id)
         if self._journal:
             self._journal.trial_changed(rec)
 
@@ -298,6 +289,7 @@ class InMemoryRecord(KeptRecord):
             del self._trials[trial_id]
         for kept in (self._attempts, self._attempts_before, self._earlier_curves, self._rerun_because):
             kept.pop(trial_id, None)
+        self._restore_awaited.discard(trial_id)
 
     def _taken_back(self, trial_id: int) -> TrialRecord | None:
         """The trial's record, taken out of the ended ones if it is there (it runs again), else the running one."""

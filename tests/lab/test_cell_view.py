@@ -26,8 +26,10 @@ def test_the_view_shows_at_once_draws_live_and_the_kernel_reads_busy(lab, page):
     open_and_run_all(lab, page, "live.ipynb")
     running = watch_cell(page, 1, kernel_bytes(page)).running
     first_view = next(i for i, s in enumerate(running) if s["view"])
-    assert first_view <= 4, running[:6]  # drawn within a couple of samples of the cell starting
-    assert any(s["phase"] for s in running), running  # "connecting to the Dask cluster…" while it started
+    # Drawn at once: while the embedded cluster still started ("connecting to the Dask cluster…"), before any
+    # trial ran. (Not counted in samples from [*]: that also waits for the kernel and the cell before, as load
+    # allows.)
+    assert running[first_view]["phase"] and not running[first_view]["progress"], running[: first_view + 1]
     partial = {s["progress"] for s in running if s["progress"] and s["progress"] != "12/12"}
     assert len(partial) >= 3, running  # progress advanced while the cell ran
     assert any(s["curves"] and s["progress"] != "12/12" for s in running)  # curves before the end

@@ -8,14 +8,17 @@ import jupyter_dist as jd
 from jupyter_dist import space
 
 
-def busy_and_big(x=0.0, seconds=2.6):
+def busy_and_big(x=0.0, cpu_seconds=2.0):
     import time
 
     held = bytearray(b"\x01") * (200 << 20)  # written, so resident
     start, cpu = time.monotonic(), time.thread_time()
     s = 0.0
-    while time.monotonic() < start + seconds:
-        s += x * 2.0
+    # Busy until it has had cpu_seconds of a core, however long a machine busy with other work takes to give them:
+    # the samples then always have CPU time to show.
+    while time.thread_time() < cpu + cpu_seconds and time.monotonic() < start + 120:
+        for _ in range(10_000):
+            s += x * 2.0
     # The share of a core this thread had: less than 100 on a machine busy with other work.
     share = 100 * (time.thread_time() - cpu) / (time.monotonic() - start)
     jd.report(step=0, share=share)
@@ -30,7 +33,8 @@ def test_a_busy_trial_is_sampled_with_its_cpu_and_memory_and_the_samples_survive
     assert len(mine) >= 2, frame
     # Its CPU time over wall time, as the trial's own clock saw it (its process's other threads add little).
     share = exp.trial_records()[0].last["share"]
-    assert share > 20 and abs(mine.cpu_percent.mean() - share) < 20, (share, frame)
+    # The samples' mean is near it, and (however small a share a loaded machine gave) not near nothing.
+    assert abs(mine.cpu_percent.mean() - share) < 20 and mine.cpu_percent.mean() > share / 2, (share, frame)
     assert mine.rss_mb.max() >= 200, frame
     # No GPU on this machine (nor a trial holding one): NaN, not zero.
     assert mine.gpu_util.isna().all() and mine.gpu_mem_mb.isna().all()
