@@ -80,14 +80,18 @@ def reproduce(exp: Any, trial_id: int, on: str, fn: Callable | None) -> Any:
 
 def trial_of(exp: Any, trial_id: Any) -> TrialRecord:
     """The trial ``trial_id`` of ``exp``, once it has ended; an ArgumentError naming the ids it has otherwise."""
-    records = {r.trial_id: r for r in exp.trial_records()}
-    if isinstance(trial_id, bool) or not isinstance(trial_id, int) or trial_id not in records:
-        ids = sorted(records)
+    try:
+        if isinstance(trial_id, bool) or not isinstance(trial_id, int):
+            raise KeyError(trial_id)
+        # Its params, seed, labels and checkpoint: a loaded run's reports and output stay unread (at 100,000
+        # trials, reading or walking every trial's record took 0.5-1.4 s).
+        rec = exp.record.trial_without_details(trial_id)
+    except KeyError:
+        ids = sorted(r.trial_id for r in exp.trial_records())
         shown = f"{ids[0]}..{ids[-1]}" if len(ids) > 5 else ", ".join(map(str, ids))
         raise ArgumentError(
             f"{exp.name!r} has no trial {trial_id!r}: its trials are {shown or 'none'} (exp.trials.trial_id)"
-        )
-    rec = records[trial_id]
+        ) from None
     if rec.state is TrialState.RUNNING:
         raise ArgumentError(f"trial {trial_id} of {exp.name!r} is still running: wait until it has ended")
     return rec
