@@ -85,6 +85,13 @@ class DataParallelTrial:
         run.device = device
         run.strategy, run.mixed_precision = self.strategy, self.mixed_precision
         try:
+            # Every rank has its connections before any goes on: gloo's init is no barrier, so a rank whose function
+            # made no collective could end and close its sockets while a slower peer was still connecting to it
+            # ("connectFullMesh failed ... Connection closed by peer", seen on a loaded machine).
+            if device.type == "cuda":
+                dist.barrier(device_ids=[device.index])
+            else:
+                dist.barrier()
             result = self.fn(**kwargs)
         except BaseException as exc:
             if not isinstance(exc, TrialPruned):
