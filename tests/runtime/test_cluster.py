@@ -268,13 +268,24 @@ def test_an_adaptive_cluster_is_filled_to_its_maximum_and_used_as_it_grows():
     from distributed import LocalCluster
 
     def slow(x=0.0):
+        from distributed import get_client
+
+        # Until the second worker is up (as slow to start as the machine is busy), no trial ends: the run cannot
+        # be over before the cluster has grown into it.
+        waited = time.monotonic()
+        while (
+            len(get_client().scheduler_info(n_workers=-1)["workers"]) < 2 and time.monotonic() < waited + 60
+        ):
+            time.sleep(0.1)
         time.sleep(0.6)
         return x
 
     with LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     ) as cluster:
-        cluster.adapt(minimum=1, maximum=2, target_duration="1s", interval="200ms")
+        # Any two trials in flight ask for two workers (a 0.1 s target against Dask's 0.5 s guess for a task not
+        # measured yet), while one alone asks for one: it is the queued one that makes it grow.
+        cluster.adapt(minimum=1, maximum=2, target_duration="0.1s", interval="200ms")
         client = jd.get_client(cluster)
         assert _cluster.adaptive_maximum(client) == 2
         exp = jd.hpo(
